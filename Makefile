@@ -1,0 +1,29 @@
+# Front door: `make run` sets up and runs negotiatord on the bundled config and sample pool,
+# `make test` sets up and runs the test suite (what CI runs).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup run test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/negotiatord negotiate --config config/default.conf \
+		--slots samples/slots.ads --jobs samples/jobs.ads --format table
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/cycle_bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info
