@@ -1,0 +1,294 @@
+"""Build the typed ``Settings`` from a condor config file, or say exactly what is wrong with it.
+
+HTCondor's own config reader (``htcondor2``) does the reading, in a child process
+(``param_dump``), so ``include``, ``use``, ``if`` and ``$(macros)`` behave as in HTCondor and a
+bad file cannot take the daemon down. This module turns the child's text values into numbers,
+booleans and checked ClassAd expressions, the way HTCondor's ``param_double``/``param_boolean``
+do (the value is a ClassAd expression, evaluated), and rejects what HTCondor would refuse or
+silently misread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import classad2
+
+from negotiatord.settings.model import GroupSettings, PslotLoading, Settings
+
+# A config HTCondor reads in well under a second; anything slower is stuck (an include of a
+# FIFO, a hung network file system) and must not hang a reload forever.
+CHILD_TIMEOUT_S = 30.0
+
+# Defaults HTCondor documents but does not put in its param table, so ``htcondor2`` has no
+# value for them (HTCondor manual, "Configuration Macros", condor_negotiator section).
+_DOCUMENTED_DEFAULTS = {"NEGOTIATOR_CYCLE_DELAY": "20"}
+
+# Per-group params are named <PARAM>_<group>, and HTCondor's config parser rejects most
+# punctuation in a name ('-', '@', ...), so such a group could never be configured. We accept
+# letters, digits and '_', with '.' between levels (HTCondor's group hierarchy separator).
+_GROUP_NAME = re.compile(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*")
+_LIMIT_SUFFIX = "_LIMIT"
+_SCOPE_PREFIX = "CONCURRENCY_LIMIT_DEFAULT_"
+_CONSUMPTION_PREFIX = "CONSUMPTION_"
+# Resources HTCondor has a built-in CONSUMPTION_<RES> for.
+_STANDARD_RESOURCES = ("CPUS", "MEMORY", "DISK")
+
+
+class ConfigError(Exception):
+    """The config cannot be used; the message names the file and the line or param at fault."""
+
+
+def load_settings(path: Path) -> Settings:
+    """Read the condor config at ``path`` into ``Settings``; raise ``ConfigError`` if unusable."""
+    path = Path(path).absolute()
+    if not path.is_file():
+        # HTCondor would only warn and fall back to /etc/condor/condor_config and friends.
+        raise ConfigError(f"{path}: no such config file")
+    dump = _read_with_htcondor(path)
+    try:
+        return _build(path, _Params(dump["params"], dump["defaults"]))
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def _read_with_htcondor(path: Path) -> dict[str, Any]:
+    """Run ``param_dump`` on ``path`` in a child process and return its JSON."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, CONDOR_CONFIG=str(path))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "negotiatord.settings.param_dump"],
+            env=env,
+            # Deliberate deviation: HTCondor resolves a relative ``include`` against the process's
+            # working directory; resolving it next to the config makes the result independent
+            # of where negotiatord was started. $(CONFIG_ROOT) works either way.
+            cwd=path.parent,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{path}: HTCondor did not finish reading the config "
+                          f"within {CHILD_TIMEOUT_S:g} s") from None
+    if done.returncode != 0:
+        # HTCondor's message names the file (and the included file) and the line.
+        raise ConfigError(f"{path}: HTCondor rejected the config: {done.stderr.strip()}")
+    try:
+        dump = json.loads(done.stdout)
+        return {"params": dict(dump["params"]), "defaults": dict(dump["defaults"])}
+    except (ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"{path}: unreadable output from the config reader ({err}): "
+                          f"{done.stderr.strip()}") from None
+
+
+class _Params:
+    """Case-insensitive view of the dumped config (HTCondor param names are case-insensitive)."""
+
+    def __init__(self, params: dict[str, str], defaults: dict[str, str]) -> None:
+        self._values = {name.upper(): (name, text) for name, text in params.items()}
+        builtin = {name.upper(): text for name, text in defaults.items()}
+        self._defaults = {**_DOCUMENTED_DEFAULTS, **builtin}
+
+    def raw(self, name: str) -> str | None:
+        """The configured text; None if unset or set to an empty value (HTCondor's ``param``)."""
+        entry = self._values.get(name.upper())
+        return entry[1] if entry else None
+
+    def setting(self, name: str) -> str | None:
+        """The text, else HTCondor's built-in value: an empty value means the default, as in
+        HTCondor's ``param_integer``/``param_double``/``param_boolean``."""
+        text = self.raw(name)
+        return text if text is not None else self._defaults.get(name.upper())
+
+    def required(self, name: str) -> str:
+        """``setting(name)``, which must exist."""
+        text = self.setting(name)
+        if text is None:
+            raise ConfigError(f"{name} is not set and HTCondor has no default for it")
+        return text
+
+    def names(self, wanted: Callable[[str], bool]) -> list[str]:
+        """Configured param names (as written) for which ``wanted(UPPER_NAME)`` holds."""
+        return [name for upper, (name, _) in self._values.items() if wanted(upper)]
+
+    def is_builtin(self, name: str) -> bool:
+        """Whether HTCondor itself defines ``name`` (it has a value under an empty config)."""
+        return name.upper() in self._defaults
+
+    def number(self, name: str, low: float | None = None, above: bool = False) -> float:
+        """``name``'s value as a number (default if unset), evaluated as HTCondor's
+        ``param_double`` does (the text is a ClassAd expression); at least ``low``, or more
+        than ``low`` if ``above`` (HTCondor's range checks also stop the daemon)."""
+        text = self.required(name)
+        value = _evaluate(text)
+        # Undefined/Error are IntEnum members and True/False are ints: rule them out first.
+        if isinstance(value, (classad2.Value, bool)) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{name} = {text!r}: not a number")
+        if low is not None and (value < low or (above and value == low)):
+            raise ConfigError(f"{name} = {text!r}: must be {'>' if above else '>='} {low:g}")
+        return float(value)
+
+    def boolean(self, name: str, fallback: bool | None = None) -> bool:
+        """``name``'s value as a boolean (``fallback``, else HTCondor's default, if unset), like
+        HTCondor's ``string_is_boolean_param``: true/false in any case, or an expression that
+        evaluates to a boolean or a number (non-zero is true)."""
+        if fallback is not None and self.setting(name) is None:
+            return fallback
+        text = self.required(name)
+        value = _evaluate(text)
+        if isinstance(value, classad2.Value) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{name} = {text!r}: not a boolean (use True or False)")
+        return bool(value)
+
+    def expression(self, name: str, text: str) -> str:
+        """``text`` after checking it parses as a ClassAd expression."""
+        try:
+            classad2.ExprTree(text)
+        except classad2.ClassAdException:
+            raise ConfigError(f"{name} = {text!r}: not a valid ClassAd expression") from None
+        return text
+
+
+def _evaluate(text: str) -> Any:
+    """Evaluate a config value as a standalone ClassAd expression; ``Value.Error`` if unparsable."""
+    try:
+        return classad2.ExprTree(text).eval()
+    except classad2.ClassAdException:
+        return classad2.Value.Error
+
+
+def _build(path: Path, params: _Params) -> Settings:
+    def required_expression(name: str) -> str:
+        return params.expression(name, params.required(name))
+
+    def optional_expression(name: str) -> str | None:
+        # Set to an empty value, HTCondor's negotiator uses no such rank at all.
+        text = params.raw(name)
+        return None if text is None else params.expression(name, text)
+
+    accept_surplus = params.boolean("GROUP_ACCEPT_SURPLUS")
+    autoregroup = params.boolean("GROUP_AUTOREGROUP")
+    return Settings(
+        source=path,
+        consumption_policy=params.boolean("CONSUMPTION_POLICY"),
+        consumption=_consumption(params),
+        slot_weight=required_expression("SLOT_WEIGHT"),
+        use_slot_weights=params.boolean("NEGOTIATOR_USE_SLOT_WEIGHTS"),
+        pslot_loading=_pslot_loading(params),
+        pre_job_rank=optional_expression("NEGOTIATOR_PRE_JOB_RANK"),
+        post_job_rank=optional_expression("NEGOTIATOR_POST_JOB_RANK"),
+        groups=_groups(params, accept_surplus, autoregroup),
+        accept_surplus=accept_surplus,
+        autoregroup=autoregroup,
+        allow_quota_oversubscription=params.boolean("NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION"),
+        group_sort_expr=required_expression("GROUP_SORT_EXPR"),
+        allocation_rounds=max(1, int(params.number("GROUP_QUOTA_MAX_ALLOCATION_ROUNDS", 1))),
+        # Usage decays by 2^(-t/halflife): a zero or negative half-life has no meaning.
+        priority_halflife=params.number("PRIORITY_HALFLIFE", 0, above=True),
+        default_prio_factor=params.number("DEFAULT_PRIO_FACTOR"),
+        concurrency_limit_default=params.number("CONCURRENCY_LIMIT_DEFAULT", 0),
+        concurrency_limits=_concurrency_limits(params),
+        concurrency_scope_defaults={
+            name[len(_SCOPE_PREFIX):].lower(): params.number(name, 0)
+            for name in params.names(lambda n: n.startswith(_SCOPE_PREFIX))
+        },
+        negotiator_interval=params.number("NEGOTIATOR_INTERVAL", 0),
+        negotiator_min_interval=params.number("NEGOTIATOR_MIN_INTERVAL", 0),
+        negotiator_cycle_delay=params.number("NEGOTIATOR_CYCLE_DELAY", 0),
+    )
+
+
+def _consumption(params: _Params) -> dict[str, str]:
+    """CONSUMPTION_<RES> by lower-cased resource; an empty value keeps HTCondor's default."""
+    names = params.names(lambda n: n.startswith(_CONSUMPTION_PREFIX) and n != "CONSUMPTION_POLICY")
+    known = {n.upper() for n in names}
+    standard = [_CONSUMPTION_PREFIX + resource for resource in _STANDARD_RESOURCES]
+    names += [name for name in standard if name not in known]
+    policy = {}
+    for name in names:
+        text = params.setting(name)
+        if text is not None:
+            policy[name[len(_CONSUMPTION_PREFIX):].lower()] = params.expression(name, text)
+    return policy
+
+
+def _pslot_loading(params: _Params) -> PslotLoading:
+    text = params.raw("NEGOTIATORD_PSLOT_LOADING")
+    if text is None:
+        return PslotLoading.DEPTH_FIRST  # HTCondor's only behaviour (seed 003, "Reusing P-Slots")
+    try:
+        return PslotLoading(text.strip().lower())
+    except ValueError:
+        choices = " or ".join(m.value for m in PslotLoading)
+        raise ConfigError(f"NEGOTIATORD_PSLOT_LOADING = {text!r}: must be {choices}") from None
+
+
+def _concurrency_limits(params: _Params) -> dict[str, float]:
+    """Every ``<NAME>_LIMIT`` the config introduces, by lower-cased NAME.
+
+    HTCondor itself never lists limits: it looks up ``<NAME>_LIMIT`` when a job names NAME. To
+    list them, a ``*_LIMIT`` param counts as a concurrency limit unless HTCondor defines it
+    itself (has a built-in value under an empty config, e.g. DETECTED_CPUS_LIMIT), so none of
+    HTCondor's own knobs are mistaken for a limit whatever its version.
+    """
+    limits = {}
+    for name in params.names(lambda n: n.endswith(_LIMIT_SUFFIX) and n != _LIMIT_SUFFIX):
+        if not params.is_builtin(name):
+            limits[name[: -len(_LIMIT_SUFFIX)].lower()] = params.number(name, 0)
+    return limits
+
+
+def _groups(params: _Params, accept_surplus: bool, autoregroup: bool) -> tuple[GroupSettings, ...]:
+    """GROUP_NAMES (comma and/or space separated, HTCondor's StringList) and each group's knobs."""
+    names = re.split(r"[\s,]+", (params.raw("GROUP_NAMES") or "").strip())
+    names = [n for n in names if n]
+    declared: dict[str, str] = {}
+    for name in names:
+        if not _GROUP_NAME.fullmatch(name):
+            raise ConfigError(f"GROUP_NAMES: group name {name!r} is not usable: per-group params "
+                              "such as GROUP_QUOTA_<name> allow only letters, digits and '_', "
+                              "with '.' between levels")
+        if name.lower() in declared:
+            raise ConfigError(f"GROUP_NAMES: group {name!r} is listed twice (as "
+                              f"{declared[name.lower()]!r} too; group names are case-insensitive)")
+        declared[name.lower()] = name
+    groups = tuple(_group(params, name, accept_surplus, autoregroup) for name in names)
+    for group in groups:
+        if "." in group.name and group.parent.lower() not in declared:
+            # GroupEntry::hgq_construct_tree needs every enclosing group declared (it drops the
+            # group with a warning; we refuse, as for a duplicate it would drop).
+            raise ConfigError(f"GROUP_NAMES: group {group.name!r} needs its parent group "
+                              f"{group.parent!r}, which GROUP_NAMES does not list")
+    return groups
+
+
+def _group(params: _Params, name: str, accept_surplus: bool, autoregroup: bool) -> GroupSettings:
+    def optional_number(param: str, low: float | None = None) -> float | None:
+        return None if params.raw(param) is None else params.number(param, low)
+
+    # Ranges as in GroupEntry::hgq_construct_tree: static in [0, INT_MAX], dynamic in [0, 1].
+    static_name, dynamic_name = f"GROUP_QUOTA_{name}", f"GROUP_QUOTA_DYNAMIC_{name}"
+    static, dynamic = optional_number(static_name, 0), optional_number(dynamic_name)
+    if dynamic is not None and not 0 <= dynamic <= 1:
+        raise ConfigError(f"{dynamic_name} = {params.raw(dynamic_name)!r}: a dynamic quota is "
+                          "a fraction of the parent's quota, in [0, 1]")
+    if static is not None and dynamic is not None:
+        # HTCondor would silently ignore the dynamic quota; a contradiction is more likely a typo.
+        raise ConfigError(f"group {name!r} has both {static_name} and {dynamic_name}; set one")
+    return GroupSettings(
+        name=name,
+        static_quota=static,
+        dynamic_quota=dynamic,
+        # GroupEntry::hgq_construct_tree: the per-group knob, else the global one.
+        accept_surplus=params.boolean(f"GROUP_ACCEPT_SURPLUS_{name}", accept_surplus),
+        autoregroup=params.boolean(f"GROUP_AUTOREGROUP_{name}", autoregroup),
+        prio_factor=optional_number(f"GROUP_PRIO_FACTOR_{name}"),
+    )

@@ -1,0 +1,89 @@
+"""The typed settings object: the only view of the condor config the rest of the code sees.
+
+Every value comes from HTCondor's own config system (``htcondor2.param``), so macros,
+``include``, ``use``, ``if`` and HTCondor's defaults behave exactly as in HTCondor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Mapping
+
+ROOT_GROUP = "<none>"
+
+
+class PslotLoading(str, Enum):
+    """How a partitionable slot with room left is ordered for the next job of a request.
+
+    ``DEPTH_FIRST`` keeps it first in line (HTCondor's behaviour); ``BREADTH_FIRST`` puts it
+    behind the other candidates of equal rank (the seed's "future work", not in HTCondor).
+    """
+
+    DEPTH_FIRST = "depth_first"
+    BREADTH_FIRST = "breadth_first"
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    """One accounting group from ``GROUP_NAMES`` and its per-group knobs."""
+
+    name: str                       # as written in GROUP_NAMES, e.g. "group_a.x"
+    static_quota: float | None      # GROUP_QUOTA_<name>, in slot-weight units
+    dynamic_quota: float | None     # GROUP_QUOTA_DYNAMIC_<name>, a fraction of the parent's quota
+    accept_surplus: bool            # GROUP_ACCEPT_SURPLUS_<name>, else GROUP_ACCEPT_SURPLUS
+    autoregroup: bool               # GROUP_AUTOREGROUP_<name>, else GROUP_AUTOREGROUP
+    prio_factor: float | None       # GROUP_PRIO_FACTOR_<name>
+
+    @property
+    def parent(self) -> str:
+        """The enclosing group's name (``<none>`` for top-level groups)."""
+        head, dot, _ = self.name.rpartition(".")
+        return head if dot else ROOT_GROUP
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything negotiatord reads from the condor config, typed and validated."""
+
+    source: Path
+
+    # Slots, consumption policies and match cost
+    consumption_policy: bool                    # CONSUMPTION_POLICY
+    consumption: Mapping[str, str]              # lower-cased resource -> CONSUMPTION_<RES> text
+    slot_weight: str                            # SLOT_WEIGHT
+    use_slot_weights: bool                      # NEGOTIATOR_USE_SLOT_WEIGHTS
+    pslot_loading: PslotLoading                 # NEGOTIATORD_PSLOT_LOADING (ours)
+
+    # Candidate ordering
+    pre_job_rank: str | None                    # NEGOTIATOR_PRE_JOB_RANK
+    post_job_rank: str | None                   # NEGOTIATOR_POST_JOB_RANK
+
+    # Groups
+    groups: tuple[GroupSettings, ...]           # GROUP_NAMES, in config order
+    accept_surplus: bool                        # GROUP_ACCEPT_SURPLUS (also the <none> group's)
+    autoregroup: bool                           # GROUP_AUTOREGROUP
+    allow_quota_oversubscription: bool          # NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION
+    group_sort_expr: str                        # GROUP_SORT_EXPR
+
+    # Priorities
+    priority_halflife: float                    # PRIORITY_HALFLIFE, seconds
+    default_prio_factor: float                  # DEFAULT_PRIO_FACTOR
+
+    # Concurrency limits
+    concurrency_limit_default: float            # CONCURRENCY_LIMIT_DEFAULT
+    concurrency_limits: Mapping[str, float] = field(default_factory=dict)        # lower-cased <NAME>_LIMIT
+    concurrency_scope_defaults: Mapping[str, float] = field(default_factory=dict)  # CONCURRENCY_LIMIT_DEFAULT_<SCOPE>
+
+    allocation_rounds: int = 3                  # GROUP_QUOTA_MAX_ALLOCATION_ROUNDS
+
+    # Daemon timing (used by the service)
+    negotiator_interval: float = 60.0           # NEGOTIATOR_INTERVAL
+    negotiator_min_interval: float = 5.0        # NEGOTIATOR_MIN_INTERVAL
+    negotiator_cycle_delay: float = 20.0        # NEGOTIATOR_CYCLE_DELAY
+
+    def group(self, name: str) -> GroupSettings | None:
+        """The configured group called ``name`` (group names are case-insensitive)."""
+        wanted = name.lower()
+        return next((g for g in self.groups if g.name.lower() == wanted), None)

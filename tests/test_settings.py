@@ -1,0 +1,324 @@
+"""The config layer: HTCondor's own reader in a child process, typed and checked by the loader.
+
+References no one here wrote: HTCondor itself (``htcondor2.param`` in a separate process, its
+error messages, its macro/include/if machinery), classad2 for expression values, and the worked
+examples of seed 003 (/work/shared/seeds/003_95491ebc54d17725.txt).
+Every load costs one child process (~0.2 s), so related checks share a load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import classad2
+import pytest
+
+from negotiatord.settings import (
+    ROOT_GROUP,
+    ConfigError,
+    PslotLoading,
+    Settings,
+    load_settings,
+)
+from negotiatord.settings import loader
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
+
+
+def _eval(text: str, slot: dict, job: dict | None = None):
+    return classad2.ExprTree(text).eval(classad2.ClassAd(slot), classad2.ClassAd(job or {}))
+
+
+def _write(tmp_path: Path, text: str, name: str = "negotiator.conf") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _htcondor_typed_defaults(names: list[str]) -> dict:
+    """What htcondor2.param itself returns for ``names`` under an empty config (own process)."""
+    code = ("import json, sys, htcondor2; "
+            "print(json.dumps({n: htcondor2.param.get(n) for n in sys.argv[1:]}))")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("_CONDOR_")}
+    env["CONDOR_CONFIG"] = os.devnull
+    out = subprocess.run([sys.executable, "-c", code, *names], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+# --- the example configs -------------------------------------------------------------------
+
+def test_cpu_centric_matches_seed_cost_example():
+    s = load_settings(CONFIG_DIR / "cpu_centric.conf")
+    assert s.consumption_policy is True
+    assert s.slot_weight == "Cpus"
+    # Seed 003 "Match Cost With Consumption Policies": W = 8, uses 1 cpu, W' = 7, cost 1.
+    slot, job = {"Cpus": 8, "Memory": 4096, "Disk": 10000}, {"RequestCpus": 1}
+    used = _eval(s.consumption["cpus"], slot, job)
+    before = _eval(s.slot_weight, slot)
+    after = _eval(s.slot_weight, {**slot, "Cpus": slot["Cpus"] - used})
+    assert (before, after, before - after) == (8, 7, 1)
+
+
+def test_memory_centric_expands_macro_in_both_expressions():
+    s = load_settings(CONFIG_DIR / "memory_centric.conf")
+    # $(MEMORY_QUANTUM) was expanded by HTCondor in both places.
+    assert s.slot_weight == "floor(Memory / 128)"
+    assert s.consumption["memory"] == "quantize(target.RequestMemory, {128})"
+    # Seed 003: "If total memory available is 1GB, then this slot + policy can support up to
+    # 8 matches, and total weight (prior to matching) is 8".
+    assert _eval(s.slot_weight, {"Memory": 1024}) == 8
+    assert _eval(s.consumption["memory"], {}, {"RequestMemory": 200}) == 256
+    assert _eval(s.consumption["disk"], {}, {"RequestDisk": 1}) == 1024
+
+
+def test_static_slot_policy_consumes_whole_slot():
+    s = load_settings(CONFIG_DIR / "static_slot.conf")
+    assert s.slot_weight == "1"
+    slot = {"TotalSlotCpus": 16, "TotalSlotMemory": 65536, "TotalSlotDisk": 1000}
+    assert _eval(s.consumption["cpus"], slot) == 16
+    assert _eval(s.consumption["memory"], slot) == 65536
+    assert _eval(s.consumption["disk"], slot) == 900
+
+
+def test_multi_centric_weight_is_the_scarcer_resource():
+    s = load_settings(CONFIG_DIR / "multi_centric.conf")
+    assert s.consumption["memory"] == "quantize(target.RequestMemory, {256})"
+    assert s.consumption["disk"] == "quantize(target.RequestDisk, {128})"
+    assert _eval(s.slot_weight, {"Cpus": 8, "Memory": 512}) == 2    # memory-bound
+    assert _eval(s.slot_weight, {"Cpus": 2, "Memory": 8192}) == 2   # cpu-bound
+    assert _eval(s.slot_weight, {"Cpus": 3, "Memory": 8192}) == 3
+
+
+def test_hierarchical_groups_tree_and_dynamic_quotas():
+    s = load_settings(CONFIG_DIR / "hierarchical_groups.conf")
+    assert [g.name for g in s.groups] == ["group_a", "group_a.x", "group_a.y", "group_b"]
+    quotas = {g.name: g.dynamic_quota for g in s.groups}
+    assert quotas == {"group_a": 0.7, "group_a.x": 0.5, "group_a.y": 0.5, "group_b": 0.3}
+    assert all(g.static_quota is None for g in s.groups)
+    assert s.accept_surplus is True and all(g.accept_surplus for g in s.groups)
+    assert s.group("GROUP_A.X").parent == "group_a"
+    assert s.group("group_b").parent == ROOT_GROUP
+    # The CPU-centric policy came in through `include : $(CONFIG_ROOT)/cpu_centric.conf`.
+    assert s.consumption_policy is True and s.consumption["cpus"] == "target.RequestCpus"
+
+
+def test_default_config_uses_if_include_and_per_group_override():
+    s = load_settings(CONFIG_DIR / "default.conf")
+    # The include sits inside `if version >= 8.1.2`: its values prove the branch was taken.
+    assert s.consumption_policy is True
+    assert s.consumption == {"cpus": "target.RequestCpus", "memory": "target.RequestMemory",
+                             "disk": "target.RequestDisk"}
+    assert s.slot_weight == "Cpus" and s.use_slot_weights is True
+    assert s.pslot_loading is PslotLoading.DEPTH_FIRST
+    assert s.accept_surplus is True
+    assert s.group("group_physics").accept_surplus is True
+    assert s.group("group_chemistry").accept_surplus is False   # GROUP_ACCEPT_SURPLUS_<g>
+    assert s.group("group_physics.cms").dynamic_quota == 0.5
+    assert s.group("group_physics.cms").parent == "group_physics"
+    timing = (s.negotiator_interval, s.negotiator_min_interval, s.negotiator_cycle_delay)
+    assert timing == (20, 5, 5)
+
+
+def test_every_example_config_loads():
+    configs = sorted(CONFIG_DIR.glob("*.conf"))
+    assert {p.name for p in configs} >= {
+        "default.conf", "cpu_centric.conf", "memory_centric.conf", "static_slot.conf",
+        "multi_centric.conf", "hierarchical_groups.conf"}
+    # Each expression param parses (the loader checked), so classad2 accepts them again here.
+    for path in configs:
+        s = load_settings(path)
+        assert isinstance(s, Settings) and s.source == path
+        for text in [s.slot_weight, s.group_sort_expr, *s.consumption.values()]:
+            classad2.ExprTree(text)
+
+
+# --- HTCondor's defaults and lookup rules --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def empty_settings(tmp_path_factory) -> Settings:
+    return load_settings(_write(tmp_path_factory.mktemp("empty"), "# nothing set\n"))
+
+
+def test_unset_params_take_htcondors_defaults(empty_settings):
+    s = empty_settings
+    ref = _htcondor_typed_defaults([
+        "CONSUMPTION_POLICY", "CONSUMPTION_CPUS", "CONSUMPTION_MEMORY", "CONSUMPTION_DISK",
+        "SLOT_WEIGHT", "NEGOTIATOR_USE_SLOT_WEIGHTS", "NEGOTIATOR_PRE_JOB_RANK",
+        "NEGOTIATOR_POST_JOB_RANK", "GROUP_ACCEPT_SURPLUS", "GROUP_AUTOREGROUP",
+        "NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION", "GROUP_SORT_EXPR", "PRIORITY_HALFLIFE",
+        "DEFAULT_PRIO_FACTOR", "CONCURRENCY_LIMIT_DEFAULT", "NEGOTIATOR_INTERVAL",
+        "NEGOTIATOR_MIN_INTERVAL"])
+    assert s.consumption_policy == ref["CONSUMPTION_POLICY"]
+    assert s.consumption == {"cpus": ref["CONSUMPTION_CPUS"], "memory": ref["CONSUMPTION_MEMORY"],
+                             "disk": ref["CONSUMPTION_DISK"]}
+    assert s.slot_weight == ref["SLOT_WEIGHT"] == "Cpus"
+    assert s.use_slot_weights == ref["NEGOTIATOR_USE_SLOT_WEIGHTS"]
+    assert s.pre_job_rank == ref["NEGOTIATOR_PRE_JOB_RANK"]
+    assert s.post_job_rank == ref["NEGOTIATOR_POST_JOB_RANK"]
+    assert s.accept_surplus == ref["GROUP_ACCEPT_SURPLUS"]
+    assert s.autoregroup == ref["GROUP_AUTOREGROUP"]
+    assert s.allow_quota_oversubscription == ref["NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION"]
+    assert s.group_sort_expr == ref["GROUP_SORT_EXPR"]
+    assert s.priority_halflife == ref["PRIORITY_HALFLIFE"]
+    assert s.default_prio_factor == ref["DEFAULT_PRIO_FACTOR"]
+    assert s.concurrency_limit_default == ref["CONCURRENCY_LIMIT_DEFAULT"]
+    assert s.negotiator_interval == ref["NEGOTIATOR_INTERVAL"]
+    assert s.negotiator_min_interval == ref["NEGOTIATOR_MIN_INTERVAL"]
+    # Not in HTCondor's param table; the manual documents 20 s.
+    assert s.negotiator_cycle_delay == 20
+    assert s.groups == () and s.pslot_loading is PslotLoading.DEPTH_FIRST
+    # HTCondor's own *_LIMIT knobs (DETECTED_CPUS_LIMIT, ...) are not concurrency limits.
+    assert s.concurrency_limits == {} and s.concurrency_scope_defaults == {}
+
+
+LOOKUP_RULES = """\
+GROUP_NAMES = Group_A, group_a.Sub  other
+# Param names are case-insensitive: none of these is spelled like the group.
+group_quota_dynamic_GROUP_A = 0.25
+GROUP_QUOTA_DYNAMIC_GROUP_A.SUB = 1
+GROUP_ACCEPT_SURPLUS_group_a = True
+GROUP_AUTOREGROUP_GROUP_A.sub = True
+Group_Prio_Factor_OTHER = 10
+# A static quota computed by HTCondor's macro expansion, then evaluated like param_double.
+SLOTS = 12
+GROUP_QUOTA_other = $(SLOTS) / 4
+# The negotiator's subsystem override wins over the plain name; other daemons' do not apply.
+SLOT_WEIGHT = Cpus
+NEGOTIATOR.SLOT_WEIGHT = floor(Memory / 1024)
+STARTD.SLOT_WEIGHT = 1
+NEGOTIATOR.CONSUMPTION_GPUS = target.RequestGpus
+# Empty: no pre-job rank at all; an empty numeric param means HTCondor's default.
+NEGOTIATOR_PRE_JOB_RANK =
+PRIORITY_HALFLIFE =
+NEGOTIATORD_PSLOT_LOADING = Breadth_First
+# Concurrency limits: ours, scoped, and HTCondor's own DETECTED_CPUS_LIMIT (not a limit).
+Matlab_LIMIT = 4
+license.fluent_LIMIT = 2
+CONCURRENCY_LIMIT_DEFAULT_LICENSE = 1
+DETECTED_CPUS_LIMIT = 3
+# if/else: `defined` sees Matlab_LIMIT through a differently-cased name.
+if defined MATLAB_LIMIT
+  CONCURRENCY_LIMIT_DEFAULT = 10
+else
+  CONCURRENCY_LIMIT_DEFAULT = 1
+endif
+"""
+
+
+@pytest.fixture(scope="module")
+def lookup_settings(tmp_path_factory) -> Settings:
+    path = _write(tmp_path_factory.mktemp("rules"), LOOKUP_RULES)
+    with pytest.MonkeyPatch.context() as mp:
+        # An environment override is part of HTCondor's config; it is not a built-in param.
+        mp.setenv("_CONDOR_SCRATCH_LIMIT", "7")
+        return load_settings(path)
+
+
+def test_group_params_are_case_insensitive(lookup_settings):
+    s = lookup_settings
+    assert [g.name for g in s.groups] == ["Group_A", "group_a.Sub", "other"]
+    a, sub, other = s.groups
+    assert (a.dynamic_quota, a.accept_surplus, a.autoregroup) == (0.25, True, False)
+    assert (sub.dynamic_quota, sub.accept_surplus, sub.autoregroup) == (1.0, False, True)
+    assert sub.parent == "group_a"          # declared as Group_A: parents match case-insensitively
+    assert (other.static_quota, other.dynamic_quota, other.prio_factor) == (3.0, None, 10.0)
+
+
+def test_macros_subsystem_override_and_empty_values(lookup_settings):
+    s = lookup_settings
+    assert s.slot_weight == "floor(Memory / 1024)"
+    assert s.pre_job_rank is None
+    assert s.post_job_rank is not None      # still HTCondor's default
+    assert s.priority_halflife == 86400     # empty: HTCondor's default (param table)
+    assert s.consumption["gpus"] == "target.RequestGpus"
+    assert s.consumption["cpus"] == "quantize(target.RequestCpus,{1})"  # HTCondor's default
+    assert s.pslot_loading is PslotLoading.BREADTH_FIRST
+
+
+def test_concurrency_limits_are_the_configs_own(lookup_settings):
+    s = lookup_settings
+    assert s.concurrency_limits == {"matlab": 4, "license.fluent": 2, "scratch": 7}
+    assert s.concurrency_scope_defaults == {"license": 1}
+    assert s.concurrency_limit_default == 10
+
+
+# --- bad configs ---------------------------------------------------------------------------
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file") as err:
+        load_settings(tmp_path / "absent.conf")
+    assert str(tmp_path / "absent.conf") in str(err.value)
+
+
+def test_syntax_error_names_file_and_line(tmp_path):
+    path = _write(tmp_path, "# fine\nSLOT_WEIGHT = Cpus\nthis line is not a param\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    message = str(err.value)
+    assert str(path) in message and "Line 3" in message
+    # The daemon process survived HTCondor's exit(1): a good config still loads.
+    assert load_settings(CONFIG_DIR / "cpu_centric.conf").slot_weight == "Cpus"
+
+
+def test_include_of_missing_file_names_both(tmp_path):
+    path = _write(tmp_path, "A = 1\ninclude : $(CONFIG_ROOT)/nowhere.conf\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    message = str(err.value)
+    assert str(tmp_path / "nowhere.conf") in message
+    assert str(path) in message and "Line 2" in message
+
+
+BAD_VALUES = [
+    pytest.param("GROUP_NAMES = group_a\nGROUP_QUOTA_DYNAMIC_group_a = abc\n",
+                 "GROUP_QUOTA_DYNAMIC_group_a = 'abc': not a number", id="non-numeric quota"),
+    # htcondor2.param would silently read 86400 here.
+    pytest.param("PRIORITY_HALFLIFE = one day\n",
+                 "PRIORITY_HALFLIFE = 'one day': not a number", id="non-numeric typed param"),
+    pytest.param("GROUP_ACCEPT_SURPLUS = maybe\n",
+                 "GROUP_ACCEPT_SURPLUS = 'maybe': not a boolean", id="bad boolean"),
+    pytest.param("SLOT_WEIGHT = floor(Memory / \n",
+                 "SLOT_WEIGHT = 'floor(Memory /': not a valid ClassAd expression",
+                 id="bad slot weight"),
+    pytest.param("CONSUMPTION_MEMORY = quantize(target.RequestMemory, {128}\n",
+                 "CONSUMPTION_MEMORY = ", id="bad consumption expression"),
+    pytest.param("NEGOTIATOR_POST_JOB_RANK = 3 4\n", "NEGOTIATOR_POST_JOB_RANK = '3 4'",
+                 id="bad rank"),
+    pytest.param("NEGOTIATORD_PSLOT_LOADING = random\n",
+                 "NEGOTIATORD_PSLOT_LOADING = 'random': must be depth_first or breadth_first",
+                 id="unknown loading mode"),
+    pytest.param("GROUP_NAMES = group_a, group_b.x\n",
+                 "'group_b.x' needs its parent group 'group_b'", id="undeclared parent"),
+    pytest.param("GROUP_NAMES = group_a, GROUP_A\n",
+                 "group 'GROUP_A' is listed twice (as 'group_a'", id="duplicate group"),
+    pytest.param("GROUP_NAMES = g\nGROUP_QUOTA_g = 4\nGROUP_QUOTA_DYNAMIC_g = 0.5\n",
+                 "group 'g' has both GROUP_QUOTA_g and GROUP_QUOTA_DYNAMIC_g", id="both quotas"),
+    pytest.param("GROUP_NAMES = g\nGROUP_QUOTA_DYNAMIC_g = 1.5\n",
+                 "GROUP_QUOTA_DYNAMIC_g = '1.5': a dynamic quota", id="dynamic quota above 1"),
+    pytest.param("GROUP_NAMES = g\nGROUP_QUOTA_g = -2\n",
+                 "GROUP_QUOTA_g = '-2': must be >= 0", id="negative static quota"),
+    pytest.param("GROUP_NAMES = group-cms\n", "group name 'group-cms' is not usable",
+                 id="unconfigurable group name"),
+    pytest.param("MATLAB_LIMIT = lots\n", "MATLAB_LIMIT = 'lots': not a number",
+                 id="non-numeric limit"),
+]
+
+
+@pytest.mark.parametrize("text, expected", BAD_VALUES)
+def test_bad_value_names_the_param(tmp_path, text, expected):
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    assert str(err.value).startswith(f"{path}: ")
+    assert expected in str(err.value)
+
+
+def test_reader_that_hangs_is_cut_off(tmp_path, monkeypatch):
+    monkeypatch.setattr(loader, "CHILD_TIMEOUT_S", 0.001)
+    with pytest.raises(ConfigError, match="did not finish reading"):
+        load_settings(_write(tmp_path, "A = 1\n"))
