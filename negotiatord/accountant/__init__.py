@@ -1,0 +1,22 @@
+"""The accountant: customer priorities and usage (pure), persisted per cycle in SQLite."""
+
+from negotiatord.accountant.priorities import (
+    MIN_PRIORITY,
+    MIN_PRIORITY_FACTOR,
+    AccountantState,
+    CustomerRecord,
+    advance,
+    customer_usage,
+)
+from negotiatord.accountant.store import AccountantStore, AccountantStoreError
+
+__all__ = [
+    "MIN_PRIORITY",
+    "MIN_PRIORITY_FACTOR",
+    "AccountantState",
+    "AccountantStore",
+    "AccountantStoreError",
+    "CustomerRecord",
+    "advance",
+    "customer_usage",
+]

@@ -1,0 +1,239 @@
+"""Customer priorities: HTCondor's real priority, its exponential decay, and the priority factor.
+
+A *customer* is anything the accountant keeps a record for: a submitter (``alice@site``,
+``group_a.alice@site``) or an accounting group (``group_a``, ``group_a.x``, ``<none>``). Everything
+here is pure: the cycle reads an :class:`AccountantState`, :func:`advance` returns the next one, and
+the store persists it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Callable, Iterable, Mapping
+
+from negotiatord.settings.model import Settings
+
+# Accountant::MinPriority: no real priority is ever better (lower) than this.
+MIN_PRIORITY = 0.5
+# MIN_PRIORITY_FACTOR in Accountant.cpp; condor_userprio -setfactor refuses anything lower.
+MIN_PRIORITY_FACTOR = 1.0
+
+
+def check_finite(what: str, value: float) -> float:
+    """``value`` as a float, or a ValueError saying which ``what`` is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def check_non_negative(what: str, value: float) -> float:
+    """``value`` as a float, or a ValueError: usage, accumulated usage and costs are never < 0."""
+    value = check_finite(what, value)
+    if value < 0:
+        raise ValueError(f"{what} must be >= 0, got {value!r}")
+    return value
+
+
+def check_usage(customer: str, usage: float) -> float:
+    return check_non_negative(f"usage of customer {customer!r}", usage)
+
+
+def check_factor(customer: str, factor: float) -> float:
+    """``factor`` as a float, or a ValueError: condor_userprio -setfactor requires a factor >= 1."""
+    factor = check_finite(f"priority factor of customer {customer!r}", factor)
+    if factor < MIN_PRIORITY_FACTOR:
+        raise ValueError(
+            f"priority factor of customer {customer!r} must be >= {MIN_PRIORITY_FACTOR} "
+            f"(as condor_userprio -setfactor requires), got {factor!r}"
+        )
+    return factor
+
+
+@dataclass(frozen=True)
+class CustomerRecord:
+    """One customer's accounting record (HTCondor's ``Customer.<name>`` accountant log ad)."""
+
+    name: str
+    real_priority: float          # >= MIN_PRIORITY
+    prio_factor: float | None     # set by condor_userprio -setfactor; None = configured default
+    weighted_usage: float         # weighted resources in use since the last update
+    accumulated_usage: float      # weighted usage integrated over time, in weighted seconds
+    begin_usage_time: float | None
+    last_usage_time: float | None  # last update that closed an interval with usage > 0
+    last_update_time: float | None
+
+    def __post_init__(self) -> None:
+        real = check_finite(f"real priority of customer {self.name!r}", self.real_priority)
+        if real < MIN_PRIORITY:
+            raise ValueError(
+                f"real priority of customer {self.name!r} must be >= {MIN_PRIORITY}, got {real!r}"
+            )
+        if self.prio_factor is not None:
+            check_factor(self.name, self.prio_factor)
+        check_usage(self.name, self.weighted_usage)
+        check_non_negative(f"accumulated usage of customer {self.name!r}", self.accumulated_usage)
+        for what in ("begin_usage_time", "last_usage_time", "last_update_time"):
+            value = getattr(self, what)
+            if value is not None:
+                check_finite(f"{what} of customer {self.name!r}", value)
+
+    @classmethod
+    def fresh(cls, name: str) -> CustomerRecord:
+        """The record of a customer never seen before: best priority, no usage."""
+        return cls(name, MIN_PRIORITY, None, 0.0, 0.0, None, None, None)
+
+
+class AccountantState:
+    """An immutable snapshot of every customer record, as the pure cycle reads it.
+
+    ``accrued_usage`` is the weighted usage :func:`advance` has added to each customer's
+    accumulated usage since this state was loaded. The store adds it to the stored value instead
+    of overwriting, so a ``condor_userprio -resetusage`` that lands while a cycle runs is kept.
+    """
+
+    __slots__ = ("_records", "_accrued")
+
+    def __init__(
+        self,
+        records: Iterable[CustomerRecord] = (),
+        accrued_usage: Mapping[str, float] | None = None,
+    ) -> None:
+        by_name: dict[str, CustomerRecord] = {}
+        for record in records:
+            if record.name in by_name:
+                raise ValueError(f"customer {record.name!r} appears twice in an accountant state")
+            by_name[record.name] = record
+        accrued = dict(accrued_usage or {})
+        for name, amount in accrued.items():
+            check_non_negative(f"accrued usage of customer {name!r}", amount)
+            if name not in by_name:
+                raise ValueError(f"accrued usage given for unknown customer {name!r}")
+        self._records = MappingProxyType(by_name)
+        self._accrued = MappingProxyType(accrued)
+
+    def record(self, name: str) -> CustomerRecord:
+        """``name``'s record; a customer never seen before gets a fresh one at MIN_PRIORITY."""
+        return self._records.get(name) or CustomerRecord.fresh(name)
+
+    def customers(self) -> list[CustomerRecord]:
+        """Every known customer's record, by name."""
+        return [self._records[name] for name in sorted(self._records)]
+
+    def accrued_usage(self, name: str) -> float:
+        """Weighted seconds added to ``name``'s accumulated usage since the state was loaded."""
+        return self._accrued.get(name, 0.0)
+
+    def priority_factor(self, customer: str, group: str, settings: Settings) -> float:
+        """The factor multiplying ``customer``'s real priority; ``group`` is its assigned group.
+
+        Follows Accountant::GetPriorityFactor: an explicit factor wins, else
+        ``GROUP_PRIO_FACTOR_<group>`` of the customer's *assigned* group only (HTCondor's
+        getGroupPriorityFactor does not look at ancestor groups, and treats 0 as unset), else
+        ``DEFAULT_PRIO_FACTOR``. Like Accountant::SetPriorityFactor, factors below 1 count as 1.
+        Unlike HTCondor, the configured factor is not frozen into the record on first use, so a
+        reconfigured group or default factor reaches existing customers too.
+        """
+        explicit = self.record(customer).prio_factor
+        if explicit is not None:
+            return explicit
+        configured = settings.group(group)
+        if configured is not None and configured.prio_factor:
+            factor = configured.prio_factor
+        else:
+            factor = settings.default_prio_factor
+        return max(MIN_PRIORITY_FACTOR, factor)
+
+    def effective_priority(self, submitter: str, group: str, settings: Settings) -> float:
+        """Real priority times priority factor (Accountant::GetPriority); lower is better."""
+        real = self.record(submitter).real_priority
+        return real * self.priority_factor(submitter, group, settings)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AccountantState):
+            return NotImplemented
+        return self._records == other._records and self._accrued == other._accrued
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"AccountantState({len(self._records)} customers)"
+
+
+def advance(
+    state: AccountantState, now: float, usage: Mapping[str, float], halflife: float
+) -> AccountantState:
+    """The state at ``now``: priorities decayed and usage charged, then ``usage`` in force.
+
+    Follows Accountant::UpdatePriorities / UpdateOnePriority for every known customer and every
+    customer in ``usage``. The usage held over the elapsed interval is the one recorded at the
+    previous update (HTCondor charges WeightedResourcesUsed over TimePassed); ``usage`` (running
+    work plus this cycle's matches) is what the *next* update will charge.
+    """
+    now = check_finite("now", now)
+    halflife = check_finite("PRIORITY_HALFLIFE", halflife)
+    if halflife <= 0:
+        raise ValueError(f"PRIORITY_HALFLIFE must be > 0 seconds, got {halflife!r}")
+    usage_now = {name: check_usage(name, amount) for name, amount in usage.items()}
+
+    records = []
+    accrued = dict(state._accrued)
+    for name in sorted(set(state._records) | set(usage_now)):
+        record, charged = _advance_one(state.record(name), now, halflife)
+        records.append(replace(record, weighted_usage=usage_now.get(name, 0.0)))
+        if charged:
+            accrued[name] = accrued.get(name, 0.0) + charged
+    return AccountantState(records, accrued)
+
+
+def _advance_one(
+    record: CustomerRecord, now: float, halflife: float
+) -> tuple[CustomerRecord, float]:
+    """``record`` decayed to ``now`` and the weighted seconds charged for the interval."""
+    last = record.last_update_time
+    elapsed = 0.0 if last is None else now - last
+    if elapsed <= 0:
+        # UpdatePriorities returns when no time passed, and only restarts the clock when it went
+        # backwards (a reset system clock): nothing is decayed or charged either way.
+        return replace(record, last_update_time=now), 0.0
+    aging = 0.5 ** (elapsed / halflife)
+    held = record.weighted_usage
+    real = max(MIN_PRIORITY, record.real_priority * aging + held * (1.0 - aging))
+    charged = held * elapsed
+    accumulated = record.accumulated_usage + charged
+    begins = record.begin_usage_time
+    if begins is None and accumulated > 0:
+        begins = now  # UpdateOnePriority: BeginUsageTime is set once usage has accumulated
+    decayed = replace(
+        record,
+        real_priority=real,
+        accumulated_usage=accumulated,
+        begin_usage_time=begins,
+        last_usage_time=now if held > 0 else record.last_usage_time,
+        last_update_time=now,
+    )
+    return decayed, charged
+
+
+def customer_usage(
+    submitter_usage: Mapping[str, float], group_of: Callable[[str], str]
+) -> dict[str, float]:
+    """Per-customer usage for :func:`advance`: each submitter's own, plus each group's subtree.
+
+    A submitter's usage also counts for its assigned group and every dotted ancestor of it
+    (HTCondor's HierWeightedResourcesUsed, which UpdateOnePriority uses for a group's priority).
+    ``<none>`` counts only submitters assigned to it directly: HTCondor's roll-up walks the dotted
+    group name, and top-level groups are not below ``<none>`` in that walk. A group's accumulated
+    usage therefore covers its subtree too (HTCondor's counts only direct members); one usage
+    figure per customer keeps :func:`advance` a single formula.
+    """
+    totals: dict[str, float] = {}
+    for submitter, amount in submitter_usage.items():
+        amount = check_usage(submitter, amount)
+        totals[submitter] = totals.get(submitter, 0.0) + amount
+        group = group_of(submitter)
+        while group:
+            totals[group] = totals.get(group, 0.0) + amount
+            group = group.rpartition(".")[0]
+    return totals

@@ -1,0 +1,257 @@
+"""The accountant's persistent state in SQLite: customer records and a per-cycle charge history.
+
+HTCondor keeps the same information in ``$(SPOOL)/Accountantnew.log`` (a ClassAd transaction log);
+here one SQLite transaction per negotiation cycle writes the new records and the cycle's charges
+together, so a crash mid-commit leaves the previous cycle's state intact and never half a cycle.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from negotiatord.accountant.priorities import (
+    MIN_PRIORITY,
+    AccountantState,
+    CustomerRecord,
+    check_factor,
+    check_finite,
+    check_non_negative,
+)
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE customers (
+    name              TEXT PRIMARY KEY,
+    real_priority     REAL NOT NULL,
+    prio_factor       REAL,
+    weighted_usage    REAL NOT NULL,
+    accumulated_usage REAL NOT NULL,
+    begin_usage_time  REAL,
+    last_usage_time   REAL,
+    last_update_time  REAL
+);
+CREATE TABLE cycles (
+    cycle_id INTEGER PRIMARY KEY,
+    time     REAL NOT NULL
+);
+CREATE TABLE charges (
+    cycle_id INTEGER NOT NULL REFERENCES cycles (cycle_id),
+    customer TEXT NOT NULL,
+    cost     REAL NOT NULL,
+    PRIMARY KEY (cycle_id, customer)
+);
+"""
+
+_COLUMNS = (
+    "name, real_priority, prio_factor, weighted_usage, accumulated_usage, "
+    "begin_usage_time, last_usage_time, last_update_time"
+)
+
+# The cycle owns priorities, usage and times; the administrator owns the factor (set_factor) and
+# may reset accumulated usage (reset_usage) while a cycle runs. So a cycle never writes the factor,
+# adds what it accrued to the stored accumulated usage, and keeps a begin time already stored.
+_UPSERT_CUSTOMER = f"""
+INSERT INTO customers ({_COLUMNS})
+VALUES (:name, :real_priority, :prio_factor, :weighted_usage, :accumulated_usage,
+        :begin_usage_time, :last_usage_time, :last_update_time)
+ON CONFLICT (name) DO UPDATE SET
+    real_priority     = excluded.real_priority,
+    weighted_usage    = excluded.weighted_usage,
+    accumulated_usage = customers.accumulated_usage + :accrued,
+    begin_usage_time  = COALESCE(customers.begin_usage_time, excluded.begin_usage_time),
+    last_usage_time   = excluded.last_usage_time,
+    last_update_time  = excluded.last_update_time
+"""
+
+# A customer an administrator names before any cycle saw it gets a fresh record (as HTCondor's
+# SetAttribute creates the ad), at the best priority.
+_INSERT_FRESH = """
+INSERT INTO customers (name, real_priority, weighted_usage, accumulated_usage)
+VALUES (?, ?, 0.0, 0.0) ON CONFLICT (name) DO NOTHING
+"""
+
+
+class AccountantStoreError(Exception):
+    """The accountant database cannot be used; the message names the file."""
+
+
+class AccountantStore:
+    """Customer records and charge history in one SQLite file (WAL mode).
+
+    Cycle ids must increase: a commit whose id is not above the last committed one is refused, so
+    a retried commit never charges twice and a stale cycle never overwrites a newer one. Load the
+    state afresh for each cycle so administrator edits (set_factor, reset_usage) reach it.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, one transaction per cycle.
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as error:
+            raise AccountantStoreError(
+                f"{self.path}: cannot open accountant database: {error}"
+            ) from error
+        try:
+            self._prepare_schema()
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            raise AccountantStoreError(
+                f"{self.path}: not a usable SQLite accountant database: {error}"
+            ) from error
+        except AccountantStoreError:
+            self._db.close()
+            raise
+
+    def _prepare_schema(self) -> None:
+        """Create the schema in an empty database; refuse foreign or newer ones."""
+        with self._transaction("preparing the schema"):
+            tables = {row[0] for row in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+            )}
+            if not tables:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                return
+            if "schema_version" not in tables:
+                raise AccountantStoreError(
+                    f"{self.path}: an SQLite database, but not a negotiatord accountant database "
+                    f"(tables: {', '.join(sorted(tables))})"
+                )
+            row = self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            version = row[0] if row else None
+            if version != SCHEMA_VERSION:
+                newer = isinstance(version, int) and version > SCHEMA_VERSION
+                raise AccountantStoreError(
+                    f"{self.path}: accountant schema version {version!r} "
+                    + ("is newer than" if newer else "is not")
+                    + f" the version this negotiatord understands ({SCHEMA_VERSION})"
+                )
+
+    @contextmanager
+    def _transaction(self, doing: str) -> Iterator[None]:
+        """BEGIN IMMEDIATE .. COMMIT, rolled back on any exception; SQLite errors name the file."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException as error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(error, sqlite3.Error):
+                    raise AccountantStoreError(f"{self.path}: {doing} failed: {error}") from error
+                raise
+
+    def load(self) -> AccountantState:
+        """Every stored customer record, as a fresh state with nothing accrued."""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM customers ORDER BY name").fetchall()
+        try:
+            return AccountantState(CustomerRecord(*row) for row in rows)
+        except ValueError as error:
+            raise AccountantStoreError(f"{self.path}: bad customer record: {error}") from error
+
+    def last_cycle_id(self) -> int:
+        """The id of the last committed cycle; 0 before the first."""
+        with self._lock:
+            return self._last_cycle_id()
+
+    def _last_cycle_id(self) -> int:
+        return self._db.execute("SELECT COALESCE(MAX(cycle_id), 0) FROM cycles").fetchone()[0]
+
+    def commit_cycle(
+        self,
+        cycle_id: int,
+        now: float,
+        new_state: AccountantState,
+        charges: Mapping[str, float],
+    ) -> bool:
+        """Write ``new_state`` and the cycle's per-customer charges atomically.
+
+        Returns False, changing nothing, when ``cycle_id`` is not above the last committed id.
+        """
+        if isinstance(cycle_id, bool) or not isinstance(cycle_id, int) or cycle_id < 1:
+            raise ValueError(f"cycle id must be a positive integer, got {cycle_id!r}")
+        now = check_finite(f"time of cycle {cycle_id}", now)
+        costs = {
+            customer: check_non_negative(f"cycle {cycle_id} charge to {customer!r}", cost)
+            for customer, cost in charges.items()
+        }
+        with self._transaction(f"committing cycle {cycle_id}"):
+            if cycle_id <= self._last_cycle_id():
+                return False
+            self._write_cycle(cycle_id, now)
+            self._write_customers(new_state)
+            self._write_charges(cycle_id, costs)
+        return True
+
+    def _write_cycle(self, cycle_id: int, now: float) -> None:
+        self._db.execute("INSERT INTO cycles (cycle_id, time) VALUES (?, ?)", (cycle_id, now))
+
+    def _write_customers(self, state: AccountantState) -> None:
+        self._db.executemany(
+            _UPSERT_CUSTOMER,
+            (
+                {**asdict(record), "accrued": state.accrued_usage(record.name)}
+                for record in state.customers()
+            ),
+        )
+
+    def _write_charges(self, cycle_id: int, costs: Mapping[str, float]) -> None:
+        self._db.executemany(
+            "INSERT INTO charges (cycle_id, customer, cost) VALUES (?, ?, ?)",
+            ((cycle_id, customer, cost) for customer, cost in sorted(costs.items())),
+        )
+
+    def charges(self, cycle_id: int) -> dict[str, float]:
+        """The per-customer costs committed with cycle ``cycle_id`` (empty if none)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT customer, cost FROM charges WHERE cycle_id = ?", (cycle_id,)
+            ).fetchall()
+        return dict(rows)
+
+    def set_factor(self, name: str, factor: float) -> None:
+        """``condor_userprio -setfactor``: ``name``'s explicit priority factor (>= 1)."""
+        factor = check_factor(name, factor)
+        with self._transaction(f"setting the priority factor of {name!r}"):
+            self._db.execute(_INSERT_FRESH, (name, MIN_PRIORITY))
+            self._db.execute("UPDATE customers SET prio_factor = ? WHERE name = ?", (factor, name))
+
+    def reset_usage(self, name: str, now: float | None = None) -> None:
+        """``condor_userprio -resetusage``: zero ``name``'s accumulated usage, from ``now`` on.
+
+        As Accountant::ResetAccumulatedUsage, the real priority is left alone.
+        """
+        when = check_finite(f"usage reset time of {name!r}", time.time() if now is None else now)
+        with self._transaction(f"resetting the usage of {name!r}"):
+            self._db.execute(_INSERT_FRESH, (name, MIN_PRIORITY))
+            self._db.execute(
+                "UPDATE customers SET accumulated_usage = 0.0, begin_usage_time = ? WHERE name = ?",
+                (when, name),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> AccountantStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
