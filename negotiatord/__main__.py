@@ -1,0 +1,3 @@
+from negotiatord.cli import main
+
+raise SystemExit(main())

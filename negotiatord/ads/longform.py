@@ -1,0 +1,151 @@
+"""The old long form (`condor_status -l`, `condor_q -l`, `condor_history`):
+one `Attr = expr` per line.
+
+Ads end at a blank line (as in classad2.parseAds / HTCondor's long-form file
+reader), at a `condor_history` banner line starting with `***`, or at a line
+starting with `###` (the `### ad` separators of hand-made dumps).  classad2's
+own parseAds treats neither banner as a separator: it reads a history file as
+one ad whose attributes are those of the last job plus one named
+"*** Offset" -- we follow condor_history instead, whose reader ends an ad at
+the banner.
+
+Each ad's text is parsed by classad2 with the Old parser, so values, string
+escaping (old-ClassAd backslashes are literal) and duplicates (the last value
+wins, the first spelling of the name is kept) are exactly classad2's.  classad2
+does not report a bad line, though: it silently stops reading the ad there.
+Every line that is an attribute adds one attribute, so an ad whose attribute
+count equals its line count lost nothing (the fast path); anything else is
+re-examined line by line (`_reexamine`) to tell comments, duplicates and
+multi-line values apart from a real fault.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import classad2
+from classad2 import ParserType
+
+from .classad_parse import failure_message, parse_one
+from .piece import LineCounter, Piece, snippet
+
+# A line ending an ad: blank, a condor_history banner, or a `###` separator.
+# Matched from the newline that ends the previous line.
+_SEPARATOR = re.compile(r"\n(?:[ \t]*|\*\*\*[^\n]*|###[^\n]*)(?=\n|\Z)")
+
+# Strings are skipped when balancing brackets; the old form escapes only `\"`.
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_OPENERS = "([{"
+_CLOSERS = ")]}"
+
+
+def read_long_form(text: str) -> Iterator[Piece]:
+    """Every ad of a long-form text, in order."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    text = "\n" + text  # so that a separator on the first line is matched like any other
+    lines = LineCounter(text, line_at_start=0)
+    start = 1
+    for separator in _SEPARATOR.finditer(text):
+        if separator.start() > start:
+            yield from _read_ad(text[start : separator.start()], lines.line_at(start))
+        start = separator.end() + 1
+    if start < len(text):
+        yield from _read_ad(text[start:], lines.line_at(start))
+
+
+def _read_ad(chunk: str, first_line: int) -> Iterator[Piece]:
+    ad = parse_one(chunk, ParserType.Old)
+    if ad is not None and len(ad) == chunk.count("\n") + 1:
+        yield Piece(first_line, ad, "")
+    else:
+        yield from _reexamine(chunk, first_line)
+
+
+@dataclass
+class _Statement:
+    """One attribute definition, possibly continued over several lines."""
+
+    line: int
+    name: str | None  # None: the line has no `Attr =` part
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.parts)
+
+    def continued_by(self, body: str) -> bool:
+        """Whether the next line belongs to this value: the value so far has
+        an unclosed bracket, or is empty and the line opens one (the shape of
+        `ChildCpus = ` followed by `{`, `1,`, ..., `}` lines).  A closed value
+        is never continued: classad2 ignores text after a complete expression,
+        so gluing a line to it could swallow an attribute silently."""
+        if self.name is None:
+            return False
+        value = self.text.split("=", 1)[1]
+        if not value.strip():
+            return body[:1] in _OPENERS
+        return _bracket_depth(value) > 0
+
+
+def _bracket_depth(value: str) -> int:
+    bare = _STRING.sub("", value)
+    return sum(bare.count(c) for c in _OPENERS) - sum(bare.count(c) for c in _CLOSERS)
+
+
+def _attribute_name(line: str) -> str | None:
+    """The attribute a long-form line defines: everything before the first
+    `=`, trimmed (HTCondor's SplitLongFormAttrValue), or None if there is none."""
+    name, equals, _ = line.partition("=")
+    name = name.strip()
+    return name if equals and name else None
+
+
+def _statements(chunk: str, first_line: int) -> list[_Statement]:
+    statements: list[_Statement] = []
+    for number, line in enumerate(chunk.split("\n"), first_line):
+        body = line.strip()
+        if body.startswith("#"):
+            continue  # a comment line, skipped wherever it is (HTCondor's long-form PreParse)
+        if statements and statements[-1].continued_by(body):
+            statements[-1].parts.append(body)
+        else:
+            statements.append(_Statement(number, _attribute_name(line), [line]))
+    return statements
+
+
+def _reexamine(chunk: str, first_line: int) -> Iterator[Piece]:
+    """An ad that is not one clean attribute per line: comments, multi-line
+    values, duplicated attributes, or a fault.  Comment lines and joined
+    values are re-read whole under the same strict count; duplicates defeat
+    any count, so then every statement is parsed alone and the ad assembled
+    from them (last value wins, first spelling of the name kept, as in
+    classad2), which also names the first statement at fault."""
+    statements = _statements(chunk, first_line)
+    if not statements:
+        return  # only comments: not an ad
+    if all(s.name is not None for s in statements):
+        ad = parse_one("\n".join(s.text for s in statements), ParserType.Old)
+        if ad is not None and len(ad) == len(statements):
+            yield Piece(first_line, ad, "")
+            return
+    yield _assembled(statements, first_line)
+
+
+def _assembled(statements: list[_Statement], first_line: int) -> Piece:
+    ad = classad2.ClassAd()
+    for statement in statements:
+        span = "" if len(statement.parts) == 1 else f" (continued over {len(statement.parts)} lines)"
+        where = f"line {statement.line}{span}"
+        if statement.name is None:
+            return Piece(first_line, None, f"{where}: expected 'Attr = expr', got {snippet(statement.parts[0])!r}")
+        alone = parse_one(statement.text, ParserType.Old)
+        if alone is None or len(alone) != 1:
+            message = failure_message(statement.text, ParserType.Old)
+            return Piece(first_line, None, f"{where}: cannot parse {snippet(statement.parts[0])!r}"
+                         + (f": {message}" if message else ""))
+        [name] = alone.keys()
+        ad[name] = alone.lookup(name)  # a deep copy (classad2 copies ExprTrees on insert)
+    return Piece(first_line, ad, "")

@@ -1,0 +1,101 @@
+"""Reading ClassAds from files and request bodies in whichever form a pool
+administrator has them: the old long form (`-l`, history files), the new
+bracketed form, or JSON (`-json`), told apart by the first significant
+character.
+
+Every ad is parsed by classad2 itself (see longform/bracketed for how the input
+is split and why), so what an accepted ad means is exactly what classad2 says.
+A malformed ad becomes an AdProblem and its neighbours are kept; AdFormatError
+is kept for input that cannot be read as ClassAds at all (see AdFormatError).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import classad2
+
+from .batch import AdBatch, AdFormatError, AdProblem
+from .bracketed import JSON, NEW_FORM, read_bracketed
+from .longform import read_long_form
+from .piece import Piece
+
+_LEADING_NOISE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
+_WHITESPACE = re.compile(r"\s*")
+_GZIP_MAGIC = b"\x1f\x8b"
+# A JSON document can only start with one of these if it is a bare string,
+# number, true, false or null.
+_JSON_SCALAR_START = re.compile(r'["\-0-9]|true\b|false\b|null\b')
+
+
+def parse_ads(text: str, source: str = "<text>") -> AdBatch:
+    """All ads in `text`; `source` names the input in problems."""
+    ads, positions, problems = [], [], []
+    for position, outcome in iter_ads(text, source):
+        if isinstance(outcome, AdProblem):
+            problems.append(outcome)
+        else:
+            ads.append(outcome)
+            positions.append(position)
+    return AdBatch(ads, problems, positions)
+
+
+def iter_ads(text: str, source: str = "<text>") -> Iterator[tuple[int, classad2.ClassAd | AdProblem]]:
+    """The ads of `text` one at a time with their 1-based positions, for
+    callers that digest each ad and need not hold them all (a 255k-job dump
+    takes gigabytes as ClassAds)."""
+    for position, piece in enumerate(_pieces(text.removeprefix("\ufeff"), source), 1):
+        if piece.ad is not None:
+            yield position, piece.ad
+        else:
+            yield position, AdProblem(source, position, piece.line, piece.reason)
+
+
+def read_ads(path: Path) -> AdBatch:
+    """All ads in the file at `path`, gunzipped first if it is gzip data
+    (whatever its name)."""
+    path = Path(path)
+    data = path.read_bytes()
+    if data.startswith(_GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as error:
+            raise AdFormatError(f"{path}: damaged gzip data: {error}") from error
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise AdFormatError(f"{path}:{line}: not UTF-8 text (byte {error.start}: {error.reason})") from error
+    return parse_ads(text, source=str(path))
+
+
+def _pieces(text: str, source: str) -> Iterator[Piece]:
+    start = _LEADING_NOISE.match(text).end()
+    if start == len(text):
+        return iter(())
+    first = text[start]
+    if first == "{":
+        return read_bracketed(text, JSON)
+    if first == "[":
+        after = _WHITESPACE.match(text, start + 1).end()
+        # `[{` or `[]` is a JSON list (classad2 cannot parse an empty new-form ad anyway)
+        return read_bracketed(text, JSON if text[after : after + 1] in ("{", "]", "") else NEW_FORM)
+    if first == "<":
+        raise AdFormatError(f"{source}: looks like XML; only long-form, new-form and JSON ClassAds are read")
+    if _JSON_SCALAR_START.match(text, start):
+        _refuse_json_scalar(text, source)
+    return read_long_form(text)
+
+
+def _refuse_json_scalar(text: str, source: str) -> None:
+    """Input that is a whole JSON document but not an object or list holds no ad."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return  # not JSON: long-form text that happens to start like a JSON scalar
+    raise AdFormatError(f"{source}: JSON {type(value).__name__} at top level; expected an object or a list of objects")
