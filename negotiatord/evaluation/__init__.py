@@ -1,0 +1,11 @@
+"""Evaluating jobs against slots: the one place the cycle asks ClassAd questions.
+
+``protocol`` defines what the cycle asks (:class:`PairEvaluator`, :class:`Assessment`);
+``reference`` answers with classad2, pair by pair, and is the semantic reference the fast path
+is checked against.
+"""
+
+from negotiatord.evaluation.protocol import Assessment, PairEvaluator
+from negotiatord.evaluation.reference import ClassAdEvaluator
+
+__all__ = ["Assessment", "ClassAdEvaluator", "PairEvaluator"]

@@ -1,0 +1,55 @@
+"""A fixed ``time()`` for the whole cycle.
+
+HTCondor evaluates ``time()`` afresh on every call, and its ClassAd library resolves an otherwise
+undefined ``CurrentTime`` attribute to the current time (glidein START expressions use both). A cycle
+that must be reproducible (the dry-run ``--now``, trace replay, tests) needs one value for the whole
+cycle. classad2 has no clock hook, so the reference evaluator rewrites ``time()`` calls into the
+cycle's time and defines ``CurrentTime`` in ads that read it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import classad2
+
+_TIME_CALL = re.compile(r"\btime\s*\(\s*\)", re.IGNORECASE)
+_CURRENT_TIME = re.compile(r"\bCurrentTime\b", re.IGNORECASE)
+_STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def mentions_time(text: str) -> bool:
+    return "time" in text.lower() and _TIME_CALL.search(_STRING_LITERAL.sub('""', text)) is not None
+
+
+def freeze_time(text: str, now: int) -> str:
+    """``text`` with every ``time()`` call outside string literals replaced by ``now``."""
+    pieces: list[str] = []
+    position = 0
+    for literal in _STRING_LITERAL.finditer(text):
+        pieces.append(_TIME_CALL.sub(str(now), text[position : literal.start()]))
+        pieces.append(literal.group())
+        position = literal.end()
+    pieces.append(_TIME_CALL.sub(str(now), text[position:]))
+    return "".join(pieces)
+
+
+def frozen_expr(expr: classad2.ExprTree, now: int) -> classad2.ExprTree:
+    text = str(expr)
+    return classad2.ExprTree(freeze_time(text, now)) if mentions_time(text) else expr
+
+
+def frozen_ad(ad: classad2.ClassAd, now: int) -> classad2.ClassAd:
+    """``ad`` itself when it reads no clock, else a copy whose expressions use ``now``."""
+    text = ad.printOld()
+    reads_current_time = "CurrentTime" not in ad and _CURRENT_TIME.search(text) is not None
+    if not (mentions_time(text) or reads_current_time):
+        return ad
+    copy = classad2.ClassAd()
+    for name in ad.keys():
+        expr = ad.lookup(name)
+        text = str(expr)
+        copy[name] = classad2.ExprTree(freeze_time(text, now)) if mentions_time(text) else expr
+    if reads_current_time:
+        copy["CurrentTime"] = now
+    return copy

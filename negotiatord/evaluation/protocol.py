@@ -1,0 +1,49 @@
+"""What the negotiation cycle asks about a request (an autocluster) and a set of slots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from negotiatord.pool.autoclusters import Autocluster
+
+RANK_COLUMNS = ("pre_job_rank", "job_rank", "post_job_rank")
+UNRANKED = -1.7976931348623157e308  # -DBL_MAX: HTCondor's pre/post job rank that does not evaluate
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """Answers for rows ``rows`` of the slot table, one entry per row.
+
+    matched:     both Requirements hold (with Request<Res> replaced by the consumption on slots with a
+                 consumption policy, as HTCondor's cp_override_requested does) and, on such slots, the
+                 consumption is feasible (numeric, non-negative, not all zero, within what is left).
+    consumption: amount of each table asset the match takes (NaN for assets the slot lacks); a slot
+                 without a consumption policy is taken whole.
+    cost:        match cost in slot-weight units: SlotWeight before minus after deducting the
+                 consumption (consumption policy), or the whole SlotWeight (legacy). NaN when unmatched.
+    rank:        NEGOTIATOR_PRE_JOB_RANK, job Rank, NEGOTIATOR_POST_JOB_RANK; higher is better.
+    """
+
+    rows: np.ndarray          # int64[n]
+    matched: np.ndarray       # bool[n]
+    consumption: np.ndarray   # float64[n, assets]
+    cost: np.ndarray          # float64[n]
+    rank: np.ndarray          # float64[n, 3]
+
+
+class PairEvaluator(Protocol):
+    """Evaluates requests against slots of one :class:`~negotiatord.pool.snapshot.SlotTable`.
+
+    ``amounts`` carries each row's current asset amounts: partitionable slots lose what earlier
+    matches of the same cycle consumed, and every expression must see those values.
+    """
+
+    def slot_weights(self, rows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
+        """SlotWeight per row (NaN where it does not evaluate to a number)."""
+        ...
+
+    def assess(self, autocluster: Autocluster, rows: np.ndarray, amounts: np.ndarray) -> Assessment:
+        ...

@@ -1,0 +1,161 @@
+"""Slots as the negotiator sees them: kind, assets, consumption policy, running claim.
+
+A slot's expressions (Requirements, SlotWeight, Consumption<Res>) come from its own ad; where a
+partitionable slot does not carry ``SlotWeight`` or ``Consumption<Res>``, the config's
+``SLOT_WEIGHT`` / ``CONSUMPTION_<RES>`` stand in, the way a startd configured with them would have
+published them. They are kept beside the ad, never written into it, so the snapshot never mutates
+the ads it was built from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import classad2
+
+from negotiatord.ads.values import evaluate_number, evaluate_string
+from negotiatord.settings import Settings
+
+SWAP = "swap"
+DEFAULT_ASSETS = ("Cpus", "Memory", "Disk")
+
+
+class SlotKind(str, Enum):
+    PARTITIONABLE = "partitionable"
+    DYNAMIC = "dynamic"
+    STATIC = "static"
+
+
+@dataclass(frozen=True)
+class SlotProblem:
+    """Why a slot is left out of the cycle; HTCondor would EXCEPT on most of these."""
+
+    slot: str
+    attribute: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"slot {self.slot}: {self.attribute}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Work running on a claimed slot, charged to ``customer`` (AccountingGroup, else RemoteUser)."""
+
+    customer: str
+    concurrency_limits: str | None
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    ad: classad2.ClassAd
+    kind: SlotKind
+    state: str
+    assets: tuple[str, ...]                     # MachineResources without Swap, as spelled in the ad
+    amounts: tuple[float, ...]                  # the assets' current values, parallel to `assets`
+    requirements: classad2.ExprTree | None
+    slot_weight: classad2.ExprTree
+    consumption: dict[str, classad2.ExprTree] | None   # asset -> expression; None: no policy
+    claim: Claim | None
+
+    @property
+    def has_consumption_policy(self) -> bool:
+        return self.consumption is not None
+
+    @property
+    def is_candidate(self) -> bool:
+        """Only unclaimed slots are offered to idle jobs (preemption comes later)."""
+        return self.claim is None and self.state == "Unclaimed"
+
+
+def default_consumption(asset: str) -> str:
+    """The startd's consumption default for an asset with no ``CONSUMPTION_<asset>`` param
+    (HTCondor ``Resource::publish``: ``ifthenelse(target.Request<A> =?= undefined, 0, target.Request<A>)``)."""
+    return f"ifThenElse(TARGET.Request{asset} =?= undefined, 0, TARGET.Request{asset})"
+
+
+def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | SlotProblem:
+    """Read one Machine ad into a :class:`Slot`, or explain why it cannot take part."""
+    name = evaluate_string(ad, "Name")
+    if name is None:
+        return SlotProblem("<unnamed>", "Name", "missing or not a string")
+    kind = _slot_kind(ad)
+    assets = _assets(ad)
+    amounts = []
+    for asset in assets:
+        amount = evaluate_number(ad, asset)
+        if amount is None:
+            return SlotProblem(name, asset, "listed in MachineResources but missing or not numeric")
+        amounts.append(amount)
+
+    slot_weight = ad.lookup("SlotWeight") if "SlotWeight" in ad else classad2.ExprTree(settings.slot_weight)
+    consumption = _consumption_policy(ad, kind, assets, settings)
+    state = evaluate_string(ad, "State") or ""
+    return Slot(
+        name=name,
+        ad=ad,
+        kind=kind,
+        state=state,
+        assets=assets,
+        amounts=tuple(amounts),
+        requirements=ad.lookup("Requirements") if "Requirements" in ad else None,
+        slot_weight=slot_weight,
+        consumption=consumption,
+        claim=_claim(ad, state),
+    )
+
+
+def _slot_kind(ad: classad2.ClassAd) -> SlotKind:
+    if ad.get("PartitionableSlot") is True:
+        return SlotKind.PARTITIONABLE
+    if ad.get("DynamicSlot") is True or evaluate_string(ad, "SlotType") == "Dynamic":
+        return SlotKind.DYNAMIC
+    return SlotKind.STATIC
+
+
+def _assets(ad: classad2.ClassAd) -> tuple[str, ...]:
+    listed = evaluate_string(ad, "MachineResources")
+    if listed is None:
+        return tuple(a for a in DEFAULT_ASSETS if a in ad)
+    names = listed.replace(",", " ").split()
+    return tuple(n for n in names if n.lower() != SWAP)
+
+
+def _consumption_policy(
+    ad: classad2.ClassAd, kind: SlotKind, assets: tuple[str, ...], settings: Settings
+) -> dict[str, classad2.ExprTree] | None:
+    """The slot's Consumption<Res> expressions if it supports a consumption policy.
+
+    Follows HTCondor's ``cp_supports_policy``: only partitionable slots, and only when every asset
+    in MachineResources (except Swap) has a Consumption<Res>. The config's CONSUMPTION_* fill in for
+    p-slots that publish none, unless the slot says ``ConsumptionPolicy = false``.
+    """
+    if kind is not SlotKind.PARTITIONABLE or not assets:
+        return None
+    use_config = settings.consumption_policy and ad.get("ConsumptionPolicy") is not False
+    policy: dict[str, classad2.ExprTree] = {}
+    for asset in assets:
+        attr = f"Consumption{asset}"
+        if attr in ad:
+            policy[asset] = ad.lookup(attr)
+        elif use_config:
+            text = settings.consumption.get(asset.lower()) or default_consumption(asset)
+            policy[asset] = classad2.ExprTree(text)
+        else:
+            return None
+    return policy
+
+
+def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
+    if state != "Claimed":
+        return None
+    customer = (
+        evaluate_string(ad, "AccountingGroup")
+        or evaluate_string(ad, "RemoteUser")
+        or evaluate_string(ad, "RemoteOwner")
+    )
+    if customer is None:
+        return None
+    return Claim(customer=customer, concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"))
