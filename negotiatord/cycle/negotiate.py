@@ -1,0 +1,372 @@
+"""One negotiation cycle: a pure function of snapshot, accountant state, settings and time.
+
+The steps follow HTCondor's negotiator (matchmaker.cpp ``negotiationTime``), with the deviations
+the README lists:
+
+1. weigh every slot (SlotWeight); the pool size is the sum, claimed slots included;
+2. count running work: each claimed slot's weight is charged to its customer, the customer's group
+   and that group's ancestors;
+3. build each autocluster's candidate list; a group's demand is its usage plus, for each idle
+   request, its jobs times the cost on its best candidate (jobs no slot matches add nothing);
+4. share the pool among groups (:mod:`negotiatord.cycle.quotas`) and negotiate group by group in
+   GROUP_SORT_EXPR order, pie spins sharing each group's allocation among its submitters; like
+   HTCondor's allocation rounds, repeat with demand re-estimated from what is still unmatched while
+   rounds make matches (GROUP_QUOTA_MAX_ALLOCATION_ROUNDS);
+5. let submitters of GROUP_AUTOREGROUP groups compete for what is left, as the ``<none>`` group.
+
+No I/O happens here: the daemon and the trace replayer run the very same function.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import numpy as np
+
+from negotiatord.accountant import AccountantState
+from negotiatord.cycle.concurrency import ConcurrencyLedger
+from negotiatord.cycle.group_order import group_order
+from negotiatord.cycle.matchlist import Candidate, MatchList
+from negotiatord.cycle.quotas import GroupAllocation, allocate_quotas
+from negotiatord.cycle.requests import Request, Submitter
+from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match, Rejection, SubmitterReport
+from negotiatord.cycle.state import EPSILON, PoolState
+from negotiatord.evaluation import ClassAdEvaluator, PairEvaluator
+from negotiatord.pool.autoclusters import Autocluster
+from negotiatord.pool.groups import GroupMap
+from negotiatord.pool.jobs import Job
+from negotiatord.pool.snapshot import Snapshot
+from negotiatord.settings import ROOT_GROUP, Settings
+
+NO_MATCH = "no match found"
+SUBMITTER_LIMIT = "submitter limit exceeded"
+GROUP_QUOTA = "group quota exceeded"
+CONCURRENCY_LIMIT = "concurrency limit {name} reached"
+
+Room = Callable[[], float]
+
+
+def negotiate(
+    snapshot: Snapshot,
+    accountant: AccountantState,
+    settings: Settings,
+    now: int,
+    evaluator: PairEvaluator | None = None,
+) -> CycleResult:
+    """Decide this cycle's matches. ``now`` is the cycle's ``time()``."""
+    return _Cycle(snapshot, accountant, settings, now, evaluator).run()
+
+
+class _Cycle:
+    def __init__(self, snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
+                 evaluator: PairEvaluator | None) -> None:
+        self.snapshot = snapshot
+        self.table = snapshot.table
+        self.settings = settings
+        self.evaluator = evaluator or ClassAdEvaluator(snapshot.table, settings, now)
+        self.groups = GroupMap(settings)
+        self.accountant = accountant
+        self.phases: dict[str, float] = {}
+        self.problems: list[str] = [str(p) for p in snapshot.problems]
+        self.usage: dict[str, float] = defaultdict(float)       # customer -> weighted usage
+        self.own_usage: dict[str, float] = defaultdict(float)   # group -> its own submitters' usage
+        self.charges: dict[str, float] = defaultdict(float)
+        self.matches: list[Match] = []
+        self.rejections: list[Rejection] = []
+        self.pie_spins = 0
+        self.match_lists: dict[int, MatchList] = {}
+        self.exhausted: set[int] = set()                         # autoclusters nothing matches any more
+
+    def run(self) -> CycleResult:
+        started = time.perf_counter()
+        with self._phase("slot_weights"):
+            self.state = PoolState(self.table, self._weights())
+            pool_size = float(np.nansum(self.state.weights))
+        with self._phase("running_usage"):
+            self.ledger = self._count_running_work()
+            self.submitters = self._submitters()
+        with self._phase("match_lists"):
+            demand = self._demand()
+        with self._phase("matchmaking"):
+            allocations = self._allocation_rounds(pool_size, demand)
+            self._autoregroup(pool_size)
+        return self._result(time.perf_counter() - started, pool_size, allocations)
+
+    # -- before matchmaking ------------------------------------------------------------------------
+
+    def _weights(self) -> np.ndarray:
+        rows = np.arange(len(self.table))
+        weights = self.evaluator.slot_weights(rows, self.table.amounts)
+        for row in np.flatnonzero(np.isnan(weights)):
+            self.problems.append(f"slot {self.table.slots[row].name}: SlotWeight: does not evaluate to a number")
+        if not self.settings.use_slot_weights:
+            # NEGOTIATOR_USE_SLOT_WEIGHTS = False: every slot without a consumption policy counts 1
+            legacy = ~self.table.consumption_policy & ~np.isnan(weights)
+            weights = np.where(legacy, 1.0, weights)
+        return weights
+
+    def _count_running_work(self) -> ConcurrencyLedger:
+        running_limits = []
+        for row, slot in enumerate(self.table.slots):
+            if slot.claim is None or np.isnan(self.state.weights[row]):
+                continue
+            self._charge_usage(slot.claim.customer, float(self.state.weights[row]))
+            if slot.claim.concurrency_limits:
+                running_limits.append(slot.claim.concurrency_limits)
+        return ConcurrencyLedger(self.settings, running_limits)
+
+    def _submitters(self) -> dict[str, Submitter]:
+        autocluster_of = {job.id: ac for ac in self.snapshot.autoclusters for job in ac.jobs}
+        by_name: dict[str, list[Job]] = defaultdict(list)
+        for job in self.snapshot.jobs:
+            by_name[job.submitter].append(job)
+        submitters = {}
+        for name, jobs in by_name.items():
+            group = self.groups.group_of(name)
+            submitter = Submitter(name, group, self.accountant.effective_priority(name, group, self.settings))
+            submitter.add_jobs(sorted(jobs, key=lambda j: j.order), autocluster_of)
+            submitters[name] = submitter
+        return submitters
+
+    def _demand(self) -> dict[str, float]:
+        """Each group's own usage plus what its unmatched jobs would cost on their best candidates.
+
+        A request whose autocluster nothing matches adds no demand; it is rejected here, once.
+        """
+        demand = defaultdict(float, self.own_usage)
+        for submitter in self.submitters.values():
+            for request in submitter.open_requests(self.exhausted):
+                best = self._match_list(request.autocluster).best()
+                if best is None:
+                    self._exhaust(request, submitter)
+                else:
+                    demand[submitter.group] += len(request.jobs) * self._cost(best)
+        return dict(demand)
+
+    # -- groups ------------------------------------------------------------------------------------
+
+    def _allocation_rounds(self, pool_size: float, demand: dict[str, float]) -> dict[str, GroupAllocation]:
+        """Allocate and negotiate; while a round makes matches and work is left, re-estimate demand
+        from what is still unmatched and go again, so allocation a group could not use (or demand
+        the first estimate missed) is not stranded for the cycle."""
+        for _ in range(self.settings.allocation_rounds):
+            # the root <none> always accepts surplus, as in HTCondor's hgq_construct_tree
+            allocations = allocate_quotas(self.settings.groups, pool_size, demand, accept_surplus_root=True)
+            made = self._negotiate_groups(allocations)
+            if made == 0 or not any(s.open_requests(self.exhausted) for s in self.submitters.values()):
+                break
+            demand = self._demand()
+        return allocations
+
+    def _negotiate_groups(self, allocations: dict[str, GroupAllocation]) -> int:
+        names = list(allocations)
+        order = group_order(
+            names,
+            self.settings.group_sort_expr,
+            quota={n: allocations[n].quota for n in names},
+            in_use={n: self.usage[n] for n in names},
+            allocated={n: allocations[n].allocated for n in names},
+        )
+        made = 0
+        for name in order:
+            members = [s for s in self.submitters.values() if s.group == name]
+            allocated = allocations[name].allocated
+            made += self._spin_pie(members, name, allocated, lambda n=name, a=allocated: a - self.own_usage[n])
+        return made
+
+    def _autoregroup(self, pool_size: float) -> None:
+        """GROUP_AUTOREGROUP[_<g>]: after every group had its turn, its submitters may also compete,
+        as members of ``<none>``, for what nobody took. (HTCondor ignores the per-group knob
+        unless the global one is set; here each group's own setting counts.)"""
+        regrouped = [s for s in self.submitters.values() if self._autoregroups(s.group)]
+        if not regrouped:
+            return
+
+        def room() -> float:
+            return pool_size - sum(self.own_usage.values())
+
+        self._spin_pie(regrouped, ROOT_GROUP, room() + sum(self.usage[s.name] for s in regrouped), room)
+
+    def _autoregroups(self, group: str) -> bool:
+        configured = self.settings.group(group)
+        return configured is not None and configured.autoregroup
+
+    # -- pie spins ---------------------------------------------------------------------------------
+
+    def _spin_pie(self, members: list[Submitter], group: str, allocated: float, room: Room) -> int:
+        """Share ``allocated`` among ``members`` over repeated spins (HTCondor's pie spins).
+
+        ``room()`` is what is left of the pie now. Spin 1 gives each submitter its share of the
+        allocation (inverse to effective priority) less what it already holds. Later spins re-share
+        what is left among submitters that still have jobs, while spins keep making matches. When a
+        spin makes none while the pie has room, remainder rounds offer one match per submitter per
+        round in priority order, so no allocation is stranded in fractions of a match (HTCondor
+        leaves such remainders unused). Returns the matches made.
+        """
+        members = sorted(members, key=lambda s: (s.priority, s.name))
+        for submitter, share in zip(members, _shares(members)):
+            submitter.share_limit = share * allocated
+        hungry = self._hungry(members)
+        total = 0
+        first_spin = True
+        while hungry and (first_spin or room() > EPSILON):
+            self.pie_spins += 1
+            pie_left = room()
+            made = 0
+            for submitter, share in zip(hungry, _shares(hungry)):
+                own = self.usage[submitter.name]
+                limit = max(0.0, share * allocated - own) if first_spin else share * pie_left
+                made += self._negotiate_submitter(submitter, group, limit, room)
+            total += made
+            first_spin = False
+            hungry = self._hungry(hungry)
+            if made == 0:
+                return total + self._remainder_rounds(hungry, group, room)
+        return total
+
+    def _remainder_rounds(self, hungry: list[Submitter], group: str, room: Room) -> int:
+        total = 0
+        made = 1
+        while made and hungry and room() > EPSILON:
+            self.pie_spins += 1
+            made = sum(self._negotiate_submitter(s, group, room(), room, max_matches=1) for s in hungry)
+            total += made
+            hungry = self._hungry(hungry)
+        return total
+
+    def _hungry(self, submitters: list[Submitter]) -> list[Submitter]:
+        return [s for s in submitters if s.open_requests(self.exhausted)]
+
+    def _negotiate_submitter(self, submitter: Submitter, group: str, limit: float, room: Room,
+                             max_matches: int | None = None) -> int:
+        """Offer ``submitter``'s requests in order until its limit is spent; returns matches made.
+
+        A request refused for the submitter's limit, the group's room or a concurrency limit is
+        skipped for the rest of this pass; one that no slot matches is skipped for the cycle.
+        """
+        made = 0
+        for request in submitter.open_requests(self.exhausted):
+            match_list = self._match_list(request.autocluster)
+            while request.jobs and made != max_matches:
+                job = request.jobs[0]
+                candidate = match_list.best()
+                if candidate is None:
+                    self._exhaust(request, submitter)
+                    break
+                cost = self._cost(candidate)
+                reason = self._refusal(job, cost, limit, room())
+                if reason is not None:
+                    self._reject(job, submitter, reason)
+                    break
+                request.jobs.popleft()
+                self._commit(job, submitter, group, candidate, cost, match_list)
+                limit -= cost
+                made += 1
+            if made == max_matches:
+                break
+        return made
+
+    def _refusal(self, job: Job, cost: float, limit: float, room: float) -> str | None:
+        if cost > limit + EPSILON:
+            return SUBMITTER_LIMIT
+        if cost > room + EPSILON:
+            return GROUP_QUOTA
+        blocked = self.ledger.blocking(job.concurrency_limits)
+        return None if blocked is None else CONCURRENCY_LIMIT.format(name=blocked)
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+
+    def _commit(self, job: Job, submitter: Submitter, group: str, candidate: Candidate, cost: float,
+                match_list: MatchList) -> None:
+        slot = self.table.slots[candidate.row]
+        consumed = {
+            asset: _plain(candidate.consumption[self.table.asset_column(asset)]) for asset in slot.assets
+        }
+        self.state.take(candidate.row, candidate.consumption, cost)
+        match_list.taken(candidate)
+        self.ledger.take(job.concurrency_limits)
+        self._charge_usage(submitter.name, cost)
+        self.charges[submitter.name] += cost
+        for ancestor in self.groups.lineage(submitter.group):
+            self.charges[ancestor] += cost
+        self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed))
+
+    def _charge_usage(self, customer: str, weight: float) -> None:
+        """Usage counts for the customer, its group and every ancestor group; the group's own
+        submitters' usage is what its allocation is measured against."""
+        group = self.groups.group_of(customer)
+        self.usage[customer] += weight
+        self.own_usage[group] += weight
+        for ancestor in self.groups.lineage(group):
+            self.usage[ancestor] += weight
+
+    def _exhaust(self, request: Request, submitter: Submitter) -> None:
+        self.exhausted.add(request.autocluster.id)
+        self._reject(request.jobs[0], submitter, NO_MATCH)
+
+    def _reject(self, job: Job, submitter: Submitter, reason: str) -> None:
+        self.rejections.append(Rejection(job.id, submitter.name, reason))
+
+    def _cost(self, candidate: Candidate) -> float:
+        """NEGOTIATOR_USE_SLOT_WEIGHTS = False: a match on a slot without a consumption policy costs 1."""
+        if not self.settings.use_slot_weights and not self.table.consumption_policy[candidate.row]:
+            return 1.0
+        return candidate.cost
+
+    def _match_list(self, autocluster: Autocluster) -> MatchList:
+        if autocluster.id not in self.match_lists:
+            self.match_lists[autocluster.id] = MatchList(
+                autocluster, self.evaluator, self.state, self.settings.pslot_loading
+            )
+        return self.match_lists[autocluster.id]
+
+    def _result(self, duration: float, pool_size: float, allocations: dict[str, GroupAllocation]) -> CycleResult:
+        stats = CycleStats(
+            duration_s=duration,
+            matches=len(self.matches),
+            rejections=len(self.rejections),
+            slots=len(self.table),
+            jobs=len(self.snapshot.jobs),
+            autoclusters=len(self.snapshot.autoclusters),
+            pie_spins=self.pie_spins,
+            pool_size=pool_size,
+            phase_s=dict(self.phases),
+        )
+        return CycleResult(
+            stats=stats,
+            matches=tuple(self.matches),
+            rejections=tuple(self.rejections),
+            groups=tuple(
+                GroupReport(a.name, a.quota, a.allocated, self.own_usage[a.name], a.accept_surplus)
+                for a in allocations.values()
+            ),
+            submitters=tuple(
+                SubmitterReport(s.name, s.group, s.priority, s.share_limit, self.usage[s.name])
+                for s in sorted(self.submitters.values(), key=lambda s: (s.group, s.priority, s.name))
+            ),
+            usage=dict(self.usage),
+            charges=dict(self.charges),
+            problems=tuple(self.problems),
+        )
+
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = time.perf_counter() - started
+
+
+def _shares(members: list[Submitter]) -> list[float]:
+    """Each submitter's share of a pie: inverse to effective priority (HTCondor's normal factor)."""
+    inverse = [1.0 / s.priority for s in members]
+    total = sum(inverse)
+    return [value / total for value in inverse]
+
+
+def _plain(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else float(value)

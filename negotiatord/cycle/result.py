@@ -1,0 +1,67 @@
+"""What a negotiation cycle decides: matches, rejections, allocations, charges, statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Match:
+    job: str
+    slot: str
+    submitter: str
+    group: str
+    cost: float
+    consumed: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    job: str
+    submitter: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class GroupReport:
+    name: str
+    quota: float
+    allocated: float
+    usage: float
+    accept_surplus: bool
+
+
+@dataclass(frozen=True)
+class SubmitterReport:
+    name: str
+    group: str
+    effective_priority: float
+    limit: float
+    usage: float
+
+
+@dataclass(frozen=True)
+class CycleStats:
+    """Figures in the spirit of HTCondor's LastNegotiationCycle* attributes."""
+
+    duration_s: float
+    matches: int
+    rejections: int
+    slots: int
+    jobs: int
+    autoclusters: int
+    pie_spins: int
+    pool_size: float
+    phase_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    stats: CycleStats
+    matches: tuple[Match, ...]
+    rejections: tuple[Rejection, ...]
+    groups: tuple[GroupReport, ...]
+    submitters: tuple[SubmitterReport, ...]
+    usage: dict[str, float]      # customer (submitter or group) -> weighted usage after the cycle
+    charges: dict[str, float]    # customer -> cost of this cycle's matches
+    problems: tuple[str, ...]    # slots, jobs and expressions left out, with the reason

@@ -1,0 +1,135 @@
+"""Groups, quotas, pie spins, priorities, concurrency limits and p-slot loading order in a cycle."""
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from negotiatord.accountant import AccountantState, CustomerRecord
+from negotiatord.cycle.negotiate import negotiate
+from negotiatord.pool.snapshot import Snapshot
+from negotiatord.settings import PslotLoading
+from tests.builders import expr, group, jobs, pslot, settings, static_slot
+
+NOW = 1_700_000_000
+CPU_POLICY = dict(consumption_policy=True)
+
+
+def run(slot_ads, job_ads, config, accountant=None):
+    return negotiate(Snapshot.build(slot_ads, job_ads, config), accountant or AccountantState(), config, NOW)
+
+
+def by_group(result):
+    return Counter(m.group for m in result.matches)
+
+
+def priorities(**real):
+    return AccountantState([replace(CustomerRecord.fresh(f"{name}@site"), real_priority=value)
+                            for name, value in real.items()])
+
+
+def test_issue_example_surplus_goes_to_the_sibling_first():
+    """100 cpus; group_a 0.7 (x, y at 0.5 each), group_b 0.3; demand x 100, y 10, b 100, surplus on:
+    negotiatord gives x 60, y 10, b 30 (HTCondor's default gives b 60, x 40, y 0)."""
+    tree = (group("group_a", dynamic=0.7, surplus=True), group("group_a.x", dynamic=0.5, surplus=True),
+            group("group_a.y", dynamic=0.5, surplus=True), group("group_b", dynamic=0.3, surplus=True))
+    config = settings(groups=tree, accept_surplus=True, **CPU_POLICY)
+    slots = [pslot(f"s{i}", cpus=10, memory=10_000) for i in range(10)]
+    job_ads = (jobs("xu", 100, group="group_a.x", cluster=1) + jobs("yu", 10, group="group_a.y", cluster=2)
+               + jobs("bu", 100, group="group_b", cluster=3))
+    result = run(slots, job_ads, config)
+    assert by_group(result) == {"group_a.x": 60, "group_a.y": 10, "group_b": 30}
+    allocated = {g.name: g.allocated for g in result.groups}
+    assert allocated["group_a.x"] == pytest.approx(60)
+    assert sum(allocated.values()) <= 100 + 1e-9
+
+
+def test_submitters_share_a_group_in_inverse_proportion_to_priority():
+    config = settings(**CPU_POLICY)
+    slots = [pslot(f"s{i}", cpus=10) for i in range(3)]
+    result = run(slots, jobs("alice", 40, cluster=1) + jobs("bob", 40, cluster=2), config,
+                 priorities(alice=1.0, bob=2.0))
+    assert Counter(m.submitter for m in result.matches) == {"alice@site": 20, "bob@site": 10}
+    limits = {s.name: s.limit for s in result.submitters}
+    assert limits == pytest.approx({"alice@site": 20, "bob@site": 10})
+
+
+def test_running_work_counts_against_the_submitters_share():
+    config = settings(**CPU_POLICY)
+    running = [static_slot(f"busy{i}", cpus=1, State="Claimed", Activity="Busy", RemoteUser="alice@site")
+               for i in range(10)]
+    slots = [pslot("free", cpus=10), *running]
+    result = run(slots, jobs("alice", 20, cluster=1) + jobs("bob", 20, cluster=2), config)
+    # pool 20, equal priorities: 10 each; alice already holds 10 so bob gets the free 10
+    assert Counter(m.submitter for m in result.matches) == {"bob@site": 10}
+    assert result.usage["alice@site"] == 10
+
+
+def test_fractional_shares_are_not_stranded():
+    """Three equal submitters on 10 cpus: 3.33 each; the remainder round hands out the last cpu."""
+    config = settings(**CPU_POLICY)
+    job_ads = jobs("a", 5, cluster=1) + jobs("b", 5, cluster=2) + jobs("c", 5, cluster=3)
+    result = run([pslot("s", cpus=10)], job_ads, config)
+    assert len(result.matches) == 10
+    assert sorted(Counter(m.submitter for m in result.matches).values()) == [3, 3, 4]
+
+
+def test_concurrency_limits_cap_matches_and_count_running_jobs():
+    config = settings(concurrency_limits={"license": 3}, **CPU_POLICY)
+    running = static_slot("busy", State="Claimed", RemoteUser="bob@site", ConcurrencyLimits="LICENSE")
+    result = run([pslot("s", cpus=10), running], jobs("alice", 5, ConcurrencyLimits="license"), config)
+    assert len(result.matches) == 2
+    assert any(r.reason == "concurrency limit license reached" for r in result.rejections)
+
+
+def test_concurrency_increments_and_scope_defaults():
+    config = settings(concurrency_scope_defaults={"db": 4}, **CPU_POLICY)
+    result = run([pslot("s", cpus=10)], jobs("alice", 5, ConcurrencyLimits="db.read:2"), config)
+    assert len(result.matches) == 2
+
+
+@pytest.mark.parametrize("loading, expected", [
+    (PslotLoading.DEPTH_FIRST, {"first": 4}),
+    (PslotLoading.BREADTH_FIRST, {"first": 2, "second": 2}),
+])
+def test_pslot_loading_order(loading, expected):
+    config = settings(pslot_loading=loading, **CPU_POLICY)
+    result = run([pslot("first", cpus=4), pslot("second", cpus=4)], jobs("alice", 4), config)
+    assert Counter(m.slot for m in result.matches) == expected
+
+
+def test_autoregroup_lets_a_group_use_what_nobody_else_wants():
+    tree = (group("group_a", quota=2, autoregroup=True),)
+    slots = [pslot("s", cpus=10)]
+    regrouped = run(slots, jobs("alice", 10, group="group_a"), settings(groups=tree, **CPU_POLICY))
+    assert len(regrouped.matches) == 10
+    held = run(slots, jobs("alice", 10, group="group_a"),
+               settings(groups=(group("group_a", quota=2),), **CPU_POLICY))
+    assert len(held.matches) == 2
+    assert {r.reason for r in held.rejections} <= {"submitter limit exceeded", "group quota exceeded"}
+
+
+def test_higher_job_priority_goes_first():
+    low = jobs("alice", 1, cluster=1, JobPrio=0)
+    high = jobs("alice", 1, cluster=2, JobPrio=5)
+    result = run([static_slot("only", cpus=1)], low + high, settings())
+    assert [m.job for m in result.matches] == ["alice-schedd#2.0#0"]
+
+
+def test_group_sort_expr_decides_which_group_negotiates_first():
+    tree = (group("group_a", dynamic=0.5), group("group_b", dynamic=0.5))
+    wanted = dict(Requirements=expr('TARGET.Name == "s1"'))
+    slots = [static_slot("s1"), static_slot("s2")]
+    job_ads = jobs("au", 1, group="group_a", cluster=1, **wanted) + jobs("bu", 1, group="group_b", cluster=2, **wanted)
+    default = run(slots, job_ads, settings(groups=tree))
+    assert [m.group for m in default.matches] == ["group_a"]
+    b_first = run(slots, job_ads, settings(groups=tree, group_sort_expr='ifThenElse(AccountingGroup =?= "group_b", 0, 1)'))
+    assert [m.group for m in b_first.matches] == ["group_b"]
+
+
+def test_submitter_maps_to_its_deepest_configured_group():
+    tree = (group("group_a", dynamic=1.0, surplus=True),)
+    result = run([pslot("s", cpus=4)], jobs("alice", 2, group="group_a.undeclared"),
+                 settings(groups=tree, **CPU_POLICY))
+    assert {m.group for m in result.matches} == {"group_a"}
+    assert result.charges["group_a"] == 2 and result.charges["group_a.undeclared.alice@site"] == 2
