@@ -1,0 +1,25 @@
+"""The ``negotiatord`` command line."""
+
+from __future__ import annotations
+
+import argparse
+
+from negotiatord import __version__
+from negotiatord.commands import negotiate
+from negotiatord.logs import configure_logging
+
+COMMANDS = {
+    "negotiate": (negotiate, "run one negotiation cycle over ad files and print the result"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="negotiatord", description="An HTCondor-style negotiator daemon.")
+    parser.add_argument("--version", action="version", version=f"negotiatord {__version__}")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (module, help_text) in COMMANDS.items():
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level)
+    return COMMANDS[args.command][0].run(args)

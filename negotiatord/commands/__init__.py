@@ -1,0 +1,1 @@
+"""The ``negotiatord`` subcommands, one module each."""

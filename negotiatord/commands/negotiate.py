@@ -1,0 +1,77 @@
+"""``negotiatord negotiate``: one cycle over ad files, printed as JSON or a table (a dry run).
+
+Exit status: 0 when every ad was read, 3 when some ads were malformed (reported on stderr, the
+rest negotiated), 2 when the input cannot be used at all (config error, unreadable file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import structlog
+
+from negotiatord.accountant import AccountantState, AccountantStore
+from negotiatord.ads import AdBatch, AdFormatError, read_ads
+from negotiatord.cycle.negotiate import negotiate
+from negotiatord.pool.snapshot import Snapshot
+from negotiatord.publish.report import cycle_document, cycle_table
+from negotiatord.settings import ConfigError, load_settings
+
+EXIT_BAD_ADS = 3
+EXIT_UNUSABLE = 2
+
+log = structlog.get_logger("negotiatord.negotiate")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, required=True, help="condor-style config file")
+    parser.add_argument("--slots", type=Path, required=True, help="slot ads (condor_status -l, [...] or JSON)")
+    parser.add_argument("--jobs", type=Path, required=True, help="job ads (condor_q -l, [...] or JSON)")
+    parser.add_argument("--accountant", type=Path, help="accountant database to read priorities from")
+    parser.add_argument("--now", type=int, help="the cycle's time() as epoch seconds (default: now)")
+    parser.add_argument("--format", choices=("json", "table"), default="json")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(args.config)
+        slots = _read(args.slots)
+        jobs = _read(args.jobs)
+        accountant = _accountant(args.accountant)
+    except (ConfigError, AdFormatError, OSError, ValueError) as err:
+        print(f"negotiatord: {err}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    now = args.now if args.now is not None else int(time.time())
+    snapshot = Snapshot.build(slots.ads, jobs.ads, settings)
+    result = negotiate(snapshot, accountant, settings, now)
+    for problem in result.problems:
+        log.warning("left out of the cycle", problem=problem)
+    log.info("cycle", **{k: v for k, v in cycle_document(result)["cycle"].items() if k != "phases_s"})
+    if args.format == "json":
+        print(json.dumps(cycle_document(result), indent=1))
+    else:
+        print(cycle_table(result))
+    return EXIT_BAD_ADS if slots.problems or jobs.problems else 0
+
+
+def _read(path: Path) -> AdBatch:
+    batch = read_ads(path)
+    for problem in batch.problems:
+        log.error("malformed ad skipped", problem=str(problem))
+    return batch
+
+
+def _accountant(path: Path | None) -> AccountantState:
+    if path is None:
+        return AccountantState()
+    if not path.exists():
+        raise ValueError(f"{path}: accountant database does not exist")
+    store = AccountantStore(path)
+    try:
+        return store.load()
+    finally:
+        store.close()

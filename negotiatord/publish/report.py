@@ -1,0 +1,82 @@
+"""Rendering a cycle's result for people and programs: the dry-run's JSON and table output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from negotiatord.cycle.result import CycleResult
+
+
+def cycle_document(result: CycleResult) -> dict[str, Any]:
+    """The JSON document ``negotiatord negotiate`` prints; matches in the order they were made."""
+    stats = result.stats
+    return {
+        "cycle": {
+            "duration_s": round(stats.duration_s, 6),
+            "matches": stats.matches,
+            "rejections": stats.rejections,
+            "slots": stats.slots,
+            "jobs": stats.jobs,
+            "autoclusters": stats.autoclusters,
+            "pie_spins": stats.pie_spins,
+            "pool_size": stats.pool_size,
+            "phases_s": {name: round(seconds, 6) for name, seconds in stats.phase_s.items()},
+        },
+        "matches": [
+            {"job": m.job, "slot": m.slot, "submitter": m.submitter, "group": m.group,
+             "cost": m.cost, "consumed": m.consumed}
+            for m in result.matches
+        ],
+        "rejections": [{"job": r.job, "submitter": r.submitter, "reason": r.reason} for r in result.rejections],
+        "groups": [
+            {"name": g.name, "quota": g.quota, "allocated": g.allocated, "usage": g.usage,
+             "accept_surplus": g.accept_surplus}
+            for g in result.groups
+        ],
+        "submitters": [
+            {"name": s.name, "group": s.group, "effective_priority": s.effective_priority,
+             "limit": s.limit, "usage": s.usage}
+            for s in result.submitters
+        ],
+        "problems": list(result.problems),
+    }
+
+
+def cycle_table(result: CycleResult) -> str:
+    """A readable summary: the cycle line, then groups, submitters, matches and rejections."""
+    s = result.stats
+    lines = [
+        f"cycle: {s.matches} matches, {s.rejections} rejections, {s.slots} slots, {s.jobs} idle jobs, "
+        f"{s.autoclusters} autoclusters, {s.pie_spins} pie spins, pool size {_number(s.pool_size)}, "
+        f"{s.duration_s:.3f} s",
+        "",
+        _table(["group", "quota", "allocated", "usage", "surplus"],
+               [[g.name, _number(g.quota), _number(g.allocated), _number(g.usage), "yes" if g.accept_surplus else "no"]
+                for g in result.groups]),
+        "",
+        _table(["submitter", "group", "eff. priority", "limit", "usage"],
+               [[u.name, u.group, _number(u.effective_priority), _number(u.limit), _number(u.usage)]
+                for u in result.submitters]),
+        "",
+        _table(["job", "slot", "submitter", "cost", "consumed"],
+               [[m.job, m.slot, m.submitter, _number(m.cost),
+                 " ".join(f"{k}={_number(v)}" for k, v in m.consumed.items())] for m in result.matches]),
+    ]
+    if result.rejections:
+        lines += ["", _table(["rejected job", "submitter", "reason"],
+                             [[r.job, r.submitter, r.reason] for r in result.rejections])]
+    if result.problems:
+        lines += ["", "problems:", *(f"  {p}" for p in result.problems)]
+    return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    """Whole numbers in full (disk sizes are large), others to four decimals."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.4f}".rstrip("0")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
+    def line(cells: list[str]) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
