@@ -135,3 +135,23 @@ def test_config_error_names_file_and_line(tmp_path):
     assert run.returncode == 2
     assert "bad.conf" in run.stderr
     assert run.stdout == ""
+
+
+def test_accountant_database_sets_the_priorities(tmp_path):
+    """Priorities come from a negotiatord accountant database: a factor set as with
+    ``condor_userprio -setfactor`` shows in the effective priority and shrinks the user's share."""
+    from negotiatord.accountant import AccountantStore
+
+    database = tmp_path / "accountant.sqlite"
+    with AccountantStore(database) as store:
+        store.set_factor("erin@example.org", 4000.0)
+    run = negotiatord("negotiate", "--config", str(CONFIG), "--slots", "samples/slots.ads",
+                      "--jobs", "samples/jobs.ads", "--now", "1790000000", "--accountant", str(database))
+    assert run.returncode == 0, run.stderr
+    submitters = {s["name"]: s for s in json.loads(run.stdout)["submitters"]}
+    assert submitters["erin@example.org"]["effective_priority"] == 0.5 * 4000
+    assert submitters["group_physics.cms.bob@example.org"]["effective_priority"] == 0.5 * 1000
+
+    missing = negotiatord("negotiate", "--config", str(CONFIG), "--slots", "samples/slots.ads",
+                          "--jobs", "samples/jobs.ads", "--accountant", str(tmp_path / "nope.sqlite"))
+    assert missing.returncode == 2 and "nope.sqlite" in missing.stderr

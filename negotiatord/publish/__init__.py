@@ -1,1 +1,1 @@
-"""publish"""
+"""Rendering and publishing what cycles decide."""
