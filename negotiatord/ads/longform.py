@@ -45,23 +45,23 @@ def read_long_form(text: str) -> Iterator[Piece]:
     """Every ad of a long-form text, in order."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
-    text = "\n" + text  # so that a separator on the first line is matched like any other
+    # Framed by newlines so that the first line can be a separator and the last ad is followed by one.
+    text = "\n" + text + ("" if text.endswith("\n") else "\n")
     lines = LineCounter(text, line_at_start=0)
     start = 1
     for separator in _SEPARATOR.finditer(text):
         if separator.start() > start:
-            yield from _read_ad(text[start : separator.start()], lines.line_at(start))
+            piece = _read_ad(text[start : separator.start()], lines.line_at(start))
+            if piece is not None:
+                yield piece
         start = separator.end() + 1
-    if start < len(text):
-        yield from _read_ad(text[start:], lines.line_at(start))
 
 
-def _read_ad(chunk: str, first_line: int) -> Iterator[Piece]:
+def _read_ad(chunk: str, first_line: int) -> Piece | None:
     ad = parse_one(chunk, ParserType.Old)
     if ad is not None and len(ad) == chunk.count("\n") + 1:
-        yield Piece(first_line, ad, "")
-    else:
-        yield from _reexamine(chunk, first_line)
+        return Piece(first_line, ad, "")
+    return _reexamine(chunk, first_line)
 
 
 @dataclass
@@ -86,7 +86,7 @@ class _Statement:
             return False
         value = self.text.split("=", 1)[1]
         if not value.strip():
-            return body[:1] in _OPENERS
+            return body.startswith(tuple(_OPENERS))
         return _bracket_depth(value) > 0
 
 
@@ -116,7 +116,7 @@ def _statements(chunk: str, first_line: int) -> list[_Statement]:
     return statements
 
 
-def _reexamine(chunk: str, first_line: int) -> Iterator[Piece]:
+def _reexamine(chunk: str, first_line: int) -> Piece | None:
     """An ad that is not one clean attribute per line: comments, multi-line
     values, duplicated attributes, or a fault.  Comment lines and joined
     values are re-read whole under the same strict count; duplicates defeat
@@ -125,13 +125,12 @@ def _reexamine(chunk: str, first_line: int) -> Iterator[Piece]:
     classad2), which also names the first statement at fault."""
     statements = _statements(chunk, first_line)
     if not statements:
-        return  # only comments: not an ad
+        return None  # only comments: not an ad
     if all(s.name is not None for s in statements):
         ad = parse_one("\n".join(s.text for s in statements), ParserType.Old)
         if ad is not None and len(ad) == len(statements):
-            yield Piece(first_line, ad, "")
-            return
-    yield _assembled(statements, first_line)
+            return Piece(first_line, ad, "")
+    return _assembled(statements, first_line)
 
 
 def _assembled(statements: list[_Statement], first_line: int) -> Piece:
