@@ -1,12 +1,14 @@
 """Autoclusters: jobs whose significant attributes are identical are matched as one request.
 
-An attribute is significant when a slot-side expression the negotiator evaluates (Requirements,
-Consumption<Res>, the pre/post job ranks) or the job's own Requirements/Rank can read it. Slot
-expressions are first flattened against their own ad, so references in branches the slot's own values
-already decide (``MY.GPUs > 0 ? TARGET.RequestGPUs : 0`` on a GPU-less slot) do not count; what is
-left after flattening can only read the job (``TARGET.x``, or a bare ``x`` the slot does not define).
-Attributes an expression-valued significant attribute reads (``RequestMemory = MemoryUsage ...``) are
-significant too.
+A job attribute is significant when an expression the negotiator evaluates can read it: a
+candidate slot's Requirements, Consumption<Res> or the pre/post job ranks (see
+:mod:`negotiatord.pool.significance` for how branches guarded by job-side conditions are
+handled), the job's own Requirements/Rank and the attributes they read, its Request<Res> and
+ConcurrencyLimits, and whatever an expression-valued significant attribute reads in turn
+(``RequestMemory = ifThenElse(MemoryUsage =!= undefined, ...)``).
+
+Jobs are grouped first by the attributes read unconditionally, then each group is split by the
+guarded attributes its jobs actually reach, until what a group's first job reaches is shared by all.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Iterable, Sequence
 import classad2
 
 from negotiatord.pool.jobs import Job
+from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, job_reads
 from negotiatord.pool.slots import Slot
 
 JOB_SIDE_ATTRIBUTES = ("Requirements", "Rank", "ConcurrencyLimits")
@@ -34,30 +37,30 @@ class Autocluster:
         return self.jobs[0].ad
 
 
-def slot_side_references(slots: Iterable[Slot], rank_exprs: Sequence[classad2.ExprTree]) -> set[str]:
-    """Job attributes that candidate slots' flattened expressions can read."""
-    seen: set[str] = set()
-    names: set[str] = set()
+@dataclass(frozen=True)
+class Significance:
+    unconditional: tuple[str, ...]          # read whatever the job's values
+    guarded: tuple[JobRead, ...]            # read only when job-side guards are open
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        guarded = {r.attribute for r in self.guarded}
+        return tuple(sorted({*self.unconditional, *guarded}, key=str.lower))
+
+
+def slot_side_reads(slots: Iterable[Slot], rank_exprs: Sequence[classad2.ExprTree]) -> set[JobRead]:
+    """Job attributes candidate slots' expressions can read, with their job-side guards."""
+    reads: set[JobRead] = set()
     for slot in slots:
-        exprs = [slot.requirements, *rank_exprs, *(slot.consumption or {}).values()]
-        for expr in exprs:
-            if expr is None:
-                continue
-            flat = slot.ad.flatten(expr)
-            if not isinstance(flat, classad2.ExprTree):
-                continue  # flattened to a value: reads nothing from the job
-            text = str(flat)
-            if text in seen:
-                continue
-            seen.add(text)
-            names.update(_target_name(ref) for ref in slot.ad.externalRefs(flat))
-    names.discard("")
-    return names
+        for expr in (slot.requirements, *rank_exprs, *(slot.consumption or {}).values()):
+            reads |= job_reads(expr, slot.ad)
+    return reads
 
 
-def significant_attributes(slot_references: set[str], assets: Iterable[str], jobs: Sequence[Job]) -> tuple[str, ...]:
-    """The full significant set: slot-side references, job-side expressions, requests, and closure."""
-    wanted = {n.lower(): n for n in slot_references}
+def significance(slot_reads: set[JobRead], assets: Iterable[str], jobs: Sequence[Job]) -> Significance:
+    """Unconditional attributes (slot reads without guards, job-side attributes, requests, and
+    what expression-valued ones read), and the guarded reads not already among them."""
+    wanted = {r.attribute.lower(): r.attribute for r in slot_reads if not r.guards}
     for name in (*JOB_SIDE_ATTRIBUTES, *(f"Request{a}" for a in assets)):
         wanted.setdefault(name.lower(), name)
     frontier = list(wanted.values())
@@ -65,45 +68,63 @@ def significant_attributes(slot_references: set[str], assets: Iterable[str], job
     while frontier:
         additions: list[str] = []
         for job in jobs:
-            for name in frontier:
-                expr = job.ad.lookup(name) if name in job.ad else None
-                if expr is None:
-                    continue
-                text = str(expr)
-                if text in seen_texts:
-                    continue
-                seen_texts.add(text)
-                for ref in job.ad.internalRefs(expr):
-                    if ref and ref.lower() not in wanted:  # a literal's refs come back as ['']
-                        wanted[ref.lower()] = ref
-                        additions.append(ref)
+            for ref in _references(job.ad, frontier, seen_texts):
+                if ref.lower() not in wanted:
+                    wanted[ref.lower()] = ref
+                    additions.append(ref)
         frontier = additions
-    return tuple(sorted(wanted.values(), key=str.lower))
+    guarded = tuple(sorted((r for r in slot_reads if r.guards and r.attribute.lower() not in wanted),
+                           key=lambda r: (r.attribute.lower(), str(r.guards))))
+    return Significance(tuple(sorted(wanted.values(), key=str.lower)), guarded)
 
 
-def form_autoclusters(jobs: Sequence[Job], significant: Sequence[str]) -> list[Autocluster]:
+def form_autoclusters(jobs: Sequence[Job], significant: Significance) -> list[Autocluster]:
     """Group each submitter's jobs by the text of their significant attributes.
 
     Autocluster ids follow first appearance in job order, so the same input gives the same ids.
     """
-    members: dict[tuple, list[Job]] = {}
+    groups: dict[tuple, list[Job]] = {}
     for job in sorted(jobs, key=lambda j: (j.submitter, j.order)):
-        key = (job.submitter, *(_text(job.ad, name) for name in significant))
-        members.setdefault(key, []).append(job)
-    return [
-        Autocluster(id=index, submitter=group[0].submitter, jobs=tuple(group))
-        for index, group in enumerate(members.values())
-    ]
+        key = (job.submitter, *(_text(job.ad, name) for name in significant.unconditional))
+        groups.setdefault(key, []).append(job)
+    known = {name.lower() for name in significant.unconditional}
+    clusters = [c for group in groups.values() for c in _refine(group, significant.guarded, known)]
+    clusters.sort(key=lambda c: (c[0].submitter, c[0].order))
+    return [Autocluster(id=i, submitter=c[0].submitter, jobs=tuple(c)) for i, c in enumerate(clusters)]
+
+
+def _refine(group: list[Job], guarded: tuple[JobRead, ...], known: set[str]) -> list[list[Job]]:
+    """Split ``group`` (jobs equal in every ``known`` attribute) by the guarded attributes its first
+    job reaches, until nothing new is reached; a job that may read any attribute stands alone."""
+    first = group[0].ad
+    live = {r.attribute for r in guarded if r.attribute.lower() not in known and r.is_live_for(first)}
+    if ANY_ATTRIBUTE in live:
+        return [[job] for job in group]
+    reached = {*live, *_references(first, live, set())}
+    new = sorted((name for name in reached if name.lower() not in known), key=str.lower)
+    if not new:
+        return [group]
+    parts: dict[tuple, list[Job]] = {}
+    for job in group:
+        parts.setdefault(tuple(_text(job.ad, name) for name in new), []).append(job)
+    known = known | {name.lower() for name in new}
+    return [cluster for part in parts.values() for cluster in _refine(part, guarded, known)]
+
+
+def _references(ad: classad2.ClassAd, names: Iterable[str], seen_texts: set[str]) -> list[str]:
+    """Attributes of ``ad`` that the expression values of ``names`` read (skipping seen texts)."""
+    found = []
+    for name in names:
+        value = ad.get(name)
+        if not isinstance(value, classad2.ExprTree):
+            continue
+        text = str(value)
+        if text in seen_texts:
+            continue
+        seen_texts.add(text)
+        found += [ref for ref in ad.internalRefs(value) if ref]   # a literal's refs come back as ['']
+    return found
 
 
 def _text(ad: classad2.ClassAd, name: str) -> str | None:
     return str(ad.lookup(name)) if name in ad else None
-
-
-def _target_name(ref: str) -> str:
-    scope, dot, attr = ref.partition(".")
-    if not dot:
-        return ref
-    if scope.lower() == "target":
-        return attr
-    return ""  # MY.x the slot lacks, or a nested record: not a job attribute

@@ -12,12 +12,7 @@ from typing import Iterable, Iterator, Sequence
 import classad2
 import numpy as np
 
-from negotiatord.pool.autoclusters import (
-    Autocluster,
-    form_autoclusters,
-    significant_attributes,
-    slot_side_references,
-)
+from negotiatord.pool.autoclusters import Autocluster, form_autoclusters, significance, slot_side_reads
 from negotiatord.pool.jobs import Job, JobProblem, prepare_job
 from negotiatord.pool.slots import Slot, SlotProblem, prepare_slot
 from negotiatord.settings import Settings
@@ -101,13 +96,13 @@ class Snapshot:
         jobs = list(jobs_by_id.values())
         table = SlotTable.from_slots(slots)
         rank_exprs = [classad2.ExprTree(e) for e in (settings.pre_job_rank, settings.post_job_rank) if e]
-        references = slot_side_references((s for s in slots if s.is_candidate), rank_exprs)
-        significant = significant_attributes(references, table.assets, jobs)
+        reads = slot_side_reads((s for s in slots if s.is_candidate), rank_exprs)
+        significant = significance(reads, table.assets, jobs)
         return cls(
             table=table,
             jobs=tuple(jobs),
             autoclusters=tuple(form_autoclusters(jobs, significant)),
-            significant_attributes=significant,
+            significant_attributes=significant.names,
             problems=tuple(problems),
             non_idle_jobs=non_idle,
         )

@@ -1,0 +1,198 @@
+"""Which job attributes a slot's expressions read, and under which job-side conditions.
+
+Autoclusters are only as good as the significant-attribute set: one job attribute counted as
+significant that is unique per job (``GlobalJobId``) turns every job into its own autocluster.
+The real OSPool ``WithinResourceLimits`` reads ``GlobalJobID`` inside
+``ifthenelse(RequestedCatalogs =?= undefined || catalogs =?= undefined, 0, ...GlobalJobID...)``.
+HTCondor's ``compute_significant_attrs`` takes every external reference literally, and flattening
+against the slot (classad2's ``flatten``) cannot help: ``catalogs`` is not a slot attribute, so only
+the job can decide that branch.
+
+So each slot expression is walked and every job attribute it can read is recorded with the
+*guards* on the way there: ``ifThenElse``/``?:`` conditions, the left side of ``&&``/``||`` and of
+the elvis operator ``?:``. A guard whose condition reads only the job is kept and decided per job
+when autoclusters form (:meth:`JobRead.is_live_for`). A guard that reads the slot or the clock is
+treated as open. A reference is dropped only when a decided guard proves its branch is never
+evaluated, so the result may be coarser than necessary but never wrong.
+
+The walk follows the slot's own expression attributes (``Requirements = START && ...``): a bare
+name the slot defines is the slot's; one it lacks resolves to the job, as ClassAd scoping does.
+``TARGET[expr]`` and ``eval()`` can read any job attribute: recorded as :data:`ANY_ATTRIBUTE`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+
+import classad2
+
+from negotiatord.fastpath.parser import Node, ParseError, parse, unparse
+
+ANY_ATTRIBUTE = "*"
+CLOCK_ATTRIBUTE = "currenttime"   # HTCondor resolves an undefined CurrentTime to time()
+
+
+class OpenWhen(str, Enum):
+    """When a guarded branch is evaluated, given its guard condition's value."""
+
+    NOT_FALSE = "not_false"   # ifThenElse's then-branch, the right side of &&
+    NOT_TRUE = "not_true"     # ifThenElse's else-branch, the right side of ||
+    UNDEFINED = "undefined"   # the right side of the elvis operator ?:
+
+    def is_open(self, value: object) -> bool:
+        """Whether the branch can be evaluated when the condition is ``value``. Only a boolean
+        closes an ifThenElse/&&/|| branch here (a number, string, UNDEFINED or ERROR keeps it
+        open, erring on the side of significance); only a defined value closes an elvis one."""
+        if self is OpenWhen.UNDEFINED:
+            return value is classad2.Value.Undefined
+        if not isinstance(value, bool):
+            return True
+        return value is not (self is OpenWhen.NOT_TRUE)
+
+
+@dataclass(frozen=True)
+class Guard:
+    condition: str   # canonical text of a condition that reads only the job
+    open_when: OpenWhen
+
+    def is_open_for(self, job: classad2.ClassAd) -> bool:
+        return self.open_when.is_open(_condition(self.condition).eval(_EMPTY, job))
+
+
+@dataclass(frozen=True)
+class JobRead:
+    """A job attribute a slot expression reads, evaluated only if every guard is open."""
+
+    attribute: str
+    guards: tuple[Guard, ...] = ()
+
+    def is_live_for(self, job: classad2.ClassAd) -> bool:
+        return all(guard.is_open_for(job) for guard in self.guards)
+
+
+def job_reads(expr: classad2.ExprTree | None, slot: classad2.ClassAd) -> set[JobRead]:
+    """The job attributes ``expr``, evaluated with MY = ``slot``, can read, with their job guards.
+
+    An expression the parser does not accept is taken conservatively: every reference classad2's
+    ``externalRefs`` reports, unguarded.
+    """
+    if expr is None:
+        return set()
+    try:
+        return set(_resolve(str(expr), slot, (), set()))
+    except ParseError:
+        return {JobRead(name) for name in map(_job_attribute, slot.externalRefs(expr)) if name}
+
+
+# -- per slot: resolving the symbolic references of cached analyses --------------------------------
+
+
+def _resolve(text: str, slot: classad2.ClassAd, guards: tuple[Guard, ...], following: set[str]):
+    for reference in _analysis(text):
+        extra = []
+        for condition, when, names in reference.guards:
+            if not any(name in slot for name in names):   # reads nothing of the slot: a job guard
+                extra.append(Guard(condition, when))
+        here = (*guards, *extra)
+        if reference.scope == "target" or (reference.scope is None and reference.name not in slot):
+            if reference.name.lower() != CLOCK_ATTRIBUTE or reference.scope == "target":
+                yield JobRead(reference.name, here)
+        elif reference.scope == "any":
+            yield JobRead(ANY_ATTRIBUTE, here)
+        elif reference.name in slot and reference.name.lower() not in following:
+            value = slot.get(reference.name)
+            if isinstance(value, classad2.ExprTree):      # START, WithinResourceLimits, ...
+                following.add(reference.name.lower())
+                yield from _resolve(str(value), slot, here, following)
+                following.discard(reference.name.lower())
+
+
+# -- per expression text: the symbolic analysis, cached --------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Reference:
+    scope: str | None              # "target", "my", None (a bare name), or "any"
+    name: str
+    guards: tuple[tuple[str, OpenWhen, frozenset[str]], ...]   # condition text, when, bare/MY names it reads
+
+
+@lru_cache(maxsize=16384)
+def _analysis(text: str) -> tuple[_Reference, ...]:
+    return tuple(_walk(parse(text), ()))
+
+
+def _walk(node: Node, guards: tuple) -> list[_Reference]:
+    kind = node[0]
+    if kind == "attr":
+        scope = node[1].lower() if node[1] else None
+        return [] if scope is None and node[2].lower() in ("target", "my") else [_Reference(scope, node[2], guards)]
+    if kind == "sub" and _is_target(node[1]):
+        return [_Reference("any", ANY_ATTRIBUTE, guards), *_walk(node[2], guards)]
+    if kind == "bin" and node[1] in ("&&", "||"):
+        when = OpenWhen.NOT_FALSE if node[1] == "&&" else OpenWhen.NOT_TRUE
+        return [*_walk(node[2], guards), *_walk(node[3], _guarded(guards, node[2], when))]
+    if kind == "cond" or (kind == "call" and node[1].lower() == "ifthenelse" and len(node[2]) == 3):
+        condition, then, otherwise = node[1:4] if kind == "cond" else node[2]
+        return [*_walk(condition, guards), *_walk(then, _guarded(guards, condition, OpenWhen.NOT_FALSE)),
+                *_walk(otherwise, _guarded(guards, condition, OpenWhen.NOT_TRUE))]
+    if kind == "elvis":
+        return [*_walk(node[1], guards), *_walk(node[2], _guarded(guards, node[1], OpenWhen.UNDEFINED))]
+    found = [_Reference("any", ANY_ATTRIBUTE, guards)] if kind == "call" and node[1].lower() == "eval" else []
+    for child in _children(node):
+        found += _walk(child, guards)
+    return found
+
+
+def _guarded(guards: tuple, condition: Node, when: OpenWhen) -> tuple:
+    """``guards`` plus ``condition`` if the condition can be decided on the job alone: it reads no
+    clock and no MY attribute; its bare names are checked against each slot at resolution."""
+    text = unparse(condition)
+    references = _walk(condition, ())
+    if any(r.scope in ("my", "any") for r in references) or "time(" in text.lower() or any(
+            r.name.lower() == CLOCK_ATTRIBUTE for r in references):
+        return guards
+    bare = frozenset(r.name for r in references if r.scope is None)
+    return (*guards, (text, when, bare))
+
+
+def _children(node: Node):
+    kind = node[0]
+    if kind in ("un", "paren"):
+        return (node[-1],)
+    if kind == "bin":
+        return (node[2], node[3])
+    if kind == "cond":
+        return node[1:4]
+    if kind == "elvis":
+        return (node[1], node[2])
+    if kind == "sel":
+        return (node[1],)
+    if kind == "sub":
+        return (node[1], node[2])
+    if kind in ("call", "list"):
+        return node[-1]
+    if kind == "rec":
+        return tuple(expr for _, expr in node[1])
+    return ()
+
+
+def _is_target(node: Node) -> bool:
+    return node[0] == "attr" and node[1] is None and node[2].lower() == "target"
+
+
+def _job_attribute(ref: str) -> str:
+    scope, dot, attr = ref.partition(".")
+    if not dot:
+        return ref
+    return attr if scope.lower() == "target" else ""
+
+
+@lru_cache(maxsize=4096)
+def _condition(text: str) -> classad2.ExprTree:
+    return classad2.ExprTree(text)
+
+
+_EMPTY = classad2.ClassAd()   # a job-side condition evaluates with MY empty: names fall to TARGET
