@@ -7,18 +7,9 @@ from dataclasses import dataclass
 import classad2
 
 from negotiatord.ads.values import evaluate_number, evaluate_string
+from negotiatord.pool.problems import LeftOut
 
 IDLE = 1
-
-
-@dataclass(frozen=True)
-class JobProblem:
-    job: str
-    attribute: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"job {self.job}: {self.attribute}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -81,16 +72,16 @@ def parse_concurrency_limits(text: str) -> tuple[tuple[str, float], ...]:
     return tuple(limits)
 
 
-def prepare_job(ad: classad2.ClassAd, position: int) -> Job | JobProblem | None:
+def prepare_job(ad: classad2.ClassAd, position: int) -> Job | LeftOut | None:
     """Read one job ad; None for jobs that are not idle (running jobs count through their slots)."""
     identity = job_id(ad)
     if identity is None:
-        return JobProblem(f"#{position}", "GlobalJobId", "no GlobalJobId and no ClusterId/ProcId")
+        return LeftOut("job", f"#{position}", "GlobalJobId", "no GlobalJobId and no ClusterId/ProcId")
     if evaluate_number(ad, "JobStatus") != IDLE:
         return None
     submitter = submitter_of(ad)
     if submitter is None:
-        return JobProblem(identity, "User", "no AccountingGroup, User or Owner to charge")
+        return LeftOut("job", identity, "User", "no AccountingGroup, User or Owner to charge")
     limits_text = evaluate_string(ad, "ConcurrencyLimits")
     return Job(
         id=identity,

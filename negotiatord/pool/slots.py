@@ -15,6 +15,7 @@ from enum import Enum
 import classad2
 
 from negotiatord.ads.values import evaluate_number, evaluate_string
+from negotiatord.pool.problems import LeftOut
 from negotiatord.settings import Settings
 
 SWAP = "swap"
@@ -25,18 +26,6 @@ class SlotKind(str, Enum):
     PARTITIONABLE = "partitionable"
     DYNAMIC = "dynamic"
     STATIC = "static"
-
-
-@dataclass(frozen=True)
-class SlotProblem:
-    """Why a slot is left out of the cycle; HTCondor would EXCEPT on most of these."""
-
-    slot: str
-    attribute: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"slot {self.slot}: {self.attribute}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -76,18 +65,18 @@ def default_consumption(asset: str) -> str:
     return f"ifThenElse(TARGET.Request{asset} =?= undefined, 0, TARGET.Request{asset})"
 
 
-def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | SlotProblem:
+def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | LeftOut:
     """Read one Machine ad into a :class:`Slot`, or explain why it cannot take part."""
     name = evaluate_string(ad, "Name")
     if name is None:
-        return SlotProblem("<unnamed>", "Name", "missing or not a string")
+        return LeftOut("slot", "<unnamed>", "Name", "missing or not a string")
     kind = _slot_kind(ad)
     assets = _assets(ad)
     amounts = []
     for asset in assets:
         amount = evaluate_number(ad, asset)
         if amount is None:
-            return SlotProblem(name, asset, "listed in MachineResources but missing or not numeric")
+            return LeftOut("slot", name, asset, "listed in MachineResources but missing or not numeric")
         amounts.append(amount)
 
     slot_weight = ad.lookup("SlotWeight") if "SlotWeight" in ad else classad2.ExprTree(settings.slot_weight)

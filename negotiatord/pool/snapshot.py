@@ -13,11 +13,10 @@ import classad2
 import numpy as np
 
 from negotiatord.pool.autoclusters import Autocluster, form_autoclusters, significance, slot_side_reads
-from negotiatord.pool.jobs import Job, JobProblem, prepare_job
-from negotiatord.pool.slots import Slot, SlotProblem, prepare_slot
+from negotiatord.pool.jobs import Job, prepare_job
+from negotiatord.pool.problems import LeftOut
+from negotiatord.pool.slots import Slot, prepare_slot
 from negotiatord.settings import Settings
-
-Problem = SlotProblem | JobProblem
 
 
 @dataclass(frozen=True)
@@ -63,22 +62,22 @@ class Snapshot:
     jobs: tuple[Job, ...]                       # idle jobs only
     autoclusters: tuple[Autocluster, ...]
     significant_attributes: tuple[str, ...]
-    problems: tuple[Problem, ...]
+    problems: tuple[LeftOut, ...]
     non_idle_jobs: int
 
     @classmethod
     def build(
         cls, slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd], settings: Settings
     ) -> Snapshot:
-        problems: list[Problem] = []
+        problems: list[LeftOut] = []
         slots_by_name: dict[str, Slot] = {}
         for ad in _of_type(slot_ads, "Machine"):
             slot = prepare_slot(ad, settings)
-            if isinstance(slot, SlotProblem):
+            if isinstance(slot, LeftOut):
                 problems.append(slot)
                 continue
             if slot.name in slots_by_name:
-                problems.append(SlotProblem(slot.name, "Name", "appears more than once; the last ad is used"))
+                problems.append(LeftOut("slot", slot.name, "Name", "appears more than once; the last ad is used"))
             slots_by_name[slot.name] = slot
         slots = list(slots_by_name.values())
         jobs_by_id: dict[str, Job] = {}
@@ -87,11 +86,11 @@ class Snapshot:
             job = prepare_job(ad, position)
             if job is None:
                 non_idle += 1
-            elif isinstance(job, JobProblem):
+            elif isinstance(job, LeftOut):
                 problems.append(job)
             else:
                 if job.id in jobs_by_id:
-                    problems.append(JobProblem(job.id, "GlobalJobId", "appears more than once; the last ad is used"))
+                    problems.append(LeftOut("job", job.id, "GlobalJobId", "appears more than once; the last ad is used"))
                 jobs_by_id[job.id] = job
         jobs = list(jobs_by_id.values())
         table = SlotTable.from_slots(slots)
