@@ -38,6 +38,7 @@ from negotiatord.evaluation import ClassAdEvaluator, PairEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.groups import GroupMap
 from negotiatord.pool.jobs import Job
+from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import ROOT_GROUP, Settings
 
@@ -101,7 +102,8 @@ class _Cycle:
         rows = np.arange(len(self.table))
         weights = self.evaluator.slot_weights(rows, self.table.amounts)
         for row in np.flatnonzero(np.isnan(weights)):
-            self.problems.append(f"slot {self.table.slots[row].name}: SlotWeight: does not evaluate to a number")
+            self.problems.append(str(LeftOut("slot", self.table.slots[row].name, "SlotWeight",
+                                             "does not evaluate to a number")))
         if not self.settings.use_slot_weights:
             # NEGOTIATOR_USE_SLOT_WEIGHTS = False: every slot without a consumption policy counts 1
             legacy = ~self.table.consumption_policy & ~np.isnan(weights)
