@@ -1,0 +1,319 @@
+"""One negotiation cycle over OSPool-shaped pools: wall time, matches, memory, pair rates.
+
+For each size (5k slots / 25k idle jobs, 15k / 85k, 45k / 255k) it generates a pool with
+pool_generator.py and, each scenario in a forked child process (so each starts from the same
+pool, its peak memory is its own and a run over budget is stopped, not waited for):
+
+* cycle: Snapshot.build + negotiatord.cycle.negotiate.negotiate under benchmarks/ospool_like.conf
+  (consumption policy on: p-slots take several jobs per cycle), then "every matchable slot
+  filled?": the evaluator is asked, on a sample of the slots still on offer after the cycle,
+  whether any job left unmatched would still match them;
+* legacy: the same cycle with CONSUMPTION_POLICY off, HTCondor's one match per p-slot per cycle:
+  the baseline measured in the same run;
+* pairs: (autocluster, slot) assessments per second of the fast path and of the classad2
+  reference evaluator on the same ads, and the ratio.
+
+The real OSPool negotiator's own figures (negotiator_cycle_stats.txt) are printed alongside.
+
+    python benchmarks/cycle_bench.py [--size small|medium|large|all] [--evaluator fast|classad]
+                                     [--budget SECONDS] [--seed N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import select
+import signal
+import sys
+import time
+import traceback
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+import classad2
+import numpy as np
+
+from pool_generator import CONFIG_PATH, DATA, GeneratedPool, generate_pool
+
+from negotiatord.accountant import AccountantState
+from negotiatord.cycle.negotiate import negotiate
+from negotiatord.evaluation import ClassAdEvaluator, PairEvaluator
+from negotiatord.pool.snapshot import Snapshot
+from negotiatord.settings import Settings, load_settings
+
+try:
+    from negotiatord.fastpath.evaluator import FastEvaluator
+except ImportError:  # the fast path is optional: the bench then measures classad2 only
+    FastEvaluator = None
+
+SIZES = {"small": (5_000, 25_000), "medium": (15_000, 85_000), "large": (45_000, 255_000)}
+STATS_FILE = DATA / "ospool" / "negotiator_cycle_stats.txt"
+CHECK_SLOTS = 1000          # slots on offer after the cycle asked "does a leftover job match you?"
+PAIR_SECONDS = 10.0         # time per evaluator for the pair-rate measurement
+
+Result = dict[str, Any]
+
+
+# --- isolation ------------------------------------------------------------------------------------
+
+
+def isolated(work: Callable[[], Result], budget: float) -> Result:
+    """Run ``work`` in a forked child; its result, its peak RSS and RSS at start, or a timeout.
+
+    A forked child starts with the parent's pool in memory and its own peak-RSS counter at its
+    RSS at fork (Linux), so its peak is ads + whatever the scenario builds.
+    """
+    gc.collect()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        start_rss = _status_kib("VmRSS")
+        try:
+            result = work()
+        except Exception as err:  # noqa: BLE001 - reported to the parent, which prints it
+            where = traceback.extract_tb(err.__traceback__)[-1]
+            result = {"error": f"{type(err).__name__}: {err} ({where.filename}:{where.lineno})"}
+        result.update(rss_start_mib=start_rss / 1024, rss_peak_mib=_status_kib("VmHWM") / 1024)
+        with os.fdopen(write_end, "w") as out:
+            json.dump(result, out)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as source:
+        # the child writes once, when done: readable means finished (or dead)
+        ready, _, _ = select.select([source], [], [], budget)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return {"timeout": budget}
+        text = source.read()
+    os.waitpid(pid, 0)
+    return json.loads(text) if text else {"error": "child exited without a result"}
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+# --- scenarios ------------------------------------------------------------------------------------
+
+
+def make_evaluator(kind: str, snapshot: Snapshot, settings: Settings, now: int) -> PairEvaluator:
+    if kind == "fast":
+        return FastEvaluator(snapshot.table, settings, now)
+    return ClassAdEvaluator(snapshot.table, settings, now)
+
+
+def cycle_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, check: bool) -> Result:
+    started = time.perf_counter()
+    snapshot = Snapshot.build(pool.slot_ads, pool.job_ads, settings)
+    built = time.perf_counter()
+    evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
+    result = negotiate(snapshot, AccountantState(), settings, pool.now, evaluator)
+    done = time.perf_counter()
+    stats = result.stats
+    figures: Result = {
+        "snapshot_s": built - started, "cycle_s": done - built, "cycle_stats_s": stats.duration_s,
+        "matches": stats.matches, "autoclusters": stats.autoclusters, "pie_spins": stats.pie_spins,
+        "candidates": int(snapshot.table.candidate.sum()), "slots": stats.slots, "jobs": stats.jobs,
+        "matched_slots": len({m.slot for m in result.matches}),
+        "rejections": dict(Counter(r.reason for r in result.rejections)),
+        "phases_s": stats.phase_s, "problems": len(result.problems),
+    }
+    fast_stats = getattr(evaluator, "stats", None)
+    if fast_stats is not None:
+        figures["fast_path"] = {"pairs": fast_stats.pairs, "fallbacks": fast_stats.fallbacks,
+                                "fallback_leaves": dict(fast_stats.fallback_leaves)}
+    if check:
+        figures["unfilled"] = unfilled_matchable(snapshot, result, evaluator)
+        figures["check_s"] = time.perf_counter() - done
+    return figures
+
+
+def unfilled_matchable(snapshot: Snapshot, result, evaluator: PairEvaluator) -> Result:
+    """On a sample of the slots still on offer, how many some job left unmatched would match.
+
+    The slots' amounts are replayed from the matches (a consumption-policy slot loses what each
+    match consumed; any other matched slot is gone), as the cycle's own state had them.
+    """
+    table = snapshot.table
+    row_of = {slot.name: row for row, slot in enumerate(table.slots)}
+    amounts = table.amounts.copy()
+    offered = table.candidate.copy()
+    for match in result.matches:
+        row = row_of[match.slot]
+        if not table.consumption_policy[row]:
+            offered[row] = False
+            continue
+        for asset, amount in match.consumed.items():
+            amounts[row, table.asset_column(asset)] -= amount
+    rows = np.flatnonzero(offered)
+    sample = np.array(sorted(random.Random(0).sample(list(rows), min(CHECK_SLOTS, len(rows)))), dtype=np.int64)
+    matched_jobs = {m.job for m in result.matches}
+    leftovers = [ac for ac in snapshot.autoclusters if any(job.id not in matched_jobs for job in ac.jobs)]
+    still = np.zeros(len(sample), dtype=bool)
+    by: Counter = Counter()
+    for autocluster in leftovers:
+        if not len(sample):
+            break
+        assessment = evaluator.assess(autocluster, sample, amounts[sample])
+        fresh = assessment.matched & ~still
+        if fresh.any():
+            by[autocluster.submitter] += int(fresh.sum())
+        still |= assessment.matched
+    return {"offered": int(len(rows)), "sampled": int(len(sample)), "still_matchable": int(still.sum()),
+            "leftover_autoclusters": len(leftovers), "top_submitters": by.most_common(3)}
+
+
+def pair_rate_scenario(pool: GeneratedPool, settings: Settings, kinds: list[str]) -> Result:
+    """Assessments per second of each evaluator, same autoclusters and candidate slots."""
+    snapshot = Snapshot.build(pool.slot_ads, pool.job_ads, settings)
+    rows = np.flatnonzero(snapshot.table.candidate)
+    amounts = snapshot.table.amounts[rows]
+    autoclusters = list(snapshot.autoclusters)
+    random.Random(1).shuffle(autoclusters)
+    figures: Result = {"candidates": int(len(rows))}
+    for kind in kinds:
+        evaluator = make_evaluator(kind, snapshot, settings, pool.now)
+        warm = time.perf_counter()
+        evaluator.assess(autoclusters[0], rows, amounts)      # first call: compilation / caches
+        warmup = time.perf_counter() - warm
+        pairs, started = 0, time.perf_counter()
+        for autocluster in autoclusters[1:]:
+            evaluator.assess(autocluster, rows, amounts)
+            pairs += len(rows)
+            if time.perf_counter() - started > PAIR_SECONDS:
+                break
+        seconds = time.perf_counter() - started
+        figures[kind] = {"pairs": pairs, "seconds": seconds, "pairs_per_s": pairs / seconds if seconds else 0.0,
+                         "warmup_s": warmup}
+    return figures
+
+
+# --- the real OSPool negotiator -------------------------------------------------------------------
+
+
+def real_ospool() -> Result:
+    """The real OSPool negotiator's last three cycles (the Negotiator ad with the whole pool)."""
+    chunks = [c for c in STATS_FILE.read_text().split("### ad") if c.strip()]
+    ads = [classad2.parseOne(chunk, classad2.ParserType.Old) for chunk in chunks]
+    ad = max(ads, key=lambda a: a.get("LastNegotiationCycleTotalSlots0", 0))
+
+    def three(name: str) -> list:
+        return [ad.get(f"LastNegotiationCycle{name}{i}") for i in range(3)]
+    return {name: three(name) for name in (
+        "Duration", "CpuTime", "TotalSlots", "CandidateSlots", "NumIdleJobs", "NumJobsConsidered", "Matches",
+        "Rejections", "ActiveSubmitterCount", "PieSpins")}
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+
+def describe_cycle(name: str, figures: Result) -> list[str]:
+    if "timeout" in figures:
+        return [f"  {name}: not finished within the {figures['timeout']:.0f} s budget (stopped; raise --budget)"]
+    if "error" in figures:
+        return [f"  {name}: failed: {figures['error']}"]
+    lines = [
+        f"  {name}: snapshot {figures['snapshot_s']:.2f} s, cycle {figures['cycle_s']:.2f} s "
+        f"(evaluator setup {figures['cycle_s'] - figures['cycle_stats_s']:.2f} s + negotiate "
+        f"{figures['cycle_stats_s']:.2f} s); "
+        f"{figures['matches']} matches on {figures['matched_slots']} slots "
+        f"(of {figures['candidates']} candidates); {figures['autoclusters']} autoclusters; "
+        f"{figures['pie_spins']} pie spins",
+        f"      peak RSS {figures['rss_peak_mib']:.0f} MiB (pool ads at start {figures['rss_start_mib']:.0f} MiB, "
+        f"snapshot + cycle +{figures['rss_peak_mib'] - figures['rss_start_mib']:.0f} MiB)",
+        "      phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in figures["phases_s"].items()),
+        "      rejections: " + (", ".join(f"{k}: {v}" for k, v in figures["rejections"].items()) or "none"),
+    ]
+    if "fast_path" in figures:
+        fp = figures["fast_path"]
+        lines.append(f"      fast path: {fp['pairs']} pairs, {fp['fallbacks']} classad2 fallback evaluations "
+                     f"{fp['fallback_leaves'] or ''}")
+    if "unfilled" in figures:
+        u = figures["unfilled"]
+        verdict = "yes" if u["still_matchable"] == 0 else "NO"
+        lines.append(f"      every matchable slot filled? {verdict}: {u['still_matchable']} of {u['sampled']} sampled "
+                     f"slots still on offer ({u['offered']} in all) match a leftover job "
+                     f"({u['leftover_autoclusters']} autoclusters left; check {figures['check_s']:.1f} s)"
+                     + (f"; most by {u['top_submitters']}" if u["top_submitters"] else ""))
+    return lines
+
+
+def describe_pairs(figures: Result) -> list[str]:
+    if "timeout" in figures or "error" in figures:
+        return [f"  pair rate: {figures.get('error') or 'not finished within the budget'}"]
+    lines = []
+    for kind in ("fast", "classad"):
+        if kind in figures:
+            f = figures[kind]
+            lines.append(f"  pair rate {kind:7s}: {f['pairs_per_s']:>12,.0f} pairs/s ({f['pairs']} pairs over "
+                         f"{figures['candidates']} candidate slots in {f['seconds']:.1f} s; first call {f['warmup_s']:.2f} s)")
+    if "fast" in figures and "classad" in figures and figures["classad"]["pairs_per_s"]:
+        lines.append(f"  ratio fast / classad2: {figures['fast']['pairs_per_s'] / figures['classad']['pairs_per_s']:.0f}x")
+    return lines
+
+
+def describe_real(real: Result) -> list[str]:
+    def span(name: str) -> str:
+        values = [v for v in real[name] if v is not None]
+        low, high = min(values), max(values)
+        fmt = (lambda v: f"{v:.1f}") if any(isinstance(v, float) for v in values) else str
+        return fmt(low) if low == high else f"{fmt(low)}-{fmt(high)}"
+    return [
+        "Real OSPool negotiator (negotiator_cycle_stats.txt, last three cycles, HTCondor 25.12):",
+        f"  {span('Duration')} s per cycle ({span('CpuTime')} s CPU), {span('TotalSlots')} slots "
+        f"({span('CandidateSlots')} candidates), {span('NumIdleJobs')} idle jobs, "
+        f"{span('ActiveSubmitterCount')} submitters, {span('NumJobsConsidered')} jobs considered, "
+        f"{span('Matches')} matches, {span('Rejections')} rejections, {span('PieSpins')} pie spins",
+    ]
+
+
+# --- main -----------------------------------------------------------------------------------------
+
+
+def bench_size(name: str, slots: int, jobs: int, args: argparse.Namespace, settings: Settings) -> None:
+    print(f"\n== {name}: {slots} slots, {jobs} idle jobs (seed {args.seed}) ==")
+    pool = generate_pool(slots, jobs, args.seed)
+    print(f"  generated in {pool.generation_s:.1f} s ({len(pool.submitters)} submitters, now = {pool.now})")
+    legacy = replace(settings, consumption_policy=False)
+    evaluator = args.evaluator
+    for label, config, check in (("cycle (consumption policy)", settings, True),
+                                 ("legacy baseline (no consumption policy)", legacy, False)):
+        figures = isolated(lambda c=config, k=check: cycle_scenario(pool, c, evaluator, k), args.budget)
+        print("\n".join(describe_cycle(f"{label}, {evaluator} evaluator", figures)))
+    kinds = (["fast"] if FastEvaluator is not None else []) + ["classad"]
+    budget = args.budget + PAIR_SECONDS * len(kinds)
+    print("\n".join(describe_pairs(isolated(lambda: pair_rate_scenario(pool, settings, kinds), budget))))
+    sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=(*SIZES, "all"), default="small")
+    parser.add_argument("--evaluator", choices=("fast", "classad"),
+                        default="fast" if FastEvaluator is not None else "classad")
+    parser.add_argument("--budget", type=float, default=300.0,
+                        help="seconds each scenario may take before it is stopped (default 300)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.evaluator == "fast" and FastEvaluator is None:
+        parser.error("negotiatord.fastpath is not importable: use --evaluator classad")
+    settings = load_settings(CONFIG_PATH)
+    print("\n".join(describe_real(real_ospool())))
+    for name in (SIZES if args.size == "all" else [args.size]):
+        bench_size(name, *SIZES[name], args, settings)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
