@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 import classad2
 
 from negotiatord.pool.jobs import Job
-from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, job_reads
+from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, job_reads, own_references
 from negotiatord.pool.slots import Slot
 
 JOB_SIDE_ATTRIBUTES = ("Requirements", "Rank", "ConcurrencyLimits")
@@ -57,40 +57,49 @@ def slot_side_reads(slots: Iterable[Slot], rank_exprs: Sequence[classad2.ExprTre
     return reads
 
 
-def significance(slot_reads: set[JobRead], assets: Iterable[str], jobs: Sequence[Job]) -> Significance:
-    """Unconditional attributes (slot reads without guards, job-side attributes, requests, and
-    what expression-valued ones read), and the guarded reads not already among them."""
+def significance(slot_reads: set[JobRead], assets: Iterable[str]) -> Significance:
+    """Unconditional attributes (slot reads without guards, job-side attributes, requests) and
+    the guarded reads not already among them. :func:`form_autoclusters` adds what
+    expression-valued attributes read in turn."""
     wanted = {r.attribute.lower(): r.attribute for r in slot_reads if not r.guards}
     for name in (*JOB_SIDE_ATTRIBUTES, *(f"Request{a}" for a in assets)):
         wanted.setdefault(name.lower(), name)
-    frontier = list(wanted.values())
-    seen_texts: set[str] = set()
-    while frontier:
-        additions: list[str] = []
-        for job in jobs:
-            for ref in _references(job.ad, frontier, seen_texts):
-                if ref.lower() not in wanted:
-                    wanted[ref.lower()] = ref
-                    additions.append(ref)
-        frontier = additions
     guarded = tuple(sorted((r for r in slot_reads if r.guards and r.attribute.lower() not in wanted),
                            key=lambda r: (r.attribute.lower(), str(r.guards))))
     return Significance(tuple(sorted(wanted.values(), key=str.lower)), guarded)
 
 
-def form_autoclusters(jobs: Sequence[Job], significant: Significance) -> list[Autocluster]:
-    """Group each submitter's jobs by the text of their significant attributes.
+def form_autoclusters(jobs: Sequence[Job], significant: Significance) -> tuple[list[Autocluster], Significance]:
+    """Group each submitter's jobs by their significant attributes' values.
 
-    Autocluster ids follow first appearance in job order, so the same input gives the same ids.
+    Returns the autoclusters (ids follow first appearance in job order, so the same input gives
+    the same ids) and the significance grown by what expression-valued attributes read.
     """
+    ordered = sorted(jobs, key=lambda j: (j.submitter, j.order))
+    names = list(significant.unconditional)
+    signatures: list[list[object]] = [[] for _ in ordered]
+    known = {name.lower() for name in names}
+    pending = names
+    while pending:                      # closure: RequestMemory = f(MemoryUsage) reads MemoryUsage
+        added: list[str] = []
+        for job, signature in zip(ordered, signatures):
+            for name in pending:
+                value = _signature(job.ad.get(name))
+                signature.append(value)
+                if isinstance(value, str):
+                    for ref in own_references(value):
+                        if ref.lower() not in known:
+                            known.add(ref.lower())
+                            added.append(ref)
+        names += added
+        pending = added
     groups: dict[tuple, list[Job]] = {}
-    for job in sorted(jobs, key=lambda j: (j.submitter, j.order)):
-        key = (job.submitter, *(_text(job.ad, name) for name in significant.unconditional))
-        groups.setdefault(key, []).append(job)
-    known = {name.lower() for name in significant.unconditional}
+    for job, signature in zip(ordered, signatures):
+        groups.setdefault((job.submitter, *signature), []).append(job)
     clusters = [c for group in groups.values() for c in _refine(group, significant.guarded, known)]
     clusters.sort(key=lambda c: (c[0].submitter, c[0].order))
-    return [Autocluster(id=i, submitter=c[0].submitter, jobs=tuple(c)) for i, c in enumerate(clusters)]
+    autoclusters = [Autocluster(id=i, submitter=c[0].submitter, jobs=tuple(c)) for i, c in enumerate(clusters)]
+    return autoclusters, Significance(tuple(sorted(names, key=str.lower)), significant.guarded)
 
 
 def _refine(group: list[Job], guarded: tuple[JobRead, ...], known: set[str]) -> list[list[Job]]:
@@ -100,31 +109,26 @@ def _refine(group: list[Job], guarded: tuple[JobRead, ...], known: set[str]) -> 
     live = {r.attribute for r in guarded if r.attribute.lower() not in known and r.is_live_for(first)}
     if ANY_ATTRIBUTE in live:
         return [[job] for job in group]
-    reached = {*live, *_references(first, live, set())}
+    reached = set(live)
+    for name in live:
+        value = first.get(name)
+        if isinstance(value, classad2.ExprTree):
+            reached |= own_references(str(value))
     new = sorted((name for name in reached if name.lower() not in known), key=str.lower)
     if not new:
         return [group]
     parts: dict[tuple, list[Job]] = {}
     for job in group:
-        parts.setdefault(tuple(_text(job.ad, name) for name in new), []).append(job)
+        parts.setdefault(tuple(_signature(job.ad.get(name)) for name in new), []).append(job)
     known = known | {name.lower() for name in new}
     return [cluster for part in parts.values() for cluster in _refine(part, guarded, known)]
 
 
-def _references(ad: classad2.ClassAd, names: Iterable[str], seen_texts: set[str]) -> list[str]:
-    """Attributes of ``ad`` that the expression values of ``names`` read (skipping seen texts)."""
-    found = []
-    for name in names:
-        value = ad.get(name)
-        if not isinstance(value, classad2.ExprTree):
-            continue
-        text = str(value)
-        if text in seen_texts:
-            continue
-        seen_texts.add(text)
-        found += [ref for ref in ad.internalRefs(value) if ref]   # a literal's refs come back as ['']
-    return found
-
-
-def _text(ad: classad2.ClassAd, name: str) -> str | None:
-    return str(ad.lookup(name)) if name in ad else None
+def _signature(value: object) -> object:
+    """A hashable stand-in for an attribute's value: the literal with its ClassAd type (1 and 1.0
+    and true differ), or an expression's canonical text."""
+    if value is None or isinstance(value, (bool, int, float, classad2.Value)):
+        return (type(value).__name__, value)
+    if isinstance(value, str):
+        return ("string", value)
+    return str(value)

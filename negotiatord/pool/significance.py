@@ -86,6 +86,15 @@ def job_reads(expr: classad2.ExprTree | None, slot: classad2.ClassAd) -> set[Job
         return {JobRead(name) for name in map(_job_attribute, slot.externalRefs(expr)) if name}
 
 
+@lru_cache(maxsize=16384)
+def own_references(text: str) -> frozenset[str]:
+    """Names an expression reads in its own ad (bare names and ``MY.x``), branches included."""
+    try:
+        return frozenset(r.name for r in _analysis(text) if r.scope in (None, "my"))
+    except ParseError:
+        return frozenset(ref for ref in classad2.ClassAd().externalRefs(classad2.ExprTree(text)) if "." not in ref)
+
+
 # -- per slot: resolving the symbolic references of cached analyses --------------------------------
 
 
@@ -121,41 +130,62 @@ class _Reference:
 
 @lru_cache(maxsize=16384)
 def _analysis(text: str) -> tuple[_Reference, ...]:
-    return tuple(_walk(parse(text), ()))
+    return tuple(_Walk().references(parse(text), ()))
 
 
-def _walk(node: Node, guards: tuple) -> list[_Reference]:
-    kind = node[0]
-    if kind == "attr":
-        scope = node[1].lower() if node[1] else None
-        return [] if scope is None and node[2].lower() in ("target", "my") else [_Reference(scope, node[2], guards)]
-    if kind == "sub" and _is_target(node[1]):
-        return [_Reference("any", ANY_ATTRIBUTE, guards), *_walk(node[2], guards)]
-    if kind == "bin" and node[1] in ("&&", "||"):
-        when = OpenWhen.NOT_FALSE if node[1] == "&&" else OpenWhen.NOT_TRUE
-        return [*_walk(node[2], guards), *_walk(node[3], _guarded(guards, node[2], when))]
-    if kind == "cond" or (kind == "call" and node[1].lower() == "ifthenelse" and len(node[2]) == 3):
-        condition, then, otherwise = node[1:4] if kind == "cond" else node[2]
-        return [*_walk(condition, guards), *_walk(then, _guarded(guards, condition, OpenWhen.NOT_FALSE)),
-                *_walk(otherwise, _guarded(guards, condition, OpenWhen.NOT_TRUE))]
-    if kind == "elvis":
-        return [*_walk(node[1], guards), *_walk(node[2], _guarded(guards, node[1], OpenWhen.UNDEFINED))]
-    found = [_Reference("any", ANY_ATTRIBUTE, guards)] if kind == "call" and node[1].lower() == "eval" else []
-    for child in _children(node):
-        found += _walk(child, guards)
-    return found
+class _Walk:
+    """One expression's walk. Facts about condition subtrees are memoised by node identity, so a
+    long ``a && b && c ...`` chain (each prefix guards the next conjunct) stays linear."""
 
+    def __init__(self) -> None:
+        self._facts: dict[int, tuple[bool, frozenset[str]]] = {}
 
-def _guarded(guards: tuple, condition: Node, when: OpenWhen) -> tuple:
-    """``guards`` plus ``condition`` if the condition can be decided on the job alone: it reads no
-    clock and no MY attribute; its bare names are checked against each slot at resolution."""
-    text = unparse(condition)
-    references = _walk(condition, ())
-    if any(r.scope in ("my", "any") for r in references) or "time(" in text.lower() or any(
-            r.name.lower() == CLOCK_ATTRIBUTE for r in references):
-        return guards
-    bare = frozenset(r.name for r in references if r.scope is None)
-    return (*guards, (text, when, bare))
+    def references(self, node: Node, guards: tuple) -> list[_Reference]:
+        kind = node[0]
+        if kind == "attr":
+            scope = node[1].lower() if node[1] else None
+            return [] if scope is None and node[2].lower() in ("target", "my") else [_Reference(scope, node[2], guards)]
+        if kind == "sub" and _is_target(node[1]):
+            return [_Reference("any", ANY_ATTRIBUTE, guards), *self.references(node[2], guards)]
+        if kind == "bin" and node[1] in ("&&", "||"):
+            when = OpenWhen.NOT_FALSE if node[1] == "&&" else OpenWhen.NOT_TRUE
+            return [*self.references(node[2], guards), *self.references(node[3], self._guarded(guards, node[2], when))]
+        if kind == "cond" or (kind == "call" and node[1].lower() == "ifthenelse" and len(node[2]) == 3):
+            condition, then, otherwise = node[1:4] if kind == "cond" else node[2]
+            return [*self.references(condition, guards),
+                    *self.references(then, self._guarded(guards, condition, OpenWhen.NOT_FALSE)),
+                    *self.references(otherwise, self._guarded(guards, condition, OpenWhen.NOT_TRUE))]
+        if kind == "elvis":
+            return [*self.references(node[1], guards),
+                    *self.references(node[2], self._guarded(guards, node[1], OpenWhen.UNDEFINED))]
+        found = [_Reference("any", ANY_ATTRIBUTE, guards)] if kind == "call" and node[1].lower() == "eval" else []
+        for child in _children(node):
+            found += self.references(child, guards)
+        return found
+
+    def _guarded(self, guards: tuple, condition: Node, when: OpenWhen) -> tuple:
+        """``guards`` plus ``condition`` if the condition can be decided on the job alone: it reads
+        no clock and no MY attribute; its bare names are checked against each slot at resolution."""
+        decidable, bare = self._condition_facts(condition)
+        return (*guards, (unparse(condition), when, bare)) if decidable else guards
+
+    def _condition_facts(self, node: Node) -> tuple[bool, frozenset[str]]:
+        """(reads only the job or bare names, the bare names it reads)."""
+        known = self._facts.get(id(node))
+        if known is not None:
+            return known
+        kind = node[0]
+        if kind == "attr":
+            scope = node[1].lower() if node[1] else None
+            decidable = scope != "my" and node[2].lower() != CLOCK_ATTRIBUTE
+            facts = (decidable, frozenset([node[2]]) if scope is None else frozenset())
+        elif (kind == "sub" and _is_target(node[1])) or (kind == "call" and node[1].lower() in ("eval", "time")):
+            facts = (False, frozenset())
+        else:
+            parts = [self._condition_facts(child) for child in _children(node)]
+            facts = (all(p[0] for p in parts), frozenset().union(*(p[1] for p in parts)))
+        self._facts[id(node)] = facts
+        return facts
 
 
 def _children(node: Node):

@@ -96,11 +96,11 @@ class Snapshot:
         table = SlotTable.from_slots(slots)
         rank_exprs = [classad2.ExprTree(e) for e in (settings.pre_job_rank, settings.post_job_rank) if e]
         reads = slot_side_reads((s for s in slots if s.is_candidate), rank_exprs)
-        significant = significance(reads, table.assets, jobs)
+        autoclusters, significant = form_autoclusters(jobs, significance(reads, table.assets))
         return cls(
             table=table,
             jobs=tuple(jobs),
-            autoclusters=tuple(form_autoclusters(jobs, significant)),
+            autoclusters=tuple(autoclusters),
             significant_attributes=significant.names,
             problems=tuple(problems),
             non_idle_jobs=non_idle,
