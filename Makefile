@@ -1,11 +1,11 @@
-# Front door: `make run` sets up and runs negotiatord on the bundled config and sample pool,
+# Front door: `make run` sets up and runs the negotiatord daemon on the bundled config and sample pool,
 # `make test` sets up and runs the test suite (what CI runs).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup run dry-run test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,14 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The daemon on the bundled config and sample pool, in the foreground (Ctrl-C stops it); the
+# one-cycle dry run is `negotiatord negotiate` (README, "Negotiating over your own pool").
 run: $(STAMP)
+	$(BIN)/negotiatord run --config config/default.conf \
+		--preload-slots samples/slots.ads --preload-jobs samples/jobs.ads
+
+# One cycle over the bundled config and sample pool, printed as a table.
+dry-run: $(STAMP)
 	$(BIN)/negotiatord negotiate --config config/default.conf \
 		--slots samples/slots.ads --jobs samples/jobs.ads --format table
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 
 from negotiatord import __version__
-from negotiatord.commands import negotiate
+from negotiatord.commands import negotiate, run, userprio
 from negotiatord.logs import configure_logging
 
 COMMANDS = {
     "negotiate": (negotiate, "run one negotiation cycle over ad files and print the result"),
+    "run": (run, "run the daemon: ads in over HTTP, periodic cycles, matches out"),
+    "userprio": (userprio, "show user priorities or set factors and reset usage, like condor_userprio"),
 }
 
 

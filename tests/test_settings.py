@@ -306,6 +306,14 @@ BAD_VALUES = [
                  id="unconfigurable group name"),
     pytest.param("MATLAB_LIMIT = lots\n", "MATLAB_LIMIT = 'lots': not a number",
                  id="non-numeric limit"),
+    pytest.param("NEGOTIATORD_HTTP_PORT = 70000\n",
+                 "NEGOTIATORD_HTTP_PORT = '70000': must be a whole number from 0 to 65535", id="port out of range"),
+    pytest.param("NEGOTIATORD_TLS_CERTIFICATE = cert.pem\n",
+                 "NEGOTIATORD_TLS_CERTIFICATE and NEGOTIATORD_TLS_KEY go together", id="certificate without key"),
+    pytest.param("CLASSAD_LIFETIME = 0\n", "CLASSAD_LIFETIME = '0': must be > 0", id="zero ad lifetime"),
+    pytest.param("NEGOTIATION_CYCLE_STATS_LENGTH = 101\n",
+                 "NEGOTIATION_CYCLE_STATS_LENGTH = '101': must be a whole number from 0 to 100",
+                 id="too many cycle stats"),
 ]
 
 
@@ -322,3 +330,51 @@ def test_reader_that_hangs_is_cut_off(tmp_path, monkeypatch):
     monkeypatch.setattr(loader, "CHILD_TIMEOUT_S", 0.001)
     with pytest.raises(ConfigError, match="did not finish reading"):
         load_settings(_write(tmp_path, "A = 1\n"))
+
+
+# --- the daemon's knobs --------------------------------------------------------------------
+
+def test_daemon_knobs_default_to_loopback_and_the_collectors_lifetime(empty_settings):
+    service = empty_settings.service
+    assert (service.http_address, service.http_port) == ("127.0.0.1", 9680)
+    assert service.state_dir is None and service.token_file is None and service.tls_certificate is None
+    assert service.collector_host is None
+    # HTCondor's param table has no CLASSAD_LIFETIME (it is the collector's code default): the
+    # manual's 900 s stands in
+    assert _htcondor_typed_defaults(["CLASSAD_LIFETIME"]) == {"CLASSAD_LIFETIME": None}
+    assert service.classad_lifetime == 900
+    assert service.cycle_stats_length == _htcondor_typed_defaults(
+        ["NEGOTIATION_CYCLE_STATS_LENGTH"])["NEGOTIATION_CYCLE_STATS_LENGTH"]
+
+
+def test_daemon_knobs_are_read_and_paths_resolved_next_to_the_config(tmp_path):
+    s = load_settings(_write(tmp_path, """\
+NEGOTIATORD_HTTP_ADDRESS = 0.0.0.0
+NEGOTIATORD_HTTP_PORT = 0
+NEGOTIATORD_STATE_DIR = var/negotiatord
+NEGOTIATORD_TOKEN_FILE = $(NEGOTIATORD_STATE_DIR)/secret
+NEGOTIATORD_ACCOUNTANT_DB = /srv/accountant.sqlite
+NEGOTIATORD_TLS_CERTIFICATE = tls/cert.pem
+NEGOTIATORD_TLS_KEY = tls/key.pem
+NEGOTIATORD_MAX_BODY_BYTES = 1024 * 1024
+NEGOTIATORD_MATCH_RETENTION = 3600
+CLASSAD_LIFETIME = 300
+COLLECTOR_HOST = cm.example.org:9618
+NEGOTIATION_CYCLE_STATS_LENGTH = 5
+"""))
+    service = s.service
+    assert (service.http_address, service.http_port) == ("0.0.0.0", 0)
+    assert service.state_dir == tmp_path / "var" / "negotiatord"
+    assert service.token_file == tmp_path / "var" / "negotiatord" / "secret"   # $(macro) expanded first
+    assert service.accountant_db == Path("/srv/accountant.sqlite")
+    assert (service.tls_certificate, service.tls_key) == (tmp_path / "tls" / "cert.pem", tmp_path / "tls" / "key.pem")
+    assert service.max_body_bytes == 1024 * 1024                                 # evaluated like param_integer
+    assert (service.match_retention, service.classad_lifetime) == (3600, 300)
+    assert service.collector_host == "cm.example.org:9618" and service.cycle_stats_length == 5
+
+
+def test_the_bundled_config_runs_the_daemon_on_loopback_with_state_beside_the_checkout():
+    service = load_settings(CONFIG_DIR / "default.conf").service
+    assert (service.http_address, service.http_port) == ("127.0.0.1", 9680)
+    assert service.state_dir.resolve() == (CONFIG_DIR.parent / ".negotiatord").resolve()
+    assert service.token_file.parent == service.state_dir and service.classad_lifetime == 900

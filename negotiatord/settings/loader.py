@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import classad2
 
-from negotiatord.settings.model import GroupSettings, PslotLoading, Settings
+from negotiatord.settings.model import GroupSettings, PslotLoading, ServiceSettings, Settings
 
 # A config HTCondor reads in well under a second; anything slower is stuck (an include of a
 # FIFO, a hung network file system) and must not hang a reload forever.
@@ -28,7 +28,13 @@ CHILD_TIMEOUT_S = 30.0
 
 # Defaults HTCondor documents but does not put in its param table, so ``htcondor2`` has no
 # value for them (HTCondor manual, "Configuration Macros", condor_negotiator section).
-_DOCUMENTED_DEFAULTS = {"NEGOTIATOR_CYCLE_DELAY": "20"}
+_DOCUMENTED_DEFAULTS = {
+    "NEGOTIATOR_CYCLE_DELAY": "20",
+    # condor_collector section: "CLASSAD_LIFETIME ... defaults to 900 seconds".
+    "CLASSAD_LIFETIME": "900",
+}
+# NEGOTIATION_CYCLE_STATS_LENGTH's upper bound (matchmaker.cpp MAX_NEGOTIATION_CYCLE_STATS).
+_MAX_CYCLE_STATS = 100
 
 # Per-group params are named <PARAM>_<group>, and HTCondor's config parser rejects most
 # punctuation in a name ('-', '@', ...), so such a group could never be configured. We accept
@@ -203,6 +209,46 @@ def _build(path: Path, params: _Params) -> Settings:
         negotiator_interval=params.number("NEGOTIATOR_INTERVAL", 0),
         negotiator_min_interval=params.number("NEGOTIATOR_MIN_INTERVAL", 0),
         negotiator_cycle_delay=params.number("NEGOTIATOR_CYCLE_DELAY", 0),
+        service=_service(params, path.parent),
+    )
+
+
+def _service(params: _Params, config_dir: Path) -> ServiceSettings:
+    """The daemon's knobs; paths relative to the config file's directory (as ``include``)."""
+    defaults = ServiceSettings()
+
+    def path(name: str) -> Path | None:
+        text = params.raw(name)
+        return None if text is None else Path(os.path.normpath(config_dir / text.strip()))
+
+    def number(name: str, default: float, low: float) -> float:
+        return default if params.raw(name) is None else params.number(name, low)
+
+    def whole(name: str, default: int, low: int, high: int) -> int:
+        value = float(number(name, default, low))
+        if not value.is_integer() or value > high:
+            raise ConfigError(f"{name} = {params.raw(name)!r}: must be a whole number from {low} to {high}")
+        return int(value)
+
+    certificate, key = path("NEGOTIATORD_TLS_CERTIFICATE"), path("NEGOTIATORD_TLS_KEY")
+    if (certificate is None) != (key is None):
+        raise ConfigError("NEGOTIATORD_TLS_CERTIFICATE and NEGOTIATORD_TLS_KEY go together: set both "
+                          "for HTTPS, or neither")
+    return ServiceSettings(
+        http_address=(params.raw("NEGOTIATORD_HTTP_ADDRESS") or defaults.http_address).strip(),
+        http_port=whole("NEGOTIATORD_HTTP_PORT", defaults.http_port, 0, 65535),
+        token_file=path("NEGOTIATORD_TOKEN_FILE"),
+        tls_certificate=certificate,
+        tls_key=key,
+        state_dir=path("NEGOTIATORD_STATE_DIR"),
+        accountant_db=path("NEGOTIATORD_ACCOUNTANT_DB"),
+        max_body_bytes=whole("NEGOTIATORD_MAX_BODY_BYTES", defaults.max_body_bytes, 1, 2**40),
+        match_retention=number("NEGOTIATORD_MATCH_RETENTION", defaults.match_retention, 0),
+        # A zero lifetime would expire every ad before the first cycle could see it.
+        classad_lifetime=params.number("CLASSAD_LIFETIME", 0, above=True),
+        collector_host=(params.raw("COLLECTOR_HOST") or "").strip() or None,
+        cycle_stats_length=whole("NEGOTIATION_CYCLE_STATS_LENGTH", defaults.cycle_stats_length, 0,
+                                 _MAX_CYCLE_STATS),
     )
 
 

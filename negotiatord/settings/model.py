@@ -44,6 +44,28 @@ class GroupSettings:
 
 
 @dataclass(frozen=True)
+class ServiceSettings:
+    """The daemon's own knobs (``negotiatord run``); the dry run reads them and ignores them.
+
+    Paths are absolute: the loader resolves relative ones next to the config file. Unset paths
+    default under the state directory (see :mod:`negotiatord.service.paths`).
+    """
+
+    http_address: str = "127.0.0.1"             # NEGOTIATORD_HTTP_ADDRESS: loopback unless configured
+    http_port: int = 9680                       # NEGOTIATORD_HTTP_PORT (0: any free port)
+    token_file: Path | None = None              # NEGOTIATORD_TOKEN_FILE: bearer token for writes
+    tls_certificate: Path | None = None         # NEGOTIATORD_TLS_CERTIFICATE (PEM; with the key: HTTPS)
+    tls_key: Path | None = None                 # NEGOTIATORD_TLS_KEY
+    state_dir: Path | None = None               # NEGOTIATORD_STATE_DIR: accountant, match log, token
+    accountant_db: Path | None = None           # NEGOTIATORD_ACCOUNTANT_DB
+    max_body_bytes: int = 64 * 1024 * 1024      # NEGOTIATORD_MAX_BODY_BYTES: larger bodies get 413
+    match_retention: float = 7 * 86400.0        # NEGOTIATORD_MATCH_RETENTION: seconds matches are kept
+    classad_lifetime: float = 900.0             # CLASSAD_LIFETIME (the collector's, in seconds)
+    collector_host: str | None = None           # COLLECTOR_HOST: pull ads from a real collector
+    cycle_stats_length: int = 3                 # NEGOTIATION_CYCLE_STATS_LENGTH
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything negotiatord reads from the condor config, typed and validated."""
 
@@ -82,6 +104,8 @@ class Settings:
     negotiator_interval: float = 60.0           # NEGOTIATOR_INTERVAL
     negotiator_min_interval: float = 5.0        # NEGOTIATOR_MIN_INTERVAL
     negotiator_cycle_delay: float = 20.0        # NEGOTIATOR_CYCLE_DELAY
+
+    service: ServiceSettings = field(default_factory=ServiceSettings)
 
     def group(self, name: str) -> GroupSettings | None:
         """The configured group called ``name`` (group names are case-insensitive)."""
