@@ -1,0 +1,120 @@
+"""What later cycles see of a job or slot that a committed cycle matched, until it is re-advertised.
+
+HTCondor gets this from the other daemons: the schedd stops offering a matched job, and the startd
+of a matched slot enters the Matched state, then Claimed, while the accountant keeps charging the
+match (``Accountant::CheckMatches``). A feed sees none of that until the owners advertise again,
+so it stands in for them:
+
+* a matched job is left out;
+* a matched static slot becomes a claimed copy, charged to the submitter (with the job's
+  concurrency limits), so pool size, usage and limits stay as they will be once it is claimed;
+* a matched partitionable slot is seen less what the matches consumed (as HTCondor's
+  ``cp_deduct_assets`` leaves it within a cycle), beside one claimed dynamic slot per match that
+  weighs exactly the match's cost.
+
+Copying a slot ad costs a fraction of a millisecond, so stand-ins are made on the cycle's thread
+and only filed (:meth:`~negotiatord.feed.store.AdStore.apply_holds`) on the event loop.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import classad2
+
+from negotiatord.ads.values import evaluate_number, evaluate_string
+from negotiatord.cycle.result import Match
+from negotiatord.feed.kinds import AdKind
+from negotiatord.feed.store import PoolView
+
+CLAIMED = "Claimed"
+
+
+@dataclass(frozen=True)
+class Hold:
+    kind: AdKind
+    key: str
+    seen: classad2.ClassAd                    # the ad the matching cycle negotiated over
+    stand_in: classad2.ClassAd | None         # what later cycles see instead; None: left out
+    extras: tuple[tuple[str, classad2.ClassAd], ...] = field(default=())   # claimed dynamic slots
+
+
+def holds_for(view: PoolView, matches: Sequence[Match]) -> list[Hold]:
+    """The holds a committed cycle over ``view`` calls for."""
+    holds = []
+    by_slot: dict[str, list[Match]] = defaultdict(list)
+    for match in matches:
+        job = view.jobs.get(match.job)
+        if job is not None:
+            holds.append(Hold(AdKind.JOB, match.job, job, None))
+        by_slot[match.slot].append(match)
+    for name, slot_matches in by_slot.items():
+        slot = view.slots.get(name)
+        if slot is None:
+            continue
+        if slot.get("PartitionableSlot") is True:
+            extras = tuple((f"{name}#{m.job}", _dynamic_slot(slot, m, view.jobs.get(m.job)))
+                           for m in slot_matches)
+            holds.append(Hold(AdKind.SLOT, name, slot, _what_is_left(slot, slot_matches), extras))
+        else:
+            holds.append(Hold(AdKind.SLOT, name, slot, _claimed(_copy(slot), slot_matches[0],
+                                                                 view.jobs.get(slot_matches[0].job))))
+    return holds
+
+
+def _copy(ad: classad2.ClassAd) -> classad2.ClassAd:
+    copy = classad2.ClassAd()
+    for name in ad.keys():
+        copy[name] = ad.lookup(name)
+    return copy
+
+
+def _claimed(slot: classad2.ClassAd, match: Match, job: classad2.ClassAd | None) -> classad2.ClassAd:
+    """``slot`` as its startd will advertise it once the match's claim is active."""
+    slot["State"] = CLAIMED
+    slot["Activity"] = "Busy"
+    slot["RemoteUser"] = match.submitter
+    slot["AccountingGroup"] = match.submitter
+    limits = evaluate_string(job, "ConcurrencyLimits") if job is not None else None
+    if limits:
+        slot["ConcurrencyLimits"] = limits
+    elif "ConcurrencyLimits" in slot:
+        del slot["ConcurrencyLimits"]
+    return slot
+
+
+def _what_is_left(slot: classad2.ClassAd, matches: Sequence[Match]) -> classad2.ClassAd | None:
+    """The p-slot less what ``matches`` consumed; integer assets stay integers when the result is
+    whole (HTCondor's ``assign_preserve_integers``). None if an asset is not a number."""
+    left = _copy(slot)
+    consumed: dict[str, float] = defaultdict(float)
+    for match in matches:
+        for asset, amount in match.consumed.items():
+            consumed[asset] += amount
+    for asset, amount in consumed.items():
+        before = evaluate_number(slot, asset)
+        if before is None:
+            return None
+        after = before - amount
+        whole = isinstance(slot.eval(asset), int) and not isinstance(slot.eval(asset), bool)
+        left[asset] = int(after) if whole and float(after).is_integer() else after
+    return left
+
+
+def _dynamic_slot(pslot: classad2.ClassAd, match: Match, job: classad2.ClassAd | None) -> classad2.ClassAd:
+    """A claimed dynamic slot holding what ``match`` consumed, weighing the match's cost."""
+    dslot = classad2.ClassAd({
+        "MyType": "Machine",
+        "Name": f"{evaluate_string(pslot, 'Name')}#{match.job}",
+        "SlotType": "Dynamic",
+        "DynamicSlot": True,
+        "PartitionableSlot": False,
+        "MachineResources": " ".join(match.consumed),
+        "SlotWeight": match.cost,
+        "Requirements": False,
+    })
+    for asset, amount in match.consumed.items():
+        dslot[asset] = amount
+    return _claimed(dslot, match, job)

@@ -1,0 +1,41 @@
+"""Turning a request body or a file into ads to file, and the ads to refuse with the reason.
+
+One bad ad never costs its neighbours: the reader reports unparsable ads by position and line,
+and this module adds the ads that parse but cannot be filed (wrong ``MyType``, no key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import classad2
+
+from negotiatord.ads import AdBatch, AdProblem, parse_ads
+from negotiatord.feed.kinds import AdKind, UnkeyedAd, ad_key
+
+
+@dataclass(frozen=True)
+class Intake:
+    """The ads to file (key, ad) in input order, and one problem per refused ad."""
+
+    accepted: list[tuple[str, classad2.ClassAd]]
+    problems: list[AdProblem]
+
+
+def take_in(kind: AdKind, batch: AdBatch, source: str) -> Intake:
+    """Key every parsed ad of ``batch`` (read from ``source``); refuse those that cannot be
+    filed as ``kind``."""
+    accepted = []
+    problems = list(batch.problems)
+    for ad, position in zip(batch.ads, batch.positions):
+        try:
+            accepted.append((ad_key(kind, ad), ad))
+        except UnkeyedAd as refused:
+            problems.append(AdProblem(source, position, None, str(refused)))
+    problems.sort(key=lambda p: p.position)
+    return Intake(accepted, problems)
+
+
+def take_in_text(kind: AdKind, text: str, source: str) -> Intake:
+    """Parse and key ``text`` (long form, ``[...]`` form or JSON); the CPU-heavy part of an update."""
+    return take_in(kind, parse_ads(text, source), source)

@@ -1,0 +1,231 @@
+"""The latest ad of every slot, job and submitter, as a collector keeps them.
+
+* An update replaces the ad filed under the same key; an invalidation removes it.
+* An ad not refreshed within its lifetime is forgotten, as HTCondor's collector does
+  (``CollectorEngine::cleanHashTable``): the ad's own ``ClassAdLifetime``, else ``CLASSAD_LIFETIME``.
+  Ads preloaded from files never expire: they stand in for a pool that is not reporting.
+* A job or slot matched by a committed cycle is *held* until its owner advertises it again:
+  later cycles see a stand-in (:mod:`~negotiatord.feed.holds`), or every cycle would hand out
+  the same matches again.
+
+Not thread-safe: the daemon touches a store only from its event loop. Cycles get a
+:class:`PoolView`, a copy of the current ads, and never see later changes.
+
+Freeing a ClassAd runs its C++ destructor with the GIL held (a thousand slot ads: ~20 ms), so
+replaced and removed ads are not freed here: they go to a graveyard that the caller hands to a
+worker thread (:func:`release`), which frees them one at a time, letting the event loop in between.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Iterable
+
+import classad2
+
+from negotiatord.ads.values import evaluate_number
+from negotiatord.feed.kinds import AdKind
+
+if TYPE_CHECKING:
+    from negotiatord.feed.holds import Hold
+
+
+class Source(str, Enum):
+    PUSH = "push"         # posted over HTTP
+    PULL = "pull"         # queried from a collector (COLLECTOR_HOST)
+    PRELOAD = "preload"   # read from a file at start-up; never expires
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """What one cycle negotiates over: ads by key, holds applied."""
+
+    slots: dict[str, classad2.ClassAd]
+    jobs: dict[str, classad2.ClassAd]
+
+
+@dataclass
+class _Entry:
+    ad: classad2.ClassAd
+    source: Source
+    deadline: float | None   # monotonic seconds; None: never expires
+
+
+@dataclass(frozen=True)
+class _Hold:
+    basis: classad2.ClassAd                # the stored ad the hold is about
+    stand_in: classad2.ClassAd | None      # what cycles see instead; None: left out
+    extras: tuple[tuple[str, classad2.ClassAd], ...]
+
+
+class AdTable:
+    """The ads of one kind by key, with expiry in O(expired) and match holds."""
+
+    def __init__(self, graveyard: list) -> None:
+        self._graveyard = graveyard
+        self._entries: dict[str, _Entry] = {}
+        # One queue per lifetime: within a queue deadlines grow with insertion order, so expiry
+        # only ever looks at the head (a full scan of 300k ads would stall the event loop).
+        self._queues: dict[float, OrderedDict[str, None]] = defaultdict(OrderedDict)
+        self._lifetimes: dict[str, float] = {}
+        self._holds: dict[str, _Hold] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._entries
+
+    def put(self, key: str, ad: classad2.ClassAd, now: float, lifetime: float | None, source: Source) -> None:
+        self.remove(key)
+        self._entries[key] = _Entry(ad, source, None if lifetime is None else now + lifetime)
+        if lifetime is not None:
+            self._queues[lifetime][key] = None
+            self._lifetimes[key] = lifetime
+
+    def remove(self, key: str) -> bool:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return False
+        lifetime = self._lifetimes.pop(key, None)
+        if lifetime is not None:
+            del self._queues[lifetime][key]
+        self._graveyard.append(entry.ad)
+        hold = self._holds.pop(key, None)
+        if hold is not None:
+            self._graveyard.append(hold)
+        return True
+
+    def expire(self, now: float) -> int:
+        """Forget every ad whose deadline has passed; returns how many."""
+        expired = 0
+        for queue in self._queues.values():
+            while queue:
+                key = next(iter(queue))
+                if self._entries[key].deadline > now:  # type: ignore[operator]
+                    break
+                self.remove(key)
+                expired += 1
+        return expired
+
+    def keys_from(self, source: Source) -> set[str]:
+        return {key for key, entry in self._entries.items() if entry.source is source}
+
+    def view(self) -> dict[str, classad2.ClassAd]:
+        ads = {}
+        for key, entry in self._entries.items():
+            hold = self._holds.get(key)
+            if hold is None:
+                ads[key] = entry.ad
+                continue
+            if hold.stand_in is not None:
+                ads[key] = hold.stand_in
+            ads.update(hold.extras)
+        return ads
+
+    def hold(self, key: str, seen: classad2.ClassAd, stand_in: classad2.ClassAd | None,
+             extras: tuple[tuple[str, classad2.ClassAd], ...] = ()) -> bool:
+        """Hold ``key`` if the cycle that matched it saw its current ad (or its current stand-in);
+        an ad advertised since then speaks for itself and is not held. Extras (claimed dynamic
+        slots) accumulate over the cycles that match the same partitionable slot."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return False
+        current = self._holds.get(key)
+        if entry.ad is seen:
+            self._holds[key] = _Hold(entry.ad, stand_in, extras)
+        elif current is not None and current.stand_in is seen:
+            self._holds[key] = _Hold(entry.ad, stand_in, current.extras + extras)
+        else:
+            return False
+        if current is not None:
+            self._graveyard.append(current)
+        return True
+
+    def held(self) -> int:
+        return len(self._holds)
+
+
+class AdStore:
+    """Slot, job and submitter ads; see the module docstring for the rules."""
+
+    def __init__(self) -> None:
+        self._graveyard: list = []
+        self._tables = {kind: AdTable(self._graveyard) for kind in AdKind}
+
+    def take_graveyard(self) -> list:
+        """The replaced and removed ads (and stand-ins) since the last call, for :func:`release`."""
+        buried, self._graveyard[:] = list(self._graveyard), []
+        return buried
+
+    def table(self, kind: AdKind) -> AdTable:
+        return self._tables[kind]
+
+    def update(self, kind: AdKind, ads: Iterable[tuple[str, classad2.ClassAd]], now: float,
+               default_lifetime: float, source: Source = Source.PUSH) -> int:
+        """File each (key, ad), replacing what was there; returns how many."""
+        table = self._tables[kind]
+        count = 0
+        for key, ad in ads:
+            lifetime = None if source is Source.PRELOAD else ad_lifetime(ad, default_lifetime)
+            table.put(key, ad, now, lifetime, source)
+            count += 1
+        return count
+
+    def replace_pulled(self, kind: AdKind, ads: list[tuple[str, classad2.ClassAd]], now: float,
+                       default_lifetime: float) -> int:
+        """A collector query's answer is the whole truth about what it reported before: pulled
+        ads it no longer lists are removed. Returns how many were removed."""
+        table = self._tables[kind]
+        gone = table.keys_from(Source.PULL) - {key for key, _ in ads}
+        for key in gone:
+            table.remove(key)
+        self.update(kind, ads, now, default_lifetime, Source.PULL)
+        return len(gone)
+
+    def invalidate(self, kind: AdKind, keys: Iterable[str]) -> tuple[int, list[str]]:
+        """Remove the ads filed under ``keys``; returns (removed, keys that were unknown)."""
+        table = self._tables[kind]
+        removed, unknown = 0, []
+        for key in keys:
+            if table.remove(key):
+                removed += 1
+            else:
+                unknown.append(key)
+        return removed, unknown
+
+    def expire(self, now: float) -> dict[AdKind, int]:
+        return {kind: table.expire(now) for kind, table in self._tables.items()}
+
+    def view(self) -> PoolView:
+        return PoolView(self._tables[AdKind.SLOT].view(), self._tables[AdKind.JOB].view())
+
+    def apply_holds(self, holds: Iterable[Hold]) -> None:
+        """File the stand-ins (:mod:`~negotiatord.feed.holds`) a committed cycle made."""
+        for hold in holds:
+            self._tables[hold.kind].hold(hold.key, hold.seen, hold.stand_in, hold.extras)
+
+    def counts(self) -> dict[str, int]:
+        return {kind.value: len(table) for kind, table in self._tables.items()}
+
+    def held(self) -> dict[str, int]:
+        return {kind.value: table.held() for kind, table in self._tables.items()}
+
+
+def ad_lifetime(ad: classad2.ClassAd, default: float) -> float:
+    """The ad's own ``ClassAdLifetime`` when it is a positive number, else ``default``."""
+    own = evaluate_number(ad, "ClassAdLifetime")
+    return own if own is not None and own > 0 else default
+
+
+def release(buried: list) -> None:
+    """Free ``buried`` one object at a time, and the dicts in it (a cycle's view) one entry at a
+    time: dropping a whole dict would free all its ads in one stretch with the GIL held. Runs on
+    a worker thread; see the module docstring."""
+    while buried:
+        item = buried.pop()
+        if isinstance(item, dict):
+            while item:
+                item.popitem()
