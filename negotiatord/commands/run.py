@@ -1,0 +1,64 @@
+"""``negotiatord run``: the daemon, in the foreground (systemd runs it the same way).
+
+Exit status: 0 after a clean stop (SIGTERM, SIGINT); 2 when it cannot start (config error, state
+directory, database or token file unusable, address in use, unreadable preload file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from negotiatord.accountant import AccountantStoreError
+from negotiatord.ads import AdFormatError, read_ads
+from negotiatord.feed.kinds import AdKind
+from negotiatord.service.clock import DaemonClock
+from negotiatord.service.daemon import Daemon
+from negotiatord.service.matchlog import MatchLogError
+from negotiatord.service.paths import StateDirError
+from negotiatord.service.token import TokenError
+from negotiatord.settings import ConfigError, load_settings
+
+EXIT_CANNOT_START = 2
+# How long a thread may hold the GIL before another waiting one gets it (CPython's default: 5 ms).
+# The cycle thread computes for seconds; at 2 ms the event loop waits less than half as long for
+# its turn, so status requests stay fast during a cycle, and the cycle is no slower
+# (benchmarks/load_bench.py).
+SWITCH_INTERVAL_S = 0.002
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, required=True, help="condor-style config file")
+    for kind in AdKind:
+        parser.add_argument(f"--preload-{kind.value}", type=Path, metavar="FILE",
+                            help=f"{kind.my_type} ads filed at start-up; they never expire")
+    parser.add_argument("--now", type=float, metavar="EPOCH",
+                        help="start the daemon's clock at EPOCH (for replaying captured ads and for "
+                             "tests; default: the real time)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(args.config)
+        preload = {kind: read_ads(path) for kind in AdKind
+                   if (path := getattr(args, f"preload_{kind.value}")) is not None}
+        daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload)
+    except (ConfigError, AdFormatError, StateDirError, TokenError, AccountantStoreError, MatchLogError,
+            OSError) as error:
+        print(f"negotiatord: {error}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        asyncio.run(daemon.serve())
+    except OSError as error:  # the address is in use, the TLS files cannot be read, ...
+        print(f"negotiatord: cannot serve: {error}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    finally:
+        # The loop has restored the default handlers; a repeated stop signal during interpreter
+        # shutdown must not turn a clean stop into death by signal.
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(stop, signal.SIG_IGN)
+    return 0

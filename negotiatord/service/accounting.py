@@ -1,0 +1,66 @@
+"""What ``condor_userprio`` shows, as a document the daemon serves and ``negotiatord userprio`` prints.
+
+Per customer (HTCondor's accountant ``Customer`` records, ``Accountant::ReportState``): effective
+priority (real priority × factor), real priority, factor, weighted resources in use, accumulated
+usage and the usage times; per group: the configured quota (a static quota, or the dynamic
+fraction of the parent's), the quota the last cycle computed from it, and the surplus policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from negotiatord.accountant import AccountantState
+from negotiatord.cycle.result import GroupReport
+from negotiatord.pool.groups import GroupMap
+from negotiatord.settings import ROOT_GROUP, Settings
+
+
+def accountant_document(state: AccountantState, settings: Settings, last_groups: tuple[GroupReport, ...],
+                        now: float) -> dict[str, Any]:
+    groups = GroupMap(settings)
+    group_names = {g.name.lower(): g.name for g in settings.groups} | {ROOT_GROUP.lower(): ROOT_GROUP}
+    customers = []
+    for record in state.customers():
+        is_group = record.name.lower() in group_names
+        group = group_names[record.name.lower()] if is_group else groups.group_of(record.name)
+        factor = state.priority_factor(record.name, group, settings)
+        customers.append({
+            "name": record.name,
+            "is_group": is_group,
+            "group": group,
+            "effective_priority": record.real_priority * factor,
+            "real_priority": record.real_priority,
+            "factor": factor,
+            "factor_is_explicit": record.prio_factor is not None,
+            "weighted_in_use": record.weighted_usage,
+            "accumulated_usage_s": record.accumulated_usage,
+            "begin_usage_time": record.begin_usage_time,
+            "last_usage_time": record.last_usage_time,
+            "last_update_time": record.last_update_time,
+        })
+    computed = {report.name: report for report in last_groups}
+    group_rows = []
+    for configured in settings.groups:
+        report = computed.get(configured.name)
+        group_rows.append({
+            "name": configured.name,
+            "config_quota": configured.static_quota if configured.static_quota is not None
+            else configured.dynamic_quota,
+            "quota_is_dynamic": configured.static_quota is None,
+            "effective_quota": report.quota if report else None,
+            "surplus": _surplus(configured.accept_surplus, configured.autoregroup),
+        })
+    root = computed.get(ROOT_GROUP)
+    group_rows.append({"name": ROOT_GROUP, "config_quota": None, "quota_is_dynamic": False,
+                       "effective_quota": root.quota if root else None, "surplus": "yes"})
+    updates = [c["last_update_time"] for c in customers if c["last_update_time"] is not None]
+    return {"now": now, "last_update": max(updates) if updates else None,
+            "customers": customers, "groups": group_rows}
+
+
+def _surplus(accept_surplus: bool, autoregroup: bool) -> str:
+    """condor_userprio's "Use Surplus" column (user_prio.cpp ``SurplusName``)."""
+    if autoregroup:
+        return "Regroup"
+    return "ByQuota" if accept_surplus else "no"

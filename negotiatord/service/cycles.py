@@ -1,0 +1,135 @@
+"""One negotiation cycle as the daemon runs it, on a worker thread, start to finish.
+
+The order matters (issue 4): load the accountant's state; build the snapshot and negotiate (the
+pure cycle); advance the state to the cycle's time with this cycle's usage (running work plus the
+new matches); then stage the matches, commit the state and the charges in one accountant
+transaction keyed by the cycle id, and publish the matches (see :mod:`~.matchlog` for why this
+cannot double-charge or publish an uncommitted match). Last, make the stand-ins that hold the
+matched jobs and slots until they are re-advertised (:mod:`negotiatord.feed.holds`).
+
+Everything here runs off the event loop. The only state shared with it is :attr:`CycleRunner.phase`
+(read for status) and :meth:`CycleRunner.abandon` (called at shutdown).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from negotiatord.accountant import AccountantState, AccountantStore, advance, customer_usage
+from negotiatord.cycle.negotiate import negotiate
+from negotiatord.cycle.result import CycleResult
+from negotiatord.evaluation import PairEvaluator
+from negotiatord.feed.holds import Hold, holds_for
+from negotiatord.feed.store import PoolView
+from negotiatord.pool.groups import GroupMap
+from negotiatord.pool.snapshot import Snapshot, SlotTable
+from negotiatord.service.matchlog import MatchLog
+from negotiatord.settings import ROOT_GROUP, Settings
+
+# The seam for a faster pair evaluator (negotiate(..., evaluator=...)); None: the classad2 reference.
+EvaluatorFactory = Callable[[SlotTable, Settings, int], PairEvaluator]
+
+
+class CycleAbandoned(Exception):
+    """The daemon is stopping: the cycle was not committed and its matches were not published."""
+
+
+@dataclass(frozen=True)
+class CycleOutcome:
+    cycle_id: int
+    time: int                    # the cycle's time(), on the daemon clock
+    result: CycleResult
+    duration_s: float            # snapshot to publication
+    phases_s: dict[str, float]   # snapshot, the cycle's own phases, accountant, commit
+    last_seq: int                # the match log's last published sequence number afterwards
+    idle_jobs: int
+    submitters: int              # submitters with idle jobs
+    candidate_slots: int         # unclaimed slots offered to idle jobs
+    holds: list[Hold]            # stand-ins for what was matched, for the ad store
+
+
+class CycleRunner:
+    def __init__(self, accountant: AccountantStore, matches: MatchLog,
+                 evaluator: EvaluatorFactory | None = None) -> None:
+        self.accountant = accountant
+        self.matches = matches
+        self.evaluator = evaluator
+        self.phase = "idle"
+        self._commit = threading.Lock()
+        self._abandoned = False
+
+    def run(self, view: PoolView, settings: Settings, now: int, prune_before: float) -> CycleOutcome:
+        """Negotiate over ``view`` at time ``now``; matches made before ``prune_before`` are pruned."""
+        started = time.perf_counter()
+        phases: dict[str, float] = {}
+        try:
+            self.phase = "snapshot"
+            state = self.accountant.load()
+            cycle_id = self.accountant.last_cycle_id() + 1
+            snapshot = Snapshot.build(view.slots.values(), view.jobs.values(), settings)
+            phases["snapshot"] = time.perf_counter() - started
+
+            self.phase = "negotiate"
+            evaluator = self.evaluator(snapshot.table, settings, now) if self.evaluator else None
+            result = negotiate(snapshot, state, settings, now, evaluator=evaluator)
+            phases.update(result.stats.phase_s)
+
+            self.phase = "accountant"
+            mark = time.perf_counter()
+            new_state = _advanced(state, result, settings, now)
+            phases["accountant"] = time.perf_counter() - mark
+
+            self.phase = "commit"
+            mark = time.perf_counter()
+            last_seq = self._commit_cycle(cycle_id, now, new_state, result, prune_before)
+            phases["commit"] = time.perf_counter() - mark
+
+            self.phase = "holds"
+            mark = time.perf_counter()
+            holds = holds_for(view, result.matches)
+            phases["holds"] = time.perf_counter() - mark
+        finally:
+            self.phase = "idle"
+        return CycleOutcome(
+            cycle_id=cycle_id, time=now, result=result, duration_s=time.perf_counter() - started,
+            phases_s=phases, last_seq=last_seq, idle_jobs=len(snapshot.jobs),
+            submitters=len({job.submitter for job in snapshot.jobs}),
+            candidate_slots=int(snapshot.table.candidate.sum()), holds=holds,
+        )
+
+    def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult,
+                      prune_before: float) -> int:
+        with self._commit:
+            if self._abandoned:
+                raise CycleAbandoned(f"cycle {cycle_id} abandoned before its commit")
+            self.matches.stage(cycle_id, now, result.matches)
+            try:
+                committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges)
+            except BaseException:
+                self.matches.discard(cycle_id)
+                raise
+            if not committed:
+                # Only another writer of the same database could have taken this id.
+                self.matches.discard(cycle_id)
+                raise RuntimeError(f"{self.accountant.path}: cycle {cycle_id} was already committed "
+                                   "by another process; is a second negotiatord using this database?")
+            last_seq = self.matches.publish(cycle_id)
+            self.matches.prune(prune_before)
+            return last_seq
+
+    def abandon(self) -> None:
+        """Let no cycle commit from now on; waits for a commit in progress to finish."""
+        with self._commit:
+            self._abandoned = True
+
+
+def _advanced(state: AccountantState, result: CycleResult, settings: Settings, now: int) -> AccountantState:
+    """The accountant state after this cycle: decayed to ``now``, usage from now on = running work
+    plus this cycle's matches, per submitter and rolled up its groups."""
+    groups = {group.name for group in settings.groups} | {ROOT_GROUP}
+    submitters = {name: amount for name, amount in result.usage.items() if name not in groups}
+    usage = customer_usage(submitters, GroupMap(settings).group_of)
+    return advance(state, now, usage, settings.priority_halflife)

@@ -1,0 +1,366 @@
+"""The daemon: wires feed, cycles, match log, accountant, HTTP and systemd, and runs them.
+
+One asyncio event loop serves HTTP, files ads, expires them and schedules cycles; each cycle runs
+on its own worker thread (:mod:`~.cycles`) so ingestion and queries stay responsive while it
+negotiates. Signals: SIGHUP re-reads the config (a broken one is reported and the old one stays in
+force); SIGTERM and SIGINT stop the daemon, abandoning a cycle that has not begun to commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import ssl
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import structlog
+from aiohttp import web
+
+from negotiatord import __version__
+from negotiatord.accountant import AccountantStore
+from negotiatord.ads import AdBatch
+from negotiatord.feed.api import FeedApi, FeedTotals
+from negotiatord.feed.intake import take_in
+from negotiatord.feed.kinds import AdKind
+from negotiatord.feed.pull import PullError, pull
+from negotiatord.feed.store import AdStore, Source
+from negotiatord.service.clock import DaemonClock
+from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner, EvaluatorFactory
+from negotiatord.service.http import build_app
+from negotiatord.service.matchlog import MatchLog
+from negotiatord.service.metrics import ServiceMetrics
+from negotiatord.service.paths import StatePaths
+from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
+from negotiatord.service.systemd import SystemdNotifier
+from negotiatord.service.timing import CycleTiming
+from negotiatord.service.token import TokenError, load_token
+from negotiatord.settings import ConfigError, Settings, load_settings
+from negotiatord.settings.model import ServiceSettings
+
+T = TypeVar("T")
+
+# How often expired ads are swept between cycles (each sweep only looks at expired ads).
+EXPIRY_SWEEP_S = 1.0
+# Knobs a reload cannot change: the socket, TLS and the databases are set up once.
+RESTART_ONLY = ("http_address", "http_port", "tls_certificate", "tls_key", "state_dir",
+                "accountant_db", "token_file", "max_body_bytes")
+_SHOWN_PROBLEMS = 5
+
+
+class Daemon:
+    def __init__(self, config: Path, settings: Settings, clock: DaemonClock,
+                 preload: dict[AdKind, AdBatch] | None = None,
+                 evaluator: EvaluatorFactory | None = None) -> None:
+        self.config = config
+        self.settings = settings
+        self.clock = clock
+        self.preload = preload or {}
+        self.log = structlog.get_logger("negotiatord.daemon")
+        self.paths = StatePaths.resolve(settings.service)
+        self.paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.token = load_token(self.paths.token_file, create=True)
+        self.accountant = AccountantStore(self.paths.accountant_db)
+        self.matchlog = MatchLog(self.paths.match_log)
+        self.runner = CycleRunner(self.accountant, self.matchlog, evaluator)
+        self.store = AdStore()
+        self.totals = FeedTotals()
+        self.counters = ServiceCounters()
+        self.history = CycleHistory(settings.service.cycle_stats_length)
+        self.metrics = ServiceMetrics(self.history, self.counters, self.store, self.totals,
+                                      lambda: self.cycle_running)
+        self.parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ad-parser")
+        self.feed_api = FeedApi(self.store, self.totals, time.monotonic,
+                                lambda: self.settings.service.classad_lifetime, self.parser)
+        self.notifier = SystemdNotifier()
+        self.started = clock.now()
+        self.cycle_running = False
+        self.last_start: float | None = None     # monotonic
+        self.last_end: float | None = None
+        self.rescheduled = False
+        self.last_seq = 0
+        self.reload_state: dict[str, Any] = {"ok": True, "time": None, "error": None}
+        self.pull_state: dict[str, Any] = {"time": None, "error": None, "problems": 0}
+        self.stopping = asyncio.Event()
+        self.new_matches = asyncio.Event()
+        self._poke = asyncio.Event()
+        self._reloading = asyncio.Lock()
+        self._url = ""
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Run until SIGTERM/SIGINT; raises OSError if the address cannot be bound."""
+        published, dropped = self.matchlog.recover(self.accountant.last_cycle_id())
+        if published or dropped:
+            self.log.warning("finished publishing after a crash", published=published, dropped=dropped,
+                             last_committed_cycle=self.accountant.last_cycle_id())
+        self.last_seq = self.matchlog.bounds()[1]
+        self._preload()
+        runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
+        await runner.setup()
+        service = self.settings.service
+        site = web.TCPSite(runner, service.http_address, service.http_port, ssl_context=self._tls(service),
+                           reuse_address=True)
+        await site.start()
+        self._url = _url(runner.addresses[0], service)
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(stop, self.stop)
+        tasks = [asyncio.ensure_future(self._cycles()), asyncio.ensure_future(self._sweep_expired())]
+        if self.notifier.watchdog_interval:
+            tasks.append(asyncio.ensure_future(self._watchdog(self.notifier.watchdog_interval)))
+        self.log.info("negotiatord ready", url=self._url, config=str(self.config),
+                      state_dir=str(self.paths.state_dir), token_file=str(self.paths.token_file),
+                      clock_offset_s=round(self.clock.offset, 3), collector=service.collector_host)
+        self.notifier.ready(f"serving {self._url}")
+        try:
+            await self.stopping.wait()
+        finally:
+            self.notifier.stopping()
+            self.log.info("stopping", cycle_in_flight=self.cycle_running)
+            await asyncio.to_thread(self.runner.abandon)
+            self.new_matches.set()  # wakes match streams, which see `stopping` and end
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await runner.cleanup()
+            self.parser.shutdown(wait=False, cancel_futures=True)
+            self.accountant.close()
+            self.matchlog.close()
+            self.notifier.close()
+            self.log.info("stopped")
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._poke.set()
+
+    def _tls(self, service: ServiceSettings) -> ssl.SSLContext | None:
+        if service.tls_certificate is None:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(service.tls_certificate, service.tls_key)
+        return context
+
+    def _preload(self) -> None:
+        for kind, batch in self.preload.items():
+            intake = take_in(kind, batch, f"preloaded {kind.value}")
+            filed = self.store.update(kind, intake.accepted, time.monotonic(),
+                                      self.settings.service.classad_lifetime, Source.PRELOAD)
+            self.totals.filed[kind.value] += filed
+            self.totals.refused[kind.value] += len(intake.problems)
+            for problem in intake.problems:
+                self.log.error("preloaded ad refused", problem=str(problem))
+            self.log.info("ads preloaded", kind=kind.value, filed=filed, refused=len(intake.problems))
+        self.preload = {}
+
+    # -- cycles -----------------------------------------------------------------------------------
+
+    def reschedule(self) -> dict[str, Any]:
+        """condor_reschedule: the next cycle is due now (still subject to the cycle gates)."""
+        self.rescheduled = True
+        self._poke.set()
+        timing = CycleTiming.from_settings(self.settings)
+        start = timing.next_start(self.last_start, self.last_end, True)
+        return {"rescheduled": True, "cycle_running": self.cycle_running,
+                "next_cycle_in_s": round(max(0.0, start - time.monotonic()), 3)}
+
+    async def _cycles(self) -> None:
+        while not self.stopping.is_set():
+            timing = CycleTiming.from_settings(self.settings)
+            wait = timing.next_start(self.last_start, self.last_end, self.rescheduled) - time.monotonic()
+            if wait > 0:
+                self._poke.clear()
+                try:
+                    await asyncio.wait_for(self._poke.wait(), wait)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            await self._one_cycle()
+
+    async def _one_cycle(self) -> None:
+        self.rescheduled = False  # as HTCondor resets GotRescheduleCmd when a cycle starts
+        self.last_start = time.monotonic()
+        started = self.clock.now()
+        self.cycle_running = True
+        view = None
+        try:
+            settings = self.settings
+            if settings.service.collector_host:
+                await self._pull(settings)
+            self._expire()
+            view = self.store.view()
+            now = int(self.clock.now())
+            prune_before = now - settings.service.match_retention
+            outcome = await _in_daemon_thread(self.runner.run, view, settings, now, prune_before)
+        except CycleAbandoned:
+            return
+        except Exception as error:  # a failed cycle is reported; the next one may succeed
+            self.counters.cycle_failures += 1
+            self.log.error("cycle failed; nothing was committed", error=f"{type(error).__name__}: {error}")
+            return
+        finally:
+            self.cycle_running = False
+            self.last_end = time.monotonic()
+            if view is not None:  # it may hold the last reference to ads replaced meanwhile
+                self.feed_api.bury(view.slots, view.jobs)
+                view = None
+        self.store.apply_holds(outcome.holds)
+        outcome.holds.clear()
+        self.history.add(outcome, started, self.clock.now())
+        self.counters.cycles += 1
+        self.counters.matches_published += len(outcome.result.matches)
+        self.metrics.cycle_duration.observe(outcome.duration_s)
+        self._announce(outcome)
+        stats = outcome.result.stats
+        self.log.info("cycle", cycle=outcome.cycle_id, duration_s=round(outcome.duration_s, 4),
+                      matches=stats.matches, rejections=stats.rejections, slots=stats.slots,
+                      candidate_slots=outcome.candidate_slots, idle_jobs=outcome.idle_jobs,
+                      submitters=outcome.submitters, autoclusters=stats.autoclusters,
+                      pie_spins=stats.pie_spins, pool_size=stats.pool_size,
+                      phases_s={k: round(v, 4) for k, v in outcome.phases_s.items()})
+        problems = outcome.result.problems
+        if problems:
+            self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
+
+    def _announce(self, outcome: CycleOutcome) -> None:
+        self.last_seq = outcome.last_seq
+        announced, self.new_matches = self.new_matches, asyncio.Event()
+        announced.set()
+        self.notifier.status(f"cycle {outcome.cycle_id}: {len(outcome.result.matches)} matches; "
+                             f"serving {self._url}")
+
+    async def _pull(self, settings: Settings) -> None:
+        host = settings.service.collector_host
+        assert host is not None
+        try:
+            pulled = await pull(host, self.config)
+        except PullError as error:
+            self.counters.pull_failures += 1
+            self.pull_state = {"time": self.clock.now(), "error": str(error), "problems": 0}
+            self.log.error("collector query failed; negotiating over the ads already filed", error=str(error))
+            return
+        for kind, ads in pulled.ads.items():
+            self.store.replace_pulled(kind, ads, time.monotonic(), settings.service.classad_lifetime)
+            self.totals.filed[kind.value] += len(ads)
+        self.feed_api.bury()
+        self.pull_state = {"time": self.clock.now(), "error": None, "problems": len(pulled.problems)}
+        for problem in pulled.problems[:_SHOWN_PROBLEMS]:
+            self.log.warning("collector query problem", problem=problem)
+
+    # -- the feed -------------------------------------------------------------------------------
+
+    def _expire(self) -> None:
+        for kind, count in self.store.expire(time.monotonic()).items():
+            if count:
+                self.totals.expired[kind.value] += count
+                self.log.info("ads expired", kind=kind.value, count=count)
+        self.feed_api.bury()
+
+    async def _sweep_expired(self) -> None:
+        while True:
+            await asyncio.sleep(EXPIRY_SWEEP_S)
+            self._expire()
+
+    async def _watchdog(self, interval: float) -> None:
+        """Keep-alives from the event loop itself: a stuck loop stops them and systemd restarts us."""
+        while True:
+            self.notifier.watchdog()
+            await asyncio.sleep(interval)
+
+    # -- reload ---------------------------------------------------------------------------------
+
+    async def reload(self) -> None:
+        """SIGHUP: read the config again; on any error keep the old one and say why."""
+        async with self._reloading:
+            self.notifier.reloading()
+            try:
+                new = await asyncio.to_thread(load_settings, self.config)
+                token = load_token(self.paths.token_file)
+            except (ConfigError, TokenError) as error:
+                self.counters.reload_failures += 1
+                self.reload_state = {"ok": False, "time": self.clock.now(), "error": str(error)}
+                self.log.error("config reload refused; the previous config stays in force", error=str(error))
+            else:
+                kept = [name for name in RESTART_ONLY
+                        if getattr(new.service, name) != getattr(self.settings.service, name)]
+                if kept:
+                    self.log.warning("these settings take effect only after a restart", params=kept)
+                self.settings, self.token = new, token
+                self.history.resize(new.service.cycle_stats_length)
+                self.counters.reloads += 1
+                self.reload_state = {"ok": True, "time": self.clock.now(), "error": None,
+                                     "needs_restart": kept}
+                self.log.info("config reloaded", config=str(self.config))
+            finally:
+                self.notifier.ready(f"serving {self._url}")
+                self._poke.set()  # the timing knobs may have changed
+
+    # -- status ---------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        timing = CycleTiming.from_settings(self.settings)
+        next_start = timing.next_start(self.last_start, self.last_end, self.rescheduled)
+        last = self.history.last
+        return {
+            "daemon": {"version": __version__, "pid": os.getpid(), "started": self.started,
+                       "uptime_s": round(self.clock.now() - self.started, 3), "config": str(self.config),
+                       "state_dir": str(self.paths.state_dir), "clock_offset_s": round(self.clock.offset, 3),
+                       "url": self._url},
+            "now": self.clock.now(),
+            "ads": self.store.counts(),
+            "held": self.store.held(),
+            "cycle": {"running": self.cycle_running, "phase": self.runner.phase,
+                      "rescheduled": self.rescheduled,
+                      "next_in_s": None if self.cycle_running else round(max(0.0, next_start - time.monotonic()), 3)},
+            "last_cycle": summary(last) if last else None,
+            "matches": {"last_seq": self.last_seq},
+            "counters": asdict(self.counters),
+            "reload": self.reload_state,
+            "collector": {"host": self.settings.service.collector_host, **self.pull_state},
+        }
+
+
+def _url(address: Any, service: ServiceSettings) -> str:
+    """The bound address as a URL (with NEGOTIATORD_HTTP_PORT = 0 the port is only known now)."""
+    host, port = address[:2]
+    scheme = "https" if service.tls_certificate else "http"
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
+def _in_daemon_thread(function: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    """Run ``function(*args)`` on a new daemon thread; the future resolves on the event loop.
+
+    Not the default executor: its threads are joined at exit, so a stop would wait for the whole
+    cycle; a daemon thread lets the process exit with an abandoned cycle still computing.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    def target() -> None:
+        result, failure = None, None
+        try:
+            result = function(*args)
+        except BaseException as error:  # handed to the awaiting coroutine
+            failure = error
+        try:
+            loop.call_soon_threadsafe(settle, result, failure)
+        except RuntimeError:
+            pass  # the loop is closed: the daemon has stopped
+
+    threading.Thread(target=target, name="negotiation-cycle", daemon=True).start()
+    return future

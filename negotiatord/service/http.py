@@ -1,0 +1,217 @@
+"""The daemon's HTTP API (aiohttp): status, statistics, matches out, accountant, metrics.
+
+Reads (GET) are open to whoever can reach the address (loopback unless configured otherwise);
+every other method needs ``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one.
+Bodies above ``NEGOTIATORD_MAX_BODY_BYTES`` get 413 before any of them is read.
+See the README section "negotiatord run" for every endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from negotiatord.feed.api import json_error
+from negotiatord.service.accounting import accountant_document
+
+if TYPE_CHECKING:
+    from negotiatord.service.daemon import Daemon
+
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+MATCH_PAGE = 1000          # default page of GET /v1/matches
+MATCH_PAGE_MAX = 10000
+KEEPALIVE_S = 15.0         # SSE comment lines keep proxies and clients from timing out
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def build_app(daemon: Daemon) -> web.Application:
+    max_body = daemon.settings.service.max_body_bytes
+    app = web.Application(client_max_size=max_body, middlewares=[_guard(daemon, max_body)])
+    api = _ServiceApi(daemon)
+    app.add_routes(daemon.feed_api.routes())
+    app.add_routes([
+        web.get("/v1/status", api.status),
+        web.get("/v1/negotiator", api.negotiator),
+        web.get("/v1/cycles/last", api.last_cycle),
+        web.post("/v1/reschedule", api.reschedule),
+        web.get("/v1/matches", api.matches),
+        web.get("/v1/matches/stream", api.stream),
+        web.get("/v1/accountant", api.accountant),
+        web.post("/v1/accountant/factor", api.set_factor),
+        web.post("/v1/accountant/reset-usage", api.reset_usage),
+        web.get("/metrics", api.metrics),
+    ])
+    return app
+
+
+def _guard(daemon: Daemon, max_body: int) -> Callable:
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method not in _READS:
+            _check_token(request, daemon.token)
+            if request.content_length is not None and request.content_length > max_body:
+                raise _too_large(max_body)
+        try:
+            return await handler(request)
+        except web.HTTPRequestEntityTooLarge:  # a chunked body that outgrew the limit while read
+            raise _too_large(max_body) from None
+    return guard
+
+
+def _check_token(request: web.Request, token: bytes) -> None:
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        raise json_error(web.HTTPUnauthorized, "this request needs 'Authorization: Bearer <token>' "
+                         "(the token is in the daemon's NEGOTIATORD_TOKEN_FILE)",
+                         **{"WWW-Authenticate": 'Bearer realm="negotiatord"'})
+    if not hmac.compare_digest(presented.strip().encode(), token):
+        raise json_error(web.HTTPForbidden, "wrong bearer token")
+
+
+def _too_large(limit: int) -> web.HTTPException:
+    message = f"the body is larger than NEGOTIATORD_MAX_BODY_BYTES = {limit} bytes; send the ads in smaller batches"
+    return web.HTTPRequestEntityTooLarge(max_size=limit, text=json.dumps({"error": message}),
+                                         content_type="application/json")
+
+
+class _ServiceApi:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+
+    async def status(self, request: web.Request) -> web.Response:
+        return web.json_response(self.daemon.status())
+
+    async def negotiator(self, request: web.Request) -> web.Response:
+        return web.json_response(self.daemon.history.negotiator_ad())
+
+    async def last_cycle(self, request: web.Request) -> web.Response:
+        document = self.daemon.history.last_cycle_document()
+        if document is None:
+            raise json_error(web.HTTPNotFound, "no cycle has finished yet")
+        return web.json_response(document)
+
+    async def reschedule(self, request: web.Request) -> web.Response:
+        return web.json_response(self.daemon.reschedule(), status=202)
+
+    async def matches(self, request: web.Request) -> web.Response:
+        after = _int_query(request, "after", 0)
+        limit = min(_int_query(request, "limit", MATCH_PAGE), MATCH_PAGE_MAX)
+        rows = self.daemon.matchlog.since(after, limit)
+        first, last = self.daemon.matchlog.bounds()
+        return web.json_response({
+            "matches": [row.document() for row in rows],
+            "next": rows[-1].seq if rows else max(after, 0),
+            "first_seq": first,
+            "last_seq": last,
+        })
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        """Server-sent events, one ``match`` event per match, ``id`` = its sequence number.
+
+        Starts after ``?after=N`` or the ``Last-Event-ID`` header (an EventSource reconnecting);
+        with neither, after the newest match (live matches only).
+        """
+        resumed = request.headers.get("Last-Event-ID")
+        if "after" in request.query:
+            cursor = _int_query(request, "after", 0)
+        elif resumed is not None:
+            cursor = _int(resumed, "Last-Event-ID")
+        else:
+            cursor = self.daemon.matchlog.bounds()[1]
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        await response.prepare(request)
+        daemon = self.daemon
+        try:
+            await response.write(b": negotiatord matches\n\n")
+            while not daemon.stopping.is_set():
+                announced = daemon.new_matches  # taken before reading, so no publication is missed
+                rows = daemon.matchlog.since(cursor, MATCH_PAGE)
+                for row in rows:
+                    data = json.dumps(row.document(), separators=(",", ":"))
+                    await response.write(f"id: {row.seq}\nevent: match\ndata: {data}\n\n".encode())
+                    cursor = row.seq
+                if rows:
+                    continue
+                try:
+                    await asyncio.wait_for(announced.wait(), KEEPALIVE_S)
+                except asyncio.TimeoutError:
+                    await response.write(b": keep-alive\n\n")
+        except ConnectionResetError:
+            pass  # the client went away
+        return response
+
+    async def accountant(self, request: web.Request) -> web.Response:
+        daemon = self.daemon
+        state = await asyncio.to_thread(daemon.accountant.load)
+        last = daemon.history.last
+        groups = last.outcome.result.groups if last else ()
+        return web.json_response(accountant_document(state, daemon.settings, groups, daemon.clock.now()))
+
+    async def set_factor(self, request: web.Request) -> web.Response:
+        """condor_userprio -setfactor: ``{"customer": NAME, "factor": F}`` (F >= 1)."""
+        body = await _json_body(request)
+        customer, factor = _customer(body), body.get("factor")
+        try:
+            await asyncio.to_thread(self.daemon.accountant.set_factor, customer, factor)
+        except ValueError as error:
+            raise json_error(web.HTTPBadRequest, str(error)) from None
+        self.daemon.log.info("priority factor set", customer=customer, factor=factor)
+        return web.json_response({"customer": customer, "factor": factor})
+
+    async def reset_usage(self, request: web.Request) -> web.Response:
+        """condor_userprio -resetusage NAME (``{"customer": NAME}``) or -resetall (``{"all": true}``)."""
+        body = await _json_body(request)
+        daemon = self.daemon
+        now = daemon.clock.now()
+        if body.get("all") is True:
+            state = await asyncio.to_thread(daemon.accountant.load)
+            names = [record.name for record in state.customers()]
+        else:
+            names = [_customer(body)]
+        for name in names:
+            await asyncio.to_thread(daemon.accountant.reset_usage, name, now)
+        daemon.log.info("accumulated usage reset", customers=len(names))
+        return web.json_response({"reset": names, "time": now})
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.daemon.metrics.exposition(),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _int_query(request: web.Request, name: str, default: int) -> int:
+    text = request.query.get(name)
+    return default if text is None else _int(text, name)
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise json_error(web.HTTPBadRequest, f"{name} must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise json_error(web.HTTPBadRequest, f"{name} must be >= 0, got {value}")
+    return value
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.read() or b"{}")
+    except ValueError as error:
+        raise json_error(web.HTTPBadRequest, f"the body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise json_error(web.HTTPBadRequest, "the body must be a JSON object")
+    return body
+
+
+def _customer(body: dict[str, Any]) -> str:
+    customer = body.get("customer")
+    if not isinstance(customer, str) or not customer.strip():
+        raise json_error(web.HTTPBadRequest, 'name the customer: {"customer": "user@domain"}')
+    return customer.strip()

@@ -1,0 +1,185 @@
+"""Published matches, kept in SQLite with a cursor: each match's sequence number.
+
+Matches go out only after their cycle's charges are committed, and survive a restart. The match log
+is a second database beside the accountant's (the accountant store owns its connection and its
+transaction), so publication is two-phase, keyed by cycle id:
+
+1. ``stage``: the cycle's matches are written, unpublished;
+2. the accountant commits the cycle (``AccountantStore.commit_cycle``);
+3. ``publish``: the staged matches become visible.
+
+``recover``, at start-up, finishes whatever a crash interrupted: staged matches of a cycle the
+accountant committed are published; those of a cycle it did not commit are dropped. So a match is
+published exactly when its charges are committed, whenever the daemon is killed.
+
+Sequence numbers come from ``AUTOINCREMENT`` and are never reused; only one cycle is staged at a
+time and it holds the highest numbers, so the published matches are always a prefix of the
+sequence (with gaps where a crash dropped a staged cycle): a reader resuming after sequence N
+misses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from negotiatord.cycle.result import Match
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE matches (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    cycle_id  INTEGER NOT NULL,
+    time      REAL NOT NULL,
+    job       TEXT NOT NULL,
+    slot      TEXT NOT NULL,
+    submitter TEXT NOT NULL,
+    grp       TEXT NOT NULL,
+    cost      REAL NOT NULL,
+    consumed  TEXT NOT NULL,
+    published INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX matches_by_cycle ON matches (cycle_id);
+"""
+_COLUMNS = "seq, cycle_id, time, job, slot, submitter, grp, cost, consumed"
+
+
+class MatchLogError(Exception):
+    """The match log cannot be used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class PublishedMatch:
+    seq: int
+    cycle: int
+    time: float
+    job: str
+    slot: str
+    submitter: str
+    group: str
+    cost: float
+    consumed: dict[str, float]
+
+    def document(self) -> dict[str, Any]:
+        return {"seq": self.seq, "cycle": self.cycle, "time": self.time, "job": self.job,
+                "slot": self.slot, "submitter": self.submitter, "group": self.group,
+                "cost": self.cost, "consumed": self.consumed}
+
+
+class MatchLog:
+    """One writer (the cycle thread) and one reader (the event loop), each with its own connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        try:
+            self._writer = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._writer.execute("PRAGMA journal_mode = WAL")
+            self._writer.execute("PRAGMA synchronous = FULL")
+            self._prepare_schema()
+            self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as error:
+            raise MatchLogError(f"{self.path}: not a usable match log: {error}") from error
+
+    def _prepare_schema(self) -> None:
+        with self._transaction("preparing the schema"):
+            tables = {row[0] for row in self._writer.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not tables:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._writer.execute(statement)
+                self._writer.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                return
+            version = None
+            if "schema_version" in tables:
+                version = self._writer.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+            if "matches" not in tables or version != SCHEMA_VERSION:
+                raise MatchLogError(f"{self.path}: not a negotiatord match log of schema version "
+                                    f"{SCHEMA_VERSION} (tables: {', '.join(sorted(tables))}, "
+                                    f"version {version!r})")
+
+    @contextmanager
+    def _transaction(self, doing: str) -> Iterator[None]:
+        with self._lock:
+            self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._writer.execute("COMMIT")
+            except BaseException as error:
+                if self._writer.in_transaction:
+                    self._writer.execute("ROLLBACK")
+                if isinstance(error, sqlite3.Error):
+                    raise MatchLogError(f"{self.path}: {doing} failed: {error}") from error
+                raise
+
+    # -- the cycle thread -----------------------------------------------------------------------
+
+    def stage(self, cycle_id: int, time: float, matches: Iterable[Match]) -> None:
+        """Write a cycle's matches unpublished, replacing what an earlier, failed attempt at the
+        same cycle id may have left staged."""
+        rows = [(cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed))
+                for m in matches]
+        with self._transaction(f"staging the matches of cycle {cycle_id}"):
+            self._writer.execute("DELETE FROM matches WHERE cycle_id = ? AND published = 0", (cycle_id,))
+            self._writer.executemany(
+                "INSERT INTO matches (cycle_id, time, job, slot, submitter, grp, cost, consumed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def publish(self, cycle_id: int) -> int:
+        """Make cycle ``cycle_id``'s staged matches visible; returns the last published sequence."""
+        with self._transaction(f"publishing the matches of cycle {cycle_id}"):
+            self._writer.execute("UPDATE matches SET published = 1 WHERE cycle_id = ?", (cycle_id,))
+            return self._last_seq(self._writer)
+
+    def discard(self, cycle_id: int) -> None:
+        """Drop cycle ``cycle_id``'s staged matches (its accountant commit did not happen)."""
+        with self._transaction(f"dropping the matches of cycle {cycle_id}"):
+            self._writer.execute("DELETE FROM matches WHERE cycle_id = ? AND published = 0", (cycle_id,))
+
+    def recover(self, last_committed: int) -> tuple[int, int]:
+        """Publish staged matches of committed cycles, drop the others; returns (published, dropped)."""
+        with self._transaction("recovering staged matches"):
+            published = self._writer.execute(
+                "UPDATE matches SET published = 1 WHERE published = 0 AND cycle_id <= ?",
+                (last_committed,)).rowcount
+            dropped = self._writer.execute(
+                "DELETE FROM matches WHERE published = 0 AND cycle_id > ?", (last_committed,)).rowcount
+        return published, dropped
+
+    def prune(self, before: float) -> int:
+        """Forget published matches made before ``before`` (NEGOTIATORD_MATCH_RETENTION)."""
+        with self._transaction("pruning old matches"):
+            return self._writer.execute(
+                "DELETE FROM matches WHERE published = 1 AND time < ?", (before,)).rowcount
+
+    # -- the event loop -------------------------------------------------------------------------
+
+    def since(self, after: int, limit: int) -> list[PublishedMatch]:
+        """Published matches with a sequence number above ``after``, oldest first."""
+        rows = self._reader.execute(
+            f"SELECT {_COLUMNS} FROM matches WHERE published = 1 AND seq > ? ORDER BY seq LIMIT ?",
+            (after, limit)).fetchall()
+        return [PublishedMatch(*row[:8], consumed=json.loads(row[8])) for row in rows]
+
+    def bounds(self) -> tuple[int, int]:
+        """(first, last) published sequence numbers still kept; (0, 0) when there are none."""
+        row = self._reader.execute(
+            "SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM matches WHERE published = 1"
+        ).fetchone()
+        return row[0], row[1]
+
+    @staticmethod
+    def _last_seq(db: sqlite3.Connection) -> int:
+        return db.execute("SELECT COALESCE(MAX(seq), 0) FROM matches WHERE published = 1").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._writer.close()
+            self._reader.close()
