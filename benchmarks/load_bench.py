@@ -1,0 +1,259 @@
+"""Load on the daemon: ad updates ingested per second, and status latency while a cycle runs.
+
+Starts ``negotiatord run`` on a loopback port with an OSPool-shaped pool from
+``pool_generator.generate_pool`` (real slot and job shapes), then measures, in one run:
+
+1. the parse floor: ``negotiatord.feed.take_in_text`` on the very same batches, in this process
+   (what any ingestion built on classad2 pays per ad);
+2. status latency (``GET /v1/status``) with the daemon idle;
+3. ingestion: every slot and job ad posted in batches (first load), then the slot ads posted
+   again (updates that replace ads), as fast as the daemon takes them;
+4. during a negotiation cycle over the whole pool: status latency probed every 10 ms, first alone
+   (--quiet-seconds), then while slot updates keep coming, and the rate of those updates.
+
+Figures are printed with the targets (>= 20,000 ad updates/s; status p99 < 50 ms during a cycle)
+and ratios against the baselines of the same run. Loopback only; bounded by --max-seconds per
+phase. Small by default (5k slots / 5k jobs); ``--big`` is the issue's 45k-slot pool.
+
+    .venv/bin/python benchmarks/load_bench.py                 # 5,000 slots, 5,000 jobs
+    .venv/bin/python benchmarks/load_bench.py --big           # 45,000 slots, 50,000 jobs
+    .venv/bin/python benchmarks/load_bench.py --slots 20k --jobs 20k --batch 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+from pool_generator import CONFIG_PATH, count_arg, generate_pool  # noqa: E402
+
+from negotiatord.feed import AdKind, take_in_text  # noqa: E402
+
+TARGET_UPDATES_PER_S = 20_000
+TARGET_STATUS_P99_MS = 50.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def batches(ads: list, size: int) -> list[str]:
+    return ["\n".join(ad.printOld() for ad in ads[i:i + size]) for i in range(0, len(ads), size)]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self, home: Path, now: int) -> None:
+        shutil.copy(CONFIG_PATH, home / CONFIG_PATH.name)
+        self.port = free_port()
+        self.config = home / "negotiatord.conf"
+        self.config.write_text("\n".join([
+            f"include : $(CONFIG_ROOT)/{CONFIG_PATH.name}",
+            f"NEGOTIATORD_STATE_DIR = {home / 'state'}",
+            f"NEGOTIATORD_HTTP_PORT = {self.port}",
+            "NEGOTIATORD_MAX_BODY_BYTES = 256 * 1024 * 1024",
+            "CLASSAD_LIFETIME = 86400",
+            # cycles only when the benchmark asks for one
+            "NEGOTIATOR_INTERVAL = 86400", "NEGOTIATOR_CYCLE_DELAY = 0", "NEGOTIATOR_MIN_INTERVAL = 0", ""]))
+        self.log = (home / "daemon.log").open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "negotiatord", "run", "--config", str(self.config), "--now", str(now)],
+            cwd=ROOT, stdout=self.log, stderr=self.log)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.token_file = home / "state" / "token"
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+async def wait_ready(session: aiohttp.ClientSession, daemon: Daemon) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            async with session.get(daemon.url + "/v1/status") as answer:
+                if answer.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.05)
+    raise SystemExit("the daemon did not come up; see its log")
+
+
+async def status(session: aiohttp.ClientSession, url: str) -> tuple[float, dict]:
+    started = time.perf_counter()
+    async with session.get(url + "/v1/status") as answer:
+        body = await answer.json()
+    return (time.perf_counter() - started) * 1000, body
+
+
+async def post_all(session: aiohttp.ClientSession, url: str, kind: AdKind, texts: list[str], token: str,
+                   concurrency: int, deadline: float) -> int:
+    """POST ``texts`` with ``concurrency`` requests in flight; returns the ads accepted."""
+    queue = list(reversed(texts))
+    accepted = 0
+
+    async def worker() -> None:
+        nonlocal accepted
+        while queue and time.monotonic() < deadline:
+            body = queue.pop()
+            async with session.post(f"{url}/v1/ads/{kind.value}", data=body.encode(),
+                                    headers={"Authorization": f"Bearer {token}"}) as answer:
+                reply = await answer.json()
+                if answer.status != 200 or reply["rejected"]:
+                    raise SystemExit(f"ingestion failed: {answer.status} {str(reply)[:300]}")
+                accepted += reply["accepted"]
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return accepted
+
+
+async def run(args: argparse.Namespace) -> None:
+    print(f"generating {args.slots} slots and {args.jobs} idle jobs (pool_generator, seed {args.seed}) ...")
+    pool = generate_pool(args.slots, args.jobs, args.seed)
+    slot_batches, job_batches = batches(pool.slot_ads, args.batch), batches(pool.job_ads, args.batch)
+    slot_bytes = sum(map(len, slot_batches)) / len(pool.slot_ads)
+    print(f"  {pool.generation_s:.1f} s; slot ads {slot_bytes:.0f} bytes each in the long form, "
+          f"batches of {args.batch}")
+
+    started = time.perf_counter()
+    floor_ads = sum(len(take_in_text(AdKind.SLOT, text, "bench").accepted) for text in slot_batches)
+    floor = floor_ads / (time.perf_counter() - started)
+    print(f"parse floor (take_in_text in-process, same batches): {floor:,.0f} slot ads/s")
+
+    with tempfile.TemporaryDirectory(prefix="negotiatord-load-") as home:
+        daemon = Daemon(Path(home), pool.now)
+        try:
+            timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                await wait_ready(session, daemon)
+                await report(session, daemon, args, slot_batches, job_batches, floor, len(pool.slot_ads))
+        finally:
+            daemon.stop()
+
+
+async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.Namespace,
+                 slot_batches: list[str], job_batches: list[str], floor: float, slots: int) -> None:
+    token = daemon.token_file.read_text().strip()
+    url = daemon.url
+    idle = [(await status(session, url))[0] for _ in range(300)]
+    print(f"status latency, idle:        p50 {percentile(idle, .5):6.2f} ms  p99 {percentile(idle, .99):6.2f} ms")
+
+    phase_end = time.monotonic() + args.max_seconds
+    started = time.perf_counter()
+    loaded = await post_all(session, url, AdKind.SLOT, slot_batches, token, args.concurrency, phase_end)
+    loaded += await post_all(session, url, AdKind.JOB, job_batches, token, args.concurrency, phase_end)
+    elapsed = time.perf_counter() - started
+    print(f"first load:                  {loaded:,} ads in {elapsed:.1f} s = {loaded / elapsed:,.0f} ads/s")
+
+    rates = {}
+    for kind, texts in ((AdKind.SLOT, slot_batches), (AdKind.JOB, job_batches)):
+        started = time.perf_counter()
+        updated = await post_all(session, url, kind, texts, token, args.concurrency,
+                                 time.monotonic() + args.max_seconds)
+        rates[kind] = updated / (time.perf_counter() - started)
+        print(f"{kind.my_type.lower()} updates, no cycle:   {updated:,} = {rates[kind]:,.0f} updates/s"
+              + (f" ({rates[kind] / floor:.2f}x the parse floor)" if kind is AdKind.SLOT else ""))
+
+    async with session.post(url + "/v1/reschedule", headers={"Authorization": f"Bearer {token}"}) as answer:
+        assert answer.status == 202
+    while not (await status(session, url))[1]["cycle"]["running"]:
+        await asyncio.sleep(0.005)
+    cycle_over = asyncio.Event()
+
+    async def probe(until: float, latencies: list[float]) -> None:
+        """Status every 10 ms until ``until`` or the cycle's end."""
+        while time.monotonic() < until and not cycle_over.is_set():
+            latency, body = await status(session, url)
+            if not body["cycle"]["running"]:
+                cycle_over.set()
+                return
+            latencies.append(latency)
+            await asyncio.sleep(0.01)
+
+    async def update(counted: list[int]) -> None:
+        chunk = slot_batches[:max(1, len(slot_batches) // 4)]
+        while not cycle_over.is_set() and time.monotonic() < stop_at:
+            counted[0] += await post_all(session, url, AdKind.SLOT, chunk, token, args.concurrency, stop_at)
+
+    # the first part of the cycle with status requests only, the rest with slot updates as well
+    quiet: list[float] = []
+    await probe(time.monotonic() + args.quiet_seconds, quiet)
+    loaded: list[float] = []
+    updates = [0]
+    stop_at = time.monotonic() + args.max_seconds
+    started = time.perf_counter()
+    stopper = asyncio.ensure_future(probe(stop_at, loaded))
+    await asyncio.gather(stopper, update(updates))
+    cycle_over.set()
+    window = time.perf_counter() - started
+    last = (await status(session, url))[1]
+    while last["cycle"]["running"]:
+        await asyncio.sleep(0.2)
+        last = (await status(session, url))[1]
+    cycle = last["last_cycle"] or {}
+    print(f"during the cycle (it took {cycle.get('Duration', float('nan')):.1f} s over {cycle.get('TotalSlots')} "
+          f"slots, {cycle.get('NumIdleJobs')} idle jobs, {cycle.get('Matches')} matches):")
+    for label, latencies in (("status only", quiet), ("with slot updates", loaded)):
+        p50, p99 = percentile(latencies, .5), percentile(latencies, .99)
+        print(f"  status latency, {label + ':':19} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  "
+              f"max {max(latencies, default=float('nan')):6.2f} ms  ({len(latencies)} requests; "
+              f"p99 {p99 / percentile(idle, .99):.1f}x idle)")
+    during_rate = updates[0] / window if window > 0 else float("nan")
+    print(f"  slot updates ingested:     {updates[0]:,} in {window:.1f} s = {during_rate:,.0f} updates/s")
+    print()
+    for kind, rate in rates.items():
+        print(f"target >= {TARGET_UPDATES_PER_S:,} updates/s, {kind.value} without a cycle: {rate:,.0f}/s "
+              f"{'MET' if rate >= TARGET_UPDATES_PER_S else 'NOT MET'}")
+    print(f"target >= {TARGET_UPDATES_PER_S:,} updates/s, slots during a cycle: {during_rate:,.0f}/s "
+          f"{'MET' if during_rate >= TARGET_UPDATES_PER_S else 'NOT MET'}")
+    for label, latencies in (("status only", quiet), ("with slot updates", loaded)):
+        p99 = percentile(latencies, .99)
+        print(f"target status p99 < {TARGET_STATUS_P99_MS:.0f} ms during a cycle, {label}: {p99:.2f} ms "
+              f"{'MET' if p99 < TARGET_STATUS_P99_MS else 'NOT MET'}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--slots", type=count_arg, default=5000)
+    parser.add_argument("--jobs", type=count_arg, default=5000)
+    parser.add_argument("--big", action="store_true", help="the issue's pool: 45,000 slots, 50,000 jobs")
+    parser.add_argument("--batch", type=int, default=1000, help="ads per request")
+    parser.add_argument("--concurrency", type=int, default=2, help="requests in flight")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-seconds", type=float, default=60.0, help="bound on each phase")
+    parser.add_argument("--quiet-seconds", type=float, default=5.0,
+                        help="how long status is probed alone at the start of the cycle")
+    args = parser.parse_args()
+    if args.big:
+        args.slots, args.jobs = 45_000, 50_000
+    asyncio.run(run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
