@@ -14,13 +14,12 @@ guarded attributes its jobs actually reach, until what a group's first job reach
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import classad2
 
 from negotiatord.pool.jobs import Job
-from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, job_reads, own_references
-from negotiatord.pool.slots import Slot
+from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, own_references
 
 JOB_SIDE_ATTRIBUTES = ("Requirements", "Rank", "ConcurrencyLimits")
 
@@ -48,15 +47,6 @@ class Significance:
         return tuple(sorted({*self.unconditional, *guarded}, key=str.lower))
 
 
-def slot_side_reads(slots: Iterable[Slot], rank_exprs: Sequence[classad2.ExprTree]) -> set[JobRead]:
-    """Job attributes candidate slots' expressions can read, with their job-side guards."""
-    reads: set[JobRead] = set()
-    for slot in slots:
-        for expr in (slot.requirements, *rank_exprs, *(slot.consumption or {}).values()):
-            reads |= job_reads(expr, slot.ad)
-    return reads
-
-
 def significance(slot_reads: set[JobRead], assets: Iterable[str]) -> Significance:
     """Unconditional attributes (slot reads without guards, job-side attributes, requests) and
     the guarded reads not already among them. :func:`form_autoclusters` adds what
@@ -69,40 +59,60 @@ def significance(slot_reads: set[JobRead], assets: Iterable[str]) -> Significanc
     return Significance(tuple(sorted(wanted.values(), key=str.lower)), guarded)
 
 
-def form_autoclusters(jobs: Sequence[Job], significant: Significance) -> tuple[list[Autocluster], Significance]:
+SignatureOf = Callable[[Job, tuple[str, ...]], tuple]
+
+
+def signature(job: Job, names: tuple[str, ...]) -> tuple:
+    """Hashable stand-ins for the values of ``names`` in ``job``: each literal with its ClassAd type
+    (1, 1.0 and true differ), each expression as its canonical text."""
+    return tuple(_stand_in(job.ad.get(name)) for name in names)
+
+
+def _stand_in(value: object) -> object:
+    if value is None or isinstance(value, (bool, int, float, classad2.Value)):
+        return (type(value).__name__, value)
+    if isinstance(value, str):
+        return ("string", value)
+    return str(value)
+
+
+def form_autoclusters(jobs: Sequence[Job], significant: Significance,
+                      signature_of: SignatureOf = signature) -> tuple[list[Autocluster], Significance]:
     """Group each submitter's jobs by their significant attributes' values.
 
     Returns the autoclusters (ids follow first appearance in job order, so the same input gives
     the same ids) and the significance grown by what expression-valued attributes read.
+    ``signature_of`` may memoise :func:`signature` across cycles.
     """
     ordered = sorted(jobs, key=lambda j: (j.submitter, j.order))
-    names = list(significant.unconditional)
-    signatures: list[list[object]] = [[] for _ in ordered]
-    known = {name.lower() for name in names}
-    pending = names
+    names: list[str] = []
+    signatures: list[tuple] = [() for _ in ordered]
+    known: set[str] = set()
+    pending = tuple(significant.unconditional)
     while pending:                      # closure: RequestMemory = f(MemoryUsage) reads MemoryUsage
-        added: list[str] = []
-        for job, signature in zip(ordered, signatures):
-            for name in pending:
-                value = _signature(job.ad.get(name))
-                signature.append(value)
+        known |= {name.lower() for name in pending}
+        names += pending
+        added: dict[str, str] = {}
+        for index, job in enumerate(ordered):
+            values = signature_of(job, pending)
+            signatures[index] += values
+            for value in values:
                 if isinstance(value, str):
                     for ref in own_references(value):
                         if ref.lower() not in known:
-                            known.add(ref.lower())
-                            added.append(ref)
-        names += added
-        pending = added
+                            added.setdefault(ref.lower(), ref)
+        pending = tuple(added.values())
     groups: dict[tuple, list[Job]] = {}
-    for job, signature in zip(ordered, signatures):
-        groups.setdefault((job.submitter, *signature), []).append(job)
-    clusters = [c for group in groups.values() for c in _refine(group, significant.guarded, known)]
+    for job, values in zip(ordered, signatures):
+        groups.setdefault((job.submitter, *values), []).append(job)
+    clusters = [c for group in groups.values() for c in _refine(group, significant.guarded, known, signature_of)]
     clusters.sort(key=lambda c: (c[0].submitter, c[0].order))
     autoclusters = [Autocluster(id=i, submitter=c[0].submitter, jobs=tuple(c)) for i, c in enumerate(clusters)]
     return autoclusters, Significance(tuple(sorted(names, key=str.lower)), significant.guarded)
 
 
-def _refine(group: list[Job], guarded: tuple[JobRead, ...], known: set[str]) -> list[list[Job]]:
+def _refine(group: list[Job], guarded: tuple[JobRead, ...], known: set[str],
+            signature_of: SignatureOf) -> list[list[Job]]:
     """Split ``group`` (jobs equal in every ``known`` attribute) by the guarded attributes its first
     job reaches, until nothing new is reached; a job that may read any attribute stands alone."""
     first = group[0].ad
@@ -114,21 +124,11 @@ def _refine(group: list[Job], guarded: tuple[JobRead, ...], known: set[str]) -> 
         value = first.get(name)
         if isinstance(value, classad2.ExprTree):
             reached |= own_references(str(value))
-    new = sorted((name for name in reached if name.lower() not in known), key=str.lower)
+    new = tuple(sorted((name for name in reached if name.lower() not in known), key=str.lower))
     if not new:
         return [group]
     parts: dict[tuple, list[Job]] = {}
     for job in group:
-        parts.setdefault(tuple(_signature(job.ad.get(name)) for name in new), []).append(job)
+        parts.setdefault(signature_of(job, new), []).append(job)
     known = known | {name.lower() for name in new}
-    return [cluster for part in parts.values() for cluster in _refine(part, guarded, known)]
-
-
-def _signature(value: object) -> object:
-    """A hashable stand-in for an attribute's value: the literal with its ClassAd type (1 and 1.0
-    and true differ), or an expression's canonical text."""
-    if value is None or isinstance(value, (bool, int, float, classad2.Value)):
-        return (type(value).__name__, value)
-    if isinstance(value, str):
-        return ("string", value)
-    return str(value)
+    return [cluster for part in parts.values() for cluster in _refine(part, guarded, known, signature_of)]

@@ -25,7 +25,8 @@ from negotiatord.evaluation import PairEvaluator
 from negotiatord.feed.holds import Hold, holds_for
 from negotiatord.feed.store import PoolView
 from negotiatord.pool.groups import GroupMap
-from negotiatord.pool.snapshot import Snapshot, SlotTable
+from negotiatord.pool.builder import SnapshotBuilder
+from negotiatord.pool.snapshot import SlotTable
 from negotiatord.service.matchlog import MatchLog
 from negotiatord.settings import ROOT_GROUP, Settings
 
@@ -57,6 +58,7 @@ class CycleRunner:
         self.accountant = accountant
         self.matches = matches
         self.evaluator = evaluator
+        self.snapshots = SnapshotBuilder()   # reuses per-ad work for ads unchanged since the last cycle
         self.phase = "idle"
         self._commit = threading.Lock()
         self._abandoned = False
@@ -69,7 +71,7 @@ class CycleRunner:
             self.phase = "snapshot"
             state = self.accountant.load()
             cycle_id = self.accountant.last_cycle_id() + 1
-            snapshot = Snapshot.build(view.slots.values(), view.jobs.values(), settings)
+            snapshot = self.snapshots.build(view.slots.values(), view.jobs.values(), settings)
             phases["snapshot"] = time.perf_counter() - started
 
             self.phase = "negotiate"
