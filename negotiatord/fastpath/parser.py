@@ -15,8 +15,13 @@ The AST is made of tuples so it hashes and compares structurally:
     ("un", op, x)        ("bin", op, a, b)      ("cond", c, a, b)    ("elvis", a, b)
     ("call", name, args) ("list", items)        ("rec", ((name, expr), ...))
     ("paren", x)
+    ("inexact", text)                a real literal classad2 may have printed rounded (see below)
 
 Parentheses are kept so that :func:`unparse` reproduces classad2's own tree exactly.
+
+classad2 prints reals with 16 significant digits, one short of what a double needs, so a literal
+printed with all 16 digits may stand for a slightly different double in the ad itself; such a
+literal is kept as ``inexact`` and the expression is left to classad2.
 """
 
 from __future__ import annotations
@@ -75,7 +80,8 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
             continue
         previous = tokens[-1] if tokens else None
         operand_before = previous is not None and (
-            previous[0] in _OPERAND_END or (previous[0] == "op" and previous[1] in (")", "]", "}"))
+            (previous[0] in _OPERAND_END and not _is_operator_word(previous))
+            or (previous[0] == "op" and previous[1] in (")", "]", "}"))
         )
         if char.isdigit() or (char == "." and pos + 1 < end and text[pos + 1].isdigit()) or (
             char == "-" and not operand_before and pos + 1 < end and (text[pos + 1].isdigit() or text[pos + 1] == ".")
@@ -115,8 +121,15 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
     return tokens
 
 
+def _is_operator_word(token: tuple[str, Any]) -> bool:
+    return token[0] == "id" and not token[1][1] and token[1][0].lower() in ("is", "isnt")
+
+
 def _number(text: str) -> tuple[int, Any]:
     if any(c in text for c in ".eE"):
+        mantissa = re.split("[eE]", text.lstrip("-"))[0].replace(".", "").strip("0")
+        if len(mantissa) > 15:
+            return ("inexact", text)
         return (REAL, float(text))
     digits = text.lstrip("-")
     if len(digits) > 1 and digits.startswith("0"):
@@ -258,6 +271,8 @@ class _Parser:
 
     def primary(self) -> Node:
         kind, value = self.take()
+        if kind == "num" and value[0] == "inexact":
+            return value
         if kind in ("num", "str"):
             return ("lit", value if kind == "num" else (STR, value))
         if kind == "op":
@@ -350,7 +365,7 @@ def unparse(node: Node) -> str:
         return "[" + "; ".join(f"{_name(n)} = {unparse(e)}" for n, e in node[1]) + "]"
     if kind == "paren":
         return f"({unparse(node[1])})"
-    if kind == "text":          # pre-rendered text (a literal filled into a template)
+    if kind in ("text", "inexact"):          # pre-rendered text, or a literal kept as printed
         return node[1]
     raise ValueError(f"not an AST node: {node!r}")
 
@@ -360,8 +375,10 @@ def _literal(value: tuple[int, Any]) -> str:
     if tag == INT:
         return str(payload)
     if tag == REAL:
-        if payload != payload or payload in (float("inf"), float("-inf")):
-            raise ValueError(f"{payload} has no literal form")
+        if payload != payload:
+            raise ValueError("NaN has no literal form")
+        if payload in (float("inf"), float("-inf")):
+            return "1e999" if payload > 0 else "-1e999"     # what an overflowing literal parses to
         return repr(payload)
     if tag == STR:
         return quote_string(payload)

@@ -1,0 +1,212 @@
+"""Columnar slot attributes: every attribute a compiled expression reads, as a column of cell ids.
+
+A *cell* is what one ad holds for one attribute: nothing (ABSENT), a scalar literal, an asset of
+the slot (its value changes during the cycle, so it is never folded), an expression (by its text),
+or something the kernels cannot carry (a list, a nested ad, a time value: OTHER). Cells are
+interned, so a column is an int32 array and a pool of thousands of slots built from a handful of
+images holds a handful of distinct cells per attribute. The cell's *shape* (ABSENT, LITERAL,
+ASSET c, EXPR e, OTHER) is what the compiler specialises on; literal values stay data.
+
+Columns are filled lazily, per attribute and per row, with one ``ClassAd.get`` per cell (the
+cheapest classad2 read: literals come back as Python values, expressions as ExprTree).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Callable
+
+import classad2
+import numpy as np
+
+from negotiatord.evaluation.clock import _CURRENT_TIME
+
+from negotiatord.fastpath.parser import Node, ParseError, parse
+from negotiatord.fastpath.strings import StringTable
+from negotiatord.fastpath.values import BOOL, INT, REAL, STR, NotScalar, Value, from_python
+from negotiatord.pool.slots import Slot
+
+ABSENT, LITERAL, ASSET, EXPR, OTHER = "absent", "literal", "asset", "expr", "other"
+CONSUMPTION_PREFIX = "__consumption_"   # pseudo-attributes: a slot's expressions kept beside its ad
+SLOT_WEIGHT = "__slotweight"
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Cell:
+    kind: str
+    value: Value | None = None       # LITERAL
+    column: int = -1                 # ASSET: column in the slot table
+    text: str = ""                   # EXPR: canonical text
+    ast: Node | None = None          # EXPR: parsed text (None: the parser refused it)
+
+
+class CellTable:
+    """Interned cells and their shapes; literal values also as kernel triples (tag, ival, fval)."""
+
+    def __init__(self, strings: StringTable) -> None:
+        self.strings = strings
+        self.cells: list[Cell] = []
+        self._ids: dict[tuple, int] = {}
+        self._shape_ids: dict[tuple, int] = {}
+        self.shape_keys: list[tuple] = []
+        self._shape: list[int] = []
+        self._t: list[int] = []
+        self._i: list[int] = []
+        self._f: list[float] = []
+        self._arrays: tuple[np.ndarray, ...] | None = None
+        self.absent = self._intern(("absent",), Cell(ABSENT))
+
+    def literal(self, value: Value) -> int:
+        tag, payload = value
+        key = ("lit", tag, repr(payload) if tag == REAL else payload)
+        return self._intern(key, Cell(LITERAL, value=value))
+
+    def asset(self, column: int) -> int:
+        return self._intern(("asset", column), Cell(ASSET, column=column))
+
+    def expression(self, text: str) -> int:
+        key = ("expr", text)
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        try:
+            ast = parse(text)
+        except ParseError:
+            ast = None
+        return self._intern(key, Cell(EXPR, text=text, ast=ast))
+
+    def other(self, description: str) -> int:
+        return self._intern(("other", description), Cell(OTHER, text=description))
+
+    def from_classad(self, value: object, lookup: Callable[[], object]) -> int:
+        """The cell for ``ad.get(name)``'s result; ``lookup`` gives the ExprTree when a float needs
+        checking (classad2 returns relative times as floats too)."""
+        if value is _MISSING:
+            return self.absent
+        if isinstance(value, classad2.ExprTree):
+            return self.expression(str(value))
+        if isinstance(value, float):
+            text = str(lookup())
+            if text.lstrip("-")[:1].isalpha() and not text.startswith("real("):
+                return self.other(text)
+        if isinstance(value, (list, classad2.ClassAd, datetime.datetime)):
+            return self.other(type(value).__name__)
+        try:
+            return self.literal(from_python(value))
+        except NotScalar as error:
+            return self.other(str(error))
+
+    def shape(self, cell: int) -> int:
+        return self._shape[cell]
+
+    def shape_array(self) -> np.ndarray:
+        return self.arrays()[3]
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """(tag, ival, fval, shape) per cell id, for vectorised column fills."""
+        if self._arrays is None or len(self._arrays[0]) != len(self.cells):
+            self._arrays = (np.array(self._t, dtype=np.int8), np.array(self._i, dtype=np.int64),
+                            np.array(self._f, dtype=np.float64), np.array(self._shape, dtype=np.int64))
+        return self._arrays
+
+    def _intern(self, key: tuple, cell: Cell) -> int:
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        new = len(self.cells)
+        self._ids[key] = new
+        self.cells.append(cell)
+        shape_key = {ABSENT: ("absent",), LITERAL: ("literal",), ASSET: ("asset", cell.column),
+                     EXPR: ("expr", new), OTHER: ("other",)}[cell.kind]
+        self._shape.append(self._shape_ids.setdefault(shape_key, len(self._shape_ids)))
+        if len(self.shape_keys) < len(self._shape_ids):
+            self.shape_keys.append(shape_key)
+        tag, ival, fval = 0, 0, 0.0
+        if cell.kind == LITERAL:
+            tag, payload = cell.value
+            if tag in (BOOL, INT):
+                ival = int(payload)
+            elif tag == REAL:
+                fval = payload
+            elif tag == STR:
+                ival = self.strings.intern(payload)
+        self._t.append(tag)
+        self._i.append(ival)
+        self._f.append(fval)
+        return new
+
+
+def current_time_cell(ad: classad2.ClassAd, cells: CellTable, now: int) -> int:
+    """The reference freezes the clock by giving an ad that reads ``CurrentTime`` without defining
+    it the attribute ``CurrentTime = now`` (evaluation/clock.py, frozen_ad); the same test here."""
+    if _CURRENT_TIME.search(ad.printOld()) is not None:
+        return cells.literal((INT, now))
+    return cells.absent
+
+
+class SlotColumns:
+    """Cell-id columns over the slots of a table, filled on demand."""
+
+    def __init__(self, slots: tuple[Slot, ...], asset_columns: dict[str, int], cells: CellTable, now: int) -> None:
+        self._slots = slots
+        self._asset_columns = asset_columns          # lower-cased asset name -> table column
+        self._cells = cells
+        self._now = now
+        self._columns: dict[str, np.ndarray] = {}
+
+    def column(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """Cell ids of attribute ``name`` (lower case) for table rows ``rows``."""
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = np.full(len(self._slots), -1, dtype=np.int64)
+        values = column[rows]
+        missing = rows[values < 0]
+        if len(missing):
+            for row in np.unique(missing):
+                column[row] = self._read(self._slots[row], name)
+            values = column[rows]
+        return values
+
+    def _read(self, slot: Slot, name: str) -> int:
+        if name.startswith(CONSUMPTION_PREFIX):
+            expr = None
+            if slot.consumption is not None:
+                expr = next((e for a, e in slot.consumption.items() if a.lower() == name[len(CONSUMPTION_PREFIX):]),
+                            None)
+            return self._cells.absent if expr is None else self._cells.expression(str(expr))
+        if name == SLOT_WEIGHT:
+            return self._cells.expression(str(slot.slot_weight))
+        value = slot.ad.get(name, _MISSING)
+        if value is _MISSING and name == "currenttime":
+            return current_time_cell(slot.ad, self._cells, self._now)
+        if name in self._asset_columns and any(a.lower() == name for a in slot.assets):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return self._cells.asset(self._asset_columns[name])
+            return self._cells.other(f"asset {name} is not a numeric literal")
+        return self._cells.from_classad(value, lambda: slot.ad.lookup(name))
+
+
+class JobCells:
+    """The cells of one job ad (an autocluster's representative), read on demand."""
+
+    def __init__(self, ad: classad2.ClassAd, cells: CellTable, now: int) -> None:
+        self._ad = ad
+        self._cells = cells
+        self._now = now
+        self._read: dict[str, int] = {}
+
+    def cell(self, name: str) -> int:
+        found = self._read.get(name)
+        if found is None:
+            value = self._ad.get(name, _MISSING)
+            if value is _MISSING and name == "currenttime":
+                found = current_time_cell(self._ad, self._cells, self._now)
+            else:
+                found = self._cells.from_classad(value, lambda: self._ad.lookup(name))
+            self._read[name] = found
+        return found
+
+    def shape(self, name: str) -> int:
+        return self._cells.shape(self.cell(name))

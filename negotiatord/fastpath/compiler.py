@@ -1,0 +1,533 @@
+"""From ClassAd AST to IR (resolution and partial evaluation), and from IR to kernel plans.
+
+Resolution follows classad2's matchmaking scopes, checked by the differential tests: an
+expression is evaluated in the ad it belongs to; ``MY.x`` and a bare ``x`` read that ad, ``TARGET.x``
+reads the other one, and a name the ad lacks is UNDEFINED (classad2 does not fall back to the
+other ad). An attribute holding an expression is inlined in its own ad's scope, so a slot's
+``TARGET.RequestMemory`` whose job value is ``ifthenelse(MemoryUsage isnt undefined, ...)``
+reads the job's ``MemoryUsage``.
+
+A :class:`Builder` resolves for a *group* of slots at once. When the slots of the group disagree
+on the shape of an attribute the expression reads (one has a literal, another an expression, a
+third lacks it), it raises :class:`Split` and the caller rebuilds each sub-group; the result is a
+handful of *leaves* per expression for a whole pool. Literal values are never folded into the IR
+(they are data in columns), so one leaf serves every slot of its shape.
+
+Short-circuit operators fold when their deciding operand is constant (``ifThenElse(true, x, y)``
+never looks at ``y``), so a branch the slot's shape rules out costs nothing and cannot force a
+fallback. Constructs the fast path does not evaluate (nested ads, ``eval``-style functions that
+need a scope, circular references, lists that reach a kernel operation) raise
+:class:`Unsupported`: that expression falls back to classad2 for the slots of that group only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from negotiatord.fastpath import kernels as K
+from negotiatord.fastpath.columns import ABSENT, ASSET, EXPR, LITERAL, CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.ir import CONST, SCALAR, STATIC, IRGraph
+from negotiatord.fastpath.parser import SCOPES, Node
+from negotiatord.fastpath.pyops import evaluate, hole
+from negotiatord.fastpath.values import BOOL, ERROR, INT, REAL, UNDEF, NotScalar, Value
+
+SLOT, JOB = "slot", "job"
+
+NATIVE_BINARY = {
+    "+": K.OP_ADD, "-": K.OP_SUB, "*": K.OP_MUL, "/": K.OP_DIV, "%": K.OP_MOD, "<": K.OP_LT, "<=": K.OP_LE,
+    ">": K.OP_GT, ">=": K.OP_GE, "==": K.OP_EQ, "!=": K.OP_NE, "=?=": K.OP_IS, "=!=": K.OP_ISNT,
+}
+NATIVE_UNARY = {"-": K.OP_NEG, "+": K.OP_PLUS, "!": K.OP_NOT}
+NATIVE_FUNCTIONS = {
+    "isundefined": K.OP_IS_UNDEF, "iserror": K.OP_IS_ERROR, "isstring": K.OP_IS_STRING,
+    "isinteger": K.OP_IS_INT, "isreal": K.OP_IS_REAL, "isboolean": K.OP_IS_BOOL, "floor": K.OP_FLOOR,
+    "ceiling": K.OP_CEILING, "round": K.OP_ROUND, "int": K.OP_INT, "real": K.OP_REAL,
+}
+# functions whose value depends on the scope they are evaluated in, or on nothing reproducible
+CONTEXT_FUNCTIONS = {"eval", "evalineachcontext", "unparse", "random", "debug"}
+_TRUE, _FALSE = (BOOL, True), (BOOL, False)
+
+
+class Unsupported(Exception):
+    """The expression (for this group of slots) is evaluated by classad2 instead."""
+
+
+class Split(Exception):
+    """The group's slots differ in the shape of attribute ``name``: build each shape apart."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How job attributes resolve for one kind of root expression.
+
+    no_target: SlotWeight is evaluated on the slot alone (TARGET.x is UNDEFINED).
+    override:  on consumption-policy slots Request<asset> is the consumption (cp_override_requested).
+    consume:   the asset whose Consumption<asset> this is; a missing Request<asset> reads as 0.
+    """
+
+    no_target: bool = False
+    override: bool = False
+    consume: str | None = None
+
+
+def truth(value: Value) -> int:
+    """The kernels' _truth: 0 false-ish, 1 true-ish, 2 undefined, 3 error, 4 not a boolean."""
+    tag, payload = value
+    if tag in (BOOL, INT):
+        return 1 if payload else 0
+    if tag == REAL:
+        return 0 if payload == 0.0 else 1
+    return {UNDEF: 2, ERROR: 3}.get(tag, 4)
+
+
+@dataclass
+class Builder:
+    graph: IRGraph
+    cells: CellTable
+    columns: SlotColumns
+    job: JobCells | None
+    rows: np.ndarray                 # table rows of the group
+    mode: Mode
+    now: int
+    old_semantics: bool
+    scalar_value: Callable[[int], Value] | None = None   # a job-only node's value for this job
+    probes: dict[tuple[str, str], object] = field(default_factory=dict)  # (attribute, mode) -> what was seen
+    _memo: dict[tuple[str, str, bool], int | None] = field(default_factory=dict)
+    _active: set[tuple[str, str]] = field(default_factory=set)
+
+    # -- attributes --------------------------------------------------------------------------------
+
+    def reference(self, side: str, name: str, bare: bool) -> int:
+        """``name`` looked up in the ad of ``side`` (ClassAd::LookupInScope as classad2 does it).
+
+        In old ClassAd semantics (see :mod:`negotiatord.fastpath.semantics`) a name the ad lacks is
+        first the special ``CurrentTime`` (the wall clock), then, for an unscoped name, the other
+        ad's attribute; in new semantics it is UNDEFINED.
+        """
+        lower = name.lower()
+        presence = self.old_semantics and (bare or lower == "currenttime")
+        found = self.attribute(side, lower, presence)
+        if found is not None:
+            return found
+        if self.old_semantics:
+            if lower == "currenttime":
+                return self.graph.clock()
+            other = JOB if side == SLOT else SLOT
+            if bare and self._has_target():
+                found = self.attribute(other, lower, lower == "currenttime")
+                if found is not None:
+                    return found
+        return self.graph.const((UNDEF, None))
+
+    def _has_target(self) -> bool:
+        return self.job is not None and not self.mode.no_target
+
+    def attribute(self, side: str, lower: str, presence: bool = False) -> int | None:
+        """The node of attribute ``lower`` of the ``side`` ad, or None when that ad lacks it.
+
+        A job attribute read only for its value (``presence`` False) is a job input even when
+        the job lacks it (its value is then UNDEFINED), so one compilation serves jobs that
+        differ only in which attributes they set; ``presence`` asks whether the job has it.
+        """
+        key = (side, lower, presence)
+        if key in self._memo:
+            return self._memo[key]
+        if (side, lower) in self._active:
+            raise Unsupported(f"circular reference to {lower}")
+        self._active.add((side, lower))
+        try:
+            node = self._slot_attribute(lower) if side == SLOT else self._job_attribute(lower, presence)
+        finally:
+            self._active.discard((side, lower))
+        self._memo[key] = node
+        return node
+
+    def _slot_shape(self, lower: str) -> int:
+        """The shape every slot of the group has for ``lower``; Split when they differ."""
+        column = self.columns.column(lower, self.rows)
+        shapes = self.cells.shape_array()[column]
+        if not (shapes == shapes[0]).all():
+            raise Split(lower)
+        return int(shapes[0])
+
+    def _slot_attribute(self, lower: str) -> int | None:
+        self._slot_shape(lower)
+        cell = self.cells.cells[int(self.columns.column(lower, self.rows[:1])[0])]
+        if cell.kind == ABSENT:
+            return None
+        if cell.kind == LITERAL:
+            return self.graph.slot(lower)
+        if cell.kind == ASSET:
+            return self.graph.asset(cell.column)
+        if cell.kind == EXPR and cell.ast is not None:
+            return self.build(cell.ast, SLOT)
+        raise Unsupported(f"slot attribute {lower}: {cell.text or cell.kind}")
+
+    def _job_attribute(self, lower: str, presence: bool) -> int | None:
+        if not self._has_target():
+            return None
+        requested = lower.startswith("request") and (self.mode.override or self.mode.consume is not None)
+        mode = PRESENCE if presence or requested else VALUE
+        cell_id = self.job.cell(lower)
+        self.probes[lower, mode] = probe_class(self.cells, cell_id, mode)
+        cell = self.cells.cells[cell_id]
+        if requested:
+            asset = lower[len("request"):]
+            if self.mode.consume == asset and cell.kind == ABSENT:
+                return self.graph.const((INT, 0))      # cp_compute_consumption inserts it as 0
+            if self.mode.override and cell.kind != ABSENT:
+                self._slot_shape(asset)
+                slot_cell = self.cells.cells[int(self.columns.column(asset, self.rows[:1])[0])]
+                if slot_cell.kind == ASSET:
+                    return self.graph.override(slot_cell.column)
+        if cell.kind == ABSENT and mode == PRESENCE:
+            return None
+        if cell.kind in (ABSENT, LITERAL):
+            return self.graph.job(lower)
+        if cell.kind == EXPR and cell.ast is not None:
+            return self.build(cell.ast, JOB)
+        raise Unsupported(f"job attribute {lower}: {cell.text or cell.kind}")
+
+    # -- expressions -------------------------------------------------------------------------------
+
+    def build(self, ast: Node, side: str) -> int:
+        kind = ast[0]
+        if kind == "lit":
+            return self.graph.const(ast[1])
+        if kind == "paren":
+            return self.build(ast[1], side)
+        if kind == "inexact":
+            raise Unsupported(f"real literal {ast[1]} may be rounded in classad2's text")
+        if kind == "attr":
+            scope, name = ast[1], ast[2]
+            if scope is None and name.lower() in SCOPES:
+                raise Unsupported(f"{name} used as a value")
+            if scope is not None and scope.lower() == "target":
+                if not self._has_target():
+                    return self.graph.const((UNDEF, None))
+                side = JOB if side == SLOT else SLOT
+            return self.reference(side, name, bare=scope is None)
+        if kind == "un" and ast[1] in NATIVE_UNARY:
+            return self.operation(NATIVE_UNARY[ast[1]], ("un", ast[1], hole(0)), (self.build(ast[2], side),))
+        if kind == "bin" and ast[1] in ("&&", "||"):
+            return self._logic(ast, side)
+        if kind == "bin" and ast[1] in NATIVE_BINARY:
+            children = (self.build(ast[2], side), self.build(ast[3], side))
+            return self.operation(NATIVE_BINARY[ast[1]], ("bin", ast[1], hole(0), hole(1)), children)
+        if kind == "cond":
+            return self._choice(ast[1], ast[2], ast[3], side, ("cond", hole(0), hole(1), hole(2)))
+        if kind == "elvis":
+            first = self.build(ast[1], side)
+            if self.graph.is_const(first):
+                return first if self.graph[first].payload[0] != UNDEF else self.build(ast[2], side)
+            try:
+                second = self.build(ast[2], side)
+            except Unsupported:
+                first = self._speculate(first)
+                if self.graph[first].payload[0] == UNDEF:
+                    raise
+                return first
+            return self.operation(K.OP_ELVIS, ("elvis", hole(0), hole(1)), (first, second))
+        if kind == "call":
+            return self._call(ast, side)
+        return self._python(ast, side)
+
+    def _logic(self, ast: Node, side: str) -> int:
+        is_and = ast[1] == "&&"
+        first = self.build(ast[2], side)
+        for attempt in range(2):
+            if self.graph.is_const(first):
+                decided = truth(self.graph[first].payload)
+                if decided >= 3:
+                    return self.graph.const((ERROR, None))
+                if decided == (0 if is_and else 1):
+                    return self.graph.const(_FALSE if is_and else _TRUE)
+            try:
+                second = self.build(ast[3], side)
+            except Unsupported:
+                if attempt or self.graph.is_const(first):
+                    raise
+                first = self._speculate(first)
+                continue
+            opcode = K.OP_AND if is_and else K.OP_OR
+            return self.operation(opcode, ("bin", ast[1], hole(0), hole(1)), (first, second))
+        raise AssertionError("unreachable")
+
+    def _choice(self, cond: Node, then: Node, other: Node, side: str, template: Node) -> int:
+        test = self.build(cond, side)
+        if not self.graph.is_const(test):
+            try:
+                return self.operation(K.OP_COND, template, (test, self.build(then, side), self.build(other, side)))
+            except Unsupported:
+                test = self._speculate(test)
+        decided = truth(self.graph[test].payload)
+        if decided >= 3:
+            return self.graph.const((ERROR, None))
+        if decided == 2:
+            return self.graph.const((UNDEF, None))
+        return self.build(then if decided == 1 else other, side)
+
+    def _speculate(self, node: int) -> int:
+        """A branch the fast path cannot evaluate sits behind a job-only condition: fold in the
+        condition's value for this job, so a job that never takes the branch never needs it.
+        The compilation then serves only jobs giving the same value (a GUARD probe)."""
+        if self.scalar_value is None or self.graph[node].level != SCALAR:
+            raise Unsupported("an unsupported branch behind a condition that depends on the slot")
+        value = self.scalar_value(node)
+        self.probes[str(node), GUARD] = guard_key(value)
+        return self.graph.const(value)
+
+    def _call(self, ast: Node, side: str) -> int:
+        name, args = ast[1], ast[2]
+        lower = name.lower()
+        if lower in CONTEXT_FUNCTIONS:
+            raise Unsupported(f"{name}() depends on the evaluation scope")
+        if lower == "time" and not args:
+            return self.graph.const((INT, self.now))
+        if lower == "ifthenelse" and len(args) == 3:
+            return self._choice(args[0], args[1], args[2], side, ("call", name, (hole(0), hole(1), hole(2))))
+        if lower in NATIVE_FUNCTIONS and len(args) == 1:
+            return self.operation(NATIVE_FUNCTIONS[lower], ("call", name, (hole(0),)), (self.build(args[0], side),))
+        return self._python(ast, side)
+
+    def _python(self, ast: Node, side: str) -> int:
+        """A region of non-native constructs, evaluated by classad2 with its scalar inputs filled in."""
+        children: list[int] = []
+        template = self._template(ast, side, children)
+        return self.operation(None, template, tuple(children))
+
+    def _template(self, ast: Node, side: str, children: list[int]) -> Node:
+        kind = ast[0]
+        if _handled(ast):
+            children.append(self.build(ast, side))
+            return hole(len(children) - 1)
+        if kind == "sel" and ast[1][0] == "attr":
+            raise Unsupported("attribute of a nested ad")
+        if kind == "list":
+            return ("list", tuple(self._template(a, side, children) for a in ast[1]))
+        if kind == "rec":
+            return ("rec", tuple((n, self._template(e, side, children)) for n, e in ast[1]))
+        if kind == "call":
+            return ("call", ast[1], tuple(self._template(a, side, children) for a in ast[2]))
+        if kind == "sel":
+            return ("sel", self._template(ast[1], side, children), ast[2])
+        if kind == "un":
+            return ("un", ast[1], self._template(ast[2], side, children))
+        if kind == "paren":
+            return ("paren", self._template(ast[1], side, children))
+        if kind == "sub":
+            return ("sub", self._template(ast[1], side, children), self._template(ast[2], side, children))
+        return ("bin", ast[1], self._template(ast[2], side, children), self._template(ast[3], side, children))
+
+    def operation(self, opcode: int | None, template: Node, children: tuple[int, ...]) -> int:
+        """An op node, folded through classad2 when all its inputs are constants."""
+        if all(self.graph.is_const(c) for c in children):
+            try:
+                return self.graph.const(evaluate(template, [self.graph[c].payload for c in children]))
+            except NotScalar as error:
+                raise Unsupported(f"constant that is not a scalar: {error}") from error
+        return self.graph.operation("op" if opcode is not None else "py", opcode, template, children)
+
+
+VALUE, PRESENCE, GUARD = "value", "presence", "guard"
+ANY_VALUE = -1
+
+
+def probe_class(cells: CellTable, cell_id: int, mode: str) -> int:
+    """What a compilation depends on in a job's attribute, by how it read it.
+
+    VALUE: only the value, so a missing and a literal attribute are alike (ANY_VALUE);
+    PRESENCE: whether the job has it (bare-name fallback, Request<asset> overrides), exactly.
+    An expression is always its own class: its text was compiled in.
+    """
+    if mode == VALUE and cells.cells[cell_id].kind in (ABSENT, LITERAL):
+        return ANY_VALUE
+    return cells.shape(cell_id)
+
+
+def guard_key(value: Value) -> tuple[int, str]:
+    return (value[0], repr(value[1]))
+
+
+def _handled(ast: Node) -> bool:
+    """Whether :meth:`Builder.build` resolves ``ast`` itself (rather than as a classad2 region)."""
+    kind = ast[0]
+    if kind in ("lit", "attr", "cond", "elvis", "inexact"):
+        return True
+    if kind == "paren":
+        return _handled(ast[1])
+    if kind == "un":
+        return ast[1] in NATIVE_UNARY
+    if kind == "bin":
+        return ast[1] in NATIVE_BINARY or ast[1] in ("&&", "||")
+    if kind == "call":
+        lower, count = ast[1].lower(), len(ast[2])
+        return ((lower == "time" and count == 0) or (lower == "ifthenelse" and count == 3)
+                or (lower in NATIVE_FUNCTIONS and count == 1) or lower in CONTEXT_FUNCTIONS)
+    return False
+
+
+# -- leaves ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Grouping:
+    """The outcome of resolving one root expression over some slots: groups and their IR roots."""
+
+    groups: list[tuple[np.ndarray, int | None, str]]   # (table rows, IR node or None, fallback reason)
+    probes: dict[tuple[str, str], object]
+
+
+def resolve(make_builder: Callable[[np.ndarray], Builder], root: Callable[[Builder], int], rows: np.ndarray,
+            cells: CellTable, columns: SlotColumns) -> Grouping:
+    """Resolve ``root`` for ``rows``, splitting groups whose slots differ in an attribute's shape."""
+    groups: list[tuple[np.ndarray, int | None, str]] = []
+    probes: dict[tuple[str, str], object] = {}
+    pending = [rows] if len(rows) else []
+    while pending:
+        group = pending.pop()
+        builder = make_builder(group)
+        try:
+            node = root(builder)
+            groups.append((group, node, ""))
+        except Split as split:
+            column = columns.column(split.name, group)
+            shapes = cells.shape_array()[column]
+            for shape in np.unique(shapes):
+                pending.append(group[shapes == shape])
+        except Unsupported as why:
+            groups.append((group, None, str(why)))
+        probes.update(builder.probes)
+    return Grouping(groups, probes)
+
+
+# -- lowering ----------------------------------------------------------------------------------------
+
+Operand = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class PyStep:
+    """A py node evaluated by classad2 over the distinct hole values of the current positions."""
+
+    template: Node
+    operands: tuple[Operand, ...]
+    dst: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    segments: tuple[np.ndarray | PyStep, ...]   # kernel code [m, 8] or a classad2 step, in order
+    results: tuple[Operand, ...]                # where each target's value is
+    registers: int
+    converts: bool                               # uses floor/ceiling/round/int/real (string tables)
+    ends: tuple[int, ...]                       # native plans: code length once target i is computed
+
+    @property
+    def native(self) -> bool:
+        """True when the whole plan is one kernel code segment (it can run in a batch)."""
+        return not any(isinstance(s, PyStep) for s in self.segments)
+
+    @property
+    def code(self) -> np.ndarray:
+        codes = [s for s in self.segments if not isinstance(s, PyStep)]
+        return codes[0] if codes else np.zeros((0, 8), dtype=np.int64)
+
+
+def lower(graph: IRGraph, targets: list[int], operand_of: Callable[[int], Operand | None]) -> Plan:
+    """Instructions computing ``targets``; ``operand_of`` says which nodes are inputs, and where."""
+    order: list[int] = []
+    inputs: dict[int, Operand] = {}
+    seen: set[int] = set()
+
+    def visit(node: int) -> None:
+        stack = [(node, False)]
+        while stack:
+            current, expanded = stack.pop()
+            if current in seen and not expanded:
+                continue
+            if expanded:
+                order.append(current)
+                continue
+            seen.add(current)
+            given = operand_of(current)
+            if given is not None:
+                inputs[current] = given
+                continue
+            stack.append((current, True))
+            for child in reversed(graph[current].children):
+                if child not in seen:
+                    stack.append((child, False))
+
+    for target in targets:
+        visit(target)
+    last_use: dict[int, int] = {}
+    for position, node in enumerate(order):
+        for child in graph[node].children:
+            last_use[child] = position
+    for target in targets:
+        last_use[target] = len(order)
+
+    free: list[int] = []
+    registers = 0
+    where: dict[int, Operand] = dict(inputs)
+    segments: list[np.ndarray | PyStep] = []
+    code: list[list[int]] = []
+    converts = False
+    computed_at: dict[int, int] = {}
+    for position, node in enumerate(order):
+        ir = graph[node]
+        operands = [where[c] for c in ir.children]
+        for child in set(ir.children):
+            if child not in inputs and last_use.get(child) == position and where[child][0] == K.K_REG:
+                free.append(where[child][1])
+        if free:
+            dst = free.pop()
+        else:
+            dst = registers
+            registers += 1
+        where[node] = (K.K_REG, dst)
+        if ir.kind == "op":
+            converts |= ir.payload in K.CONVERSIONS
+            padded = operands + [(K.K_NONE, 0)] * (3 - len(operands))
+            code.append([ir.payload, dst, *padded[0], *padded[1], *padded[2]])
+            computed_at[node] = len(code)
+        else:
+            if code:
+                segments.append(np.array(code, dtype=np.int64))
+                code = []
+            segments.append(PyStep(ir.template, tuple(operands), dst))
+    if code or not segments:
+        segments.append(np.array(code, dtype=np.int64).reshape(-1, 8))
+    ends: list[int] = []
+    for target in targets:
+        ends.append(max(computed_at.get(target, 0), ends[-1] if ends else 0))
+    return Plan(tuple(segments), tuple(where[t] for t in targets), max(registers, 1), converts, tuple(ends))
+
+
+def level_operand(graph: IRGraph, node: int, scalar_index: Callable[[int], int],
+                  static_index: Callable[[int], int], python_index: Callable[[int], int],
+                  assets: int) -> Operand | None:
+    """Inputs of a row plan: constants and job-only nodes are scalars, slot-only nodes come from
+    the static store, assets and overrides from the dynamic inputs; a classad2 step over job and
+    slot values only is computed before the kernel runs, per distinct slot value, into a dynamic
+    input row too. Everything else is computed by the plan."""
+    ir = graph[node]
+    if ir.level == CONST or ir.level == SCALAR:
+        return (K.K_SC, scalar_index(node))
+    if ir.level == STATIC:
+        return (K.K_ST, static_index(node))
+    if ir.kind == "asset":
+        return (K.K_ASSET, ir.payload)
+    if ir.kind == "ovr":
+        return (K.K_DY, assets + ir.payload)
+    if ir.kind == "py" and all(graph[c].level in (CONST, SCALAR, STATIC) for c in ir.children):
+        return (K.K_DY, 3 * assets + python_index(node))
+    return None

@@ -1,0 +1,149 @@
+"""Running plans: kernel segments in numba, classad2 steps in between, results through sinks.
+
+A :class:`Frame` holds the arrays one evaluation reads and writes (scalars, the static store,
+dynamic inputs, registers, outputs). Native plans of many leaves run as a single kernel call
+(:func:`run_batch`); plans with classad2 steps run segment by segment (:func:`run_plan`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from negotiatord.fastpath import kernels as K
+from negotiatord.fastpath.compiler import Operand, Plan, PyStep
+from negotiatord.fastpath.pyops import evaluate
+from negotiatord.fastpath.strings import StringTable
+from negotiatord.fastpath.values import BOOL, INT, REAL, STR, Value
+
+
+class NeedsFallback(Exception):
+    """A classad2 step produced a value the kernels cannot carry: use the reference evaluator."""
+
+
+Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def triple(shape: tuple[int, ...] | int) -> Triple:
+    return np.zeros(shape, dtype=np.int8), np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.float64)
+
+
+def encode(values: list[Value], strings: StringTable) -> Triple:
+    t, i, f = triple(len(values))
+    for k, (tag, payload) in enumerate(values):
+        t[k] = tag
+        if tag == STR:
+            i[k] = strings.intern(payload)
+        elif tag in (BOOL, INT):
+            i[k] = int(payload)
+        elif tag == REAL:
+            f[k] = payload
+    return t, i, f
+
+
+def decode(tag: int, ival: int, fval: float, strings: StringTable) -> Value:
+    if tag == STR:
+        return (STR, strings.strings[ival])
+    if tag == BOOL:
+        return (BOOL, bool(ival))
+    if tag == INT:
+        return (INT, int(ival))
+    if tag == REAL:
+        return (REAL, float(fval))
+    return (int(tag), None)
+
+
+_EMPTY2 = triple((1, 1))
+
+
+@dataclass
+class Frame:
+    """The arrays of one evaluation over ``n`` positions."""
+
+    n: int
+    urows: np.ndarray                 # universe row of each position (static store columns)
+    sc: Triple                        # scalar values
+    st: Triple = _EMPTY2              # static store [node slot, universe row]
+    dy: Triple = _EMPTY2              # dynamic inputs [row, position]
+    registers: Triple = _EMPTY2
+    out: Triple = _EMPTY2
+
+    def ensure_registers(self, count: int) -> None:
+        if self.registers[0].shape[0] < count or self.registers[0].shape[1] < self.n:
+            self.registers = triple((count, max(self.n, 1)))
+
+
+def run_batch(code: np.ndarray, blocks: np.ndarray, perm: np.ndarray, frame: Frame, strings: StringTable,
+              converts: bool) -> None:
+    conv = strings.conversions() if converts else _NO_CONVERSIONS
+    sc = tuple(a.reshape(-1, 1) for a in frame.sc)
+    K.run_blocks(code, blocks, perm, frame.urows, *sc, *frame.st, *frame.dy, *frame.registers, *frame.out,
+                 strings.lower(), strings.ranks(), *conv)
+
+
+_NO_CONVERSIONS = triple((5, 1))
+
+
+def run_plan(plan: Plan, perm: np.ndarray, frame: Frame, strings: StringTable, sinks: list[tuple[int, int]],
+             sc_base: int = 0, asset_base: int = 0) -> None:
+    """Run ``plan`` over positions ``perm``; result j goes to output row ``sinks[j][1]`` through
+    sink ``sinks[j][0]``."""
+    frame.ensure_registers(plan.registers)
+    count = len(perm)
+    for segment in plan.segments:
+        if isinstance(segment, PyStep):
+            _python_step(segment, perm, frame, strings, sc_base, asset_base)
+            continue
+        if len(segment):
+            block = np.array([[0, len(segment), 0, count, K.K_NONE, 0, K.SINK_NONE, 0, sc_base, asset_base, 0]],
+                             dtype=np.int64)
+            run_batch(segment, block, perm, frame, strings, plan.converts)
+    blocks = np.array([[0, 0, 0, count, kind, idx, sink, row, sc_base, asset_base, 0]
+                       for (kind, idx), (sink, row) in zip(plan.results, sinks)], dtype=np.int64)
+    run_batch(np.zeros((0, 8), dtype=np.int64), blocks, perm, frame, strings, False)
+
+
+def gather(operand: Operand, perm: np.ndarray, frame: Frame, sc_base: int, asset_base: int) -> Triple:
+    kind, idx = operand
+    if kind == K.K_REG:
+        return tuple(a[idx, perm] for a in frame.registers)
+    if kind == K.K_SC:
+        return tuple(np.repeat(a[sc_base + idx: sc_base + idx + 1], len(perm)) for a in frame.sc)
+    if kind == K.K_ST:
+        columns = frame.urows[perm]
+        return tuple(a[idx, columns] for a in frame.st)
+    row = asset_base + idx if kind == K.K_ASSET else idx
+    return tuple(a[row, perm] for a in frame.dy)
+
+
+def _python_step(step: PyStep, perm: np.ndarray, frame: Frame, strings: StringTable, sc_base: int,
+                 asset_base: int) -> None:
+    t, i, f = python_values(step, perm, frame, strings, sc_base, asset_base)
+    frame.registers[0][step.dst, perm] = t
+    frame.registers[1][step.dst, perm] = i
+    frame.registers[2][step.dst, perm] = f
+
+
+def python_values(step: PyStep, perm: np.ndarray, frame: Frame, strings: StringTable, sc_base: int,
+                  asset_base: int) -> Triple:
+    """The step's template evaluated by classad2 once per distinct combination of hole values."""
+    holes = [gather(op, perm, frame, sc_base, asset_base) for op in step.operands]
+    if len(perm) == 1 or not holes:
+        inverse, first = np.zeros(len(perm), dtype=np.int64), np.zeros(min(len(perm), 1), dtype=np.int64)
+    else:
+        keys = np.stack([column.astype(np.int64) if column.dtype != np.float64 else column.view(np.int64)
+                         for h in holes for column in h], axis=1)
+        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        first = np.zeros(len(unique), dtype=np.int64)
+        first[inverse.ravel()[::-1]] = np.arange(len(perm))[::-1]
+    results: list[Value] = []
+    for position in first:
+        values = [decode(h[0][position], h[1][position], h[2][position], strings) for h in holes]
+        try:
+            results.append(evaluate(step.template, values))
+        except ValueError as error:        # NotScalar and unparsable renderings alike
+            raise NeedsFallback(str(error)) from error
+    t, i, f = encode(results, strings)
+    where = inverse.ravel()
+    return t[where], i[where], f[where]

@@ -1,0 +1,573 @@
+""":class:`FastEvaluator`: the cycle's :class:`~negotiatord.evaluation.protocol.PairEvaluator`,
+compiled and vectorised, answering exactly what :class:`~negotiatord.evaluation.reference.ClassAdEvaluator`
+answers.
+
+An ``assess`` call runs in stages, each one kernel call over the rows still in the running, so a
+row stops costing anything at the first thing that rules it out:
+
+1. consumption-policy slots: every Consumption<asset> (MY = slot, TARGET = job, a missing
+   Request<asset> reads 0), then HTCondor's cp_sufficient_assets;
+2. the slot's Requirements, then 3. the job's Requirements, with Request<asset> replaced by the
+   consumption on consumption-policy slots (cp_override_requested);
+4. SlotWeight, before and (consumption policy) after deducting the consumption: the match cost
+   (cp_deduct_assets), or the whole SlotWeight on legacy slots;
+5. the three ranks, for matched rows only.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import classad2
+import numpy as np
+
+from negotiatord.evaluation.protocol import UNRANKED, Assessment
+from negotiatord.fastpath import kernels as K
+from negotiatord.fastpath.columns import CONSUMPTION_PREFIX, SLOT_WEIGHT, CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler import JOB, SLOT, Mode
+from negotiatord.fastpath.engine import Frame, NeedsFallback, run_batch, run_plan, triple
+from negotiatord.fastpath.fallback import ReferenceFallback
+from negotiatord.fastpath.ir import IRGraph
+from negotiatord.fastpath.metrics import FastPathStats
+from negotiatord.fastpath.parser import ParseError, parse
+from negotiatord.fastpath.scalars import JobScalars
+from negotiatord.fastpath.semantics import old_semantics
+from negotiatord.fastpath.leaves import Leaf
+from negotiatord.fastpath.space import CompiledRoot, Context, RootSpec, Space, match_array
+from negotiatord.fastpath.strings import StringTable
+from negotiatord.fastpath.tables import JobTables
+from negotiatord.pool.autoclusters import Autocluster
+from negotiatord.pool.snapshot import SlotTable
+from negotiatord.settings import Settings
+
+# output rows of one assess call
+SLOT_REQ, JOB_REQ, WEIGHT_BEFORE, WEIGHT_AFTER, PRE_RANK, JOB_RANK, POST_RANK, CONSUMED = range(8)
+RANK_ROWS = (PRE_RANK, JOB_RANK, POST_RANK)
+
+WEIGHT = RootSpec("weight", SLOT, SLOT_WEIGHT, None, Mode(no_target=True), K.SINK_NUMBER)
+REQUIREMENTS = {
+    (side, cp): RootSpec(f"{side}_requirements{'_cp' if cp else ''}", side, "requirements", None,
+                         Mode(override=cp), K.SINK_MATCH)
+    for side in (SLOT, JOB) for cp in (False, True)
+}
+JOB_RANK_SPEC = RootSpec("job_rank", JOB, "rank", None, Mode(), K.SINK_RANK_ZERO)
+_NO_CODE = np.zeros((0, 8), dtype=np.int64)
+
+
+@dataclass
+class _Task:
+    """One root over some positions of the call, written to one output row."""
+
+    spec: RootSpec
+    positions: np.ndarray
+    out_row: int
+    fallback_root: str                # the root's name for the reference fallback
+    asset_base: int = 0
+    override: bool = False
+    asset: str | None = None
+
+
+@dataclass
+class _JobState:
+    cells: JobCells | None
+    scalars: JobScalars
+    epoch: int = 0                                  # the match space's epoch these roots belong to
+    tables: JobTables = field(default_factory=JobTables)
+    roots: dict[str, CompiledRoot] = field(default_factory=dict)
+    scalar_triples: dict[tuple[int, int], tuple[np.ndarray, ...]] = field(default_factory=dict)
+    scalar_ok: dict[tuple[int, int], bool] = field(default_factory=dict)
+
+
+class _Batch:
+    """Kernel blocks collected for one stage; ``run`` executes them in one call."""
+
+    def __init__(self) -> None:
+        self.codes: list[np.ndarray] = []
+        self.code_at: dict[int, int] = {}
+        self.code_size = 0
+        self.scalars: list[tuple[np.ndarray, ...]] = []
+        self.scalar_at: dict[int, int] = {}
+        self.scalar_size = 0
+        self.blocks: list[list[int]] = []
+        self.perms: list[np.ndarray] = []
+        self.perm_size = 0
+        self.registers = 1
+        self.converts = False
+
+    def code(self, key: int, code: np.ndarray) -> int:
+        if key not in self.code_at:
+            self.code_at[key] = self.code_size
+            self.codes.append(code)
+            self.code_size += len(code)
+        return self.code_at[key]
+
+    def scalar_base(self, leaf: Leaf, values: Callable[[], tuple[np.ndarray, ...]]) -> int:
+        if leaf.id not in self.scalar_at:
+            self.scalar_at[leaf.id] = self.scalar_size
+            part = values()
+            self.scalars.append(part)
+            self.scalar_size += len(part[0])
+        return self.scalar_at[leaf.id]
+
+    def positions(self, positions: np.ndarray) -> tuple[int, int]:
+        start = self.perm_size
+        self.perms.append(positions)
+        self.perm_size += len(positions)
+        return start, self.perm_size
+
+    def run(self, frame: Frame, space: Space, strings: StringTable) -> bool:
+        if not self.blocks:
+            return False
+        frame.sc = tuple(np.concatenate(parts) for parts in zip(*self.scalars)) if self.scalars else triple(1)
+        frame.st = space.st
+        frame.ensure_registers(self.registers)
+        run_batch(np.concatenate(self.codes) if self.codes else _NO_CODE, np.array(self.blocks, dtype=np.int64),
+                  np.concatenate(self.perms), frame, strings, self.converts)
+        return True
+
+
+class FastEvaluator:
+    """PairEvaluator over a :class:`SlotTable` for one cycle (``now`` is the cycle's ``time()``)."""
+
+    def __init__(self, table: SlotTable, settings: Settings, now: int) -> None:
+        self._table = table
+        self._settings = settings
+        self._now = now
+        self.stats = FastPathStats()
+        self._assets = len(table.assets)
+        self._asset_column = {a.lower(): i for i, a in enumerate(table.assets)}
+        self._fallback = ReferenceFallback(table, settings, now)
+        self._consumption = [
+            RootSpec(f"consumption_{a.lower()}", SLOT, CONSUMPTION_PREFIX + a.lower(), None,
+                     Mode(consume=a.lower()), K.SINK_CONSUME)
+            for a in table.assets
+        ]
+        self._ranks = [self._rank_spec("pre_rank", settings.pre_job_rank), JOB_RANK_SPEC,
+                       self._rank_spec("post_rank", settings.post_job_rank)]
+        # the roots of the one-call kernel path, in kernels.assess_rows' order
+        self._kernel_specs = [*self._consumption, REQUIREMENTS[SLOT, False], REQUIREMENTS[SLOT, True],
+                              REQUIREMENTS[JOB, False], REQUIREMENTS[JOB, True], WEIGHT, *self._ranks]
+        self._base_is_int = np.zeros(table.amounts.shape, dtype=bool)
+        self._typed = np.zeros(len(table), dtype=bool)
+        self._clock = 0           # wall-clock second of the current call (old-semantics CurrentTime)
+        self._reset(old_semantics())
+
+    def _reset(self, old: bool) -> None:
+        """Everything compiled depends on classad2's scoping mode; start over when it changes."""
+        table = self._table
+        strings = StringTable()
+        cells = CellTable(strings)
+        columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, cells, self._now)
+        self._context = Context(IRGraph(), cells, columns, strings, self._assets, self._now, old)
+        self._match_space = Space(self._context, np.flatnonzero(table.candidate), len(table))
+        self._weight_space: Space | None = None
+        self._jobs: dict[int, _JobState] = {}
+        self._no_job = _JobState(None, JobScalars(self._context, None))
+        self._shared: dict[tuple[int, int, str], CompiledRoot] = {}
+        self._reported: set[tuple[int, int]] = set()
+        self._stacks: dict[tuple[int, ...], np.ndarray] = {}     # root combinations -> [root, universe row] leaves
+        self._registers = triple((1, 1))
+
+    # -- PairEvaluator ------------------------------------------------------------------------------
+
+    def slot_weights(self, rows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        self._start_call()
+        if self._weight_space is None:
+            self._weight_space = Space(self._context, np.arange(len(self._table)), len(self._table))
+        space = self._weight_space
+        self.stats.weight_rows += len(rows)
+        frame = self._frame(space, rows, amounts, np.full(amounts.shape, np.nan), rows_out=1)
+        frame.out[2][0] = np.nan
+        pending = self._stage([_Task(WEIGHT, np.arange(len(rows)), 0, "weight")], None, space, frame)
+        for task, positions in pending:
+            for k in positions:
+                self.stats.fallback_evaluations["weight"] += 1
+                frame.out[2][0, k] = self._fallback.weight(int(rows[k]), amounts[k])
+        return frame.out[2][0].copy()
+
+    def assess(self, autocluster: Autocluster, rows: np.ndarray, amounts: np.ndarray) -> Assessment:
+        rows = np.asarray(rows, dtype=np.int64)
+        amounts = np.ascontiguousarray(amounts, dtype=np.float64)
+        self._start_call()
+        self.stats.assess_calls += 1
+        self.stats.pairs += len(rows)
+        job = self._job(autocluster)
+        urows = self._match_space.universe(rows)
+        if job.epoch != self._match_space.epoch:
+            job.roots.clear()
+            job.tables = JobTables()
+            job.epoch = self._match_space.epoch
+        done = self._assess_in_kernel(job, rows, urows, amounts)
+        if done is not None:
+            self.stats.kernel_batches += 1
+            return done
+        return self._assess_in_stages(autocluster, job, rows, amounts)
+
+    def _assess_in_kernel(self, job: _JobState, rows: np.ndarray, urows: np.ndarray,
+                          amounts: np.ndarray) -> Assessment | None:
+        """The whole assessment in one kernel call (kernels.assess_rows); None when some leaf
+        the rows reach needs Python (classad2 steps or fallbacks): the staged path does those."""
+        space = self._match_space
+        compiled = [self._compiled(spec, job, space) if spec is not None else None for spec in self._kernel_specs]
+        key = tuple(id(c) for c in compiled)
+        found = self._stacks.get(key)
+        if found is None:
+            stack = np.stack([c.leaf_of if c is not None else np.full(len(space.rows), -1) for c in compiled])
+            python = [r for r, c in enumerate(compiled)
+                      if c is not None and any(space.leaves[i].python_inputs for i in c.leaf_ids)]
+            job_static = [r for r, c in enumerate(compiled)
+                          if c is not None and any(space.leaves[i].job_static for i in c.leaf_ids)]
+            found = self._stacks[key] = (stack, python, job_static)
+        stack, python_roots, job_static_roots = found
+        self._job_tables(job, compiled)
+        tables = space.tables
+        n = len(rows)
+        frame = Frame(n, urows, triple(1), st=space.st)
+        frame.dy = triple((3 * self._assets + len(space.python_rows), max(n, 1)))
+        for r in python_roots:
+            for leaf_id, positions in _by_leaf(stack[r, urows], np.arange(n), allow_outside=True):
+                leaf = space.leaves[leaf_id]
+                if leaf.python_inputs and leaf.plan is not None and not self._python_inputs(leaf, positions,
+                                                                                             job, frame):
+                    return None
+        job_ok = np.ones((len(compiled), n), dtype=bool)
+        try:
+            for r in job_static_roots:
+                for leaf_id, positions in _by_leaf(stack[r, urows], np.arange(n), allow_outside=True):
+                    leaf = space.leaves[leaf_id]
+                    if leaf.job_static is not None:
+                        job_ok[r, positions] = self._job_static_ok(job, leaf, urows[positions])
+        except NeedsFallback:
+            return None
+        if self._registers[0].shape[0] < tables.registers or self._registers[0].shape[1] < n:
+            self._registers = triple((tables.registers, max(n, 2 * self._registers[0].shape[1])))
+        strings = self._context.strings
+        conv = strings.conversions() if tables.converts else triple((5, 1))
+        matched = np.zeros(n, dtype=bool)
+        consumption = np.empty((n, self._assets))
+        cost, rank = np.empty(n), np.empty((n, 3))
+        ok = K.assess_rows(urows, self._table.consumption_policy[rows], amounts, self._table.amounts[rows],
+                           self._base_types(rows), stack, tables.leaves, tables.segments, tables.static_ok, job_ok,
+                           job.tables.sc_base, job.tables.scalar_ok, tables.code, *job.tables.scalars(), *space.st,
+                           *self._registers, *frame.dy, strings.lower(), strings.ranks(), *conv, matched,
+                           consumption, cost, rank)
+        if not ok:
+            return None
+        return Assessment(rows=rows, matched=matched, consumption=consumption, cost=cost, rank=rank)
+
+    def _job_tables(self, job: _JobState, compiled: list[CompiledRoot | None]) -> None:
+        """Scalar inputs and job-only conjuncts of every leaf the job's roots reach, computed
+        together (one scalar plan per job)."""
+        tables = job.tables
+        if tables.clock != self._clock and tables.uses_clock:
+            job.tables = tables = JobTables()
+        tables.clock = self._clock
+        leaves = self._match_space.leaves
+        pending = [leaves[i] for root in compiled if root is not None for i in root.leaf_ids
+                   if not tables.has(i) and leaves[i].plan is not None]
+        if not pending:
+            return
+        pending = list({leaf.id: leaf for leaf in pending}.values())
+        nodes = sorted({n for leaf in pending for n in (*leaf.scalar_nodes, *leaf.scalar_conjuncts)})
+        job.scalars.set_clock(self._clock)
+        values = job.scalars.triple(nodes)
+        index = {node: i for i, node in enumerate(nodes)}
+        for leaf in pending:
+            mine = [index[n] for n in leaf.scalar_nodes]
+            conjuncts = [index[n] for n in leaf.scalar_conjuncts]
+            ok = bool(match_array(*(v[conjuncts] for v in values)).all())
+            tables.add(leaf.id, tuple(v[mine] for v in values), ok, leaf.uses_clock)
+
+    def _assess_in_stages(self, autocluster: Autocluster, job: _JobState, rows: np.ndarray,
+                          amounts: np.ndarray) -> Assessment:
+        n = len(rows)
+        space = self._match_space
+        cp = self._table.consumption_policy[rows]
+        has = ~np.isnan(self._table.amounts[rows])
+        used = np.full(amounts.shape, np.nan)
+        frame = self._frame(space, rows, amounts, used, rows_out=CONSUMED + self._assets)
+        out = frame.out[2]
+        out[WEIGHT_BEFORE:WEIGHT_AFTER + 1] = np.nan
+        resolve = self._resolver(autocluster, rows, amounts, used, frame)
+
+        # 1. consumption and cp_sufficient_assets
+        sufficient = ~cp
+        if cp.any():
+            tasks = [_Task(spec, np.flatnonzero(cp & has[:, c]), CONSUMED + c, "consumption", asset=spec.mode.consume)
+                     for c, spec in enumerate(self._consumption)]
+            resolve(self._stage(tasks, job, space, frame))
+            used[cp] = np.where(has[cp], out[CONSUMED:, cp].T, np.nan)
+            self._dynamic_inputs(frame, rows, amounts, used)
+            sufficient = sufficient.copy()
+            sufficient[cp] = K.sufficient_assets(used[cp], amounts[cp])
+
+        # 2-3. both Requirements, each on the rows the previous stage left
+        alive = np.flatnonzero(sufficient)
+        for side, row in ((SLOT, SLOT_REQ), (JOB, JOB_REQ)):
+            legacy, partitionable = alive[~cp[alive]], alive[cp[alive]]
+            resolve(self._stage([
+                _Task(REQUIREMENTS[side, False], legacy, row, f"{side}_requirements"),
+                _Task(REQUIREMENTS[side, True], partitionable, row, f"{side}_requirements", override=True),
+            ], job, space, frame))
+            alive = alive[out[row, alive] > 0.5]
+
+        # 4. match cost
+        partitionable = alive[cp[alive]]
+        resolve(self._stage([
+            _Task(WEIGHT, alive, WEIGHT_BEFORE, "weight"),
+            _Task(WEIGHT, partitionable, WEIGHT_AFTER, "weight_after", asset_base=2 * self._assets),
+        ], job, space, frame))
+        price = np.where(cp, out[WEIGHT_BEFORE] - out[WEIGHT_AFTER], out[WEIGHT_BEFORE])
+        matched = np.zeros(n, dtype=bool)
+        matched[alive] = ~np.isnan(price[alive])
+
+        # 5. ranks
+        winners = np.flatnonzero(matched)
+        rank = np.full((n, 3), UNRANKED)
+        tasks = [_Task(spec, winners, row, spec.name) for row, spec in zip(RANK_ROWS, self._ranks) if spec is not None]
+        resolve(self._stage(tasks, job, space, frame))
+        for column, (row, spec) in enumerate(zip(RANK_ROWS, self._ranks)):
+            if spec is not None:
+                rank[winners, column] = out[row, winners]
+
+        consumption = np.where(cp[:, None], used, amounts)
+        consumption[~matched] = np.nan
+        return Assessment(rows=rows, matched=matched, consumption=consumption,
+                          cost=np.where(matched, price, np.nan), rank=rank)
+
+    # -- stages ------------------------------------------------------------------------------------
+
+    def _stage(self, tasks: list[_Task], job: _JobState | None, space: Space,
+               frame: Frame) -> list[tuple[_Task, np.ndarray]]:
+        """Run the tasks' compiled leaves (one kernel call, plus plans with classad2 steps);
+        return the (task, positions) that fall back to classad2."""
+        batch = _Batch()
+        pending: list[tuple[_Task, np.ndarray]] = []
+        for task in tasks:
+            if not len(task.positions):
+                continue
+            compiled = self._compiled(task.spec, job, space)
+            for leaf_id, positions in _by_leaf(compiled.leaf_of[frame.urows[task.positions]], task.positions):
+                leaf = space.leaves[leaf_id]
+                if leaf.plan is None:
+                    if (id(space), leaf_id) not in self._reported:
+                        self._reported.add((id(space), leaf_id))
+                        self.stats.fallback_leaves[leaf.reason] += 1
+                    pending.append((task, positions))
+                elif leaf.python_inputs and not self._python_inputs(leaf, positions, job, frame):
+                    pending.append((task, positions))
+                elif leaf.chain is not None:
+                    try:
+                        self._chain(batch, leaf, task, positions, job, frame)
+                    except NeedsFallback:
+                        pending.append((task, positions))
+                elif leaf.plan.native:
+                    self._block(batch, leaf, task, positions, job)
+                else:
+                    frame.sc, frame.st = self._scalars(job, leaf), space.st
+                    try:
+                        run_plan(leaf.plan, positions, frame, self._context.strings, [(task.spec.sink, task.out_row)],
+                                 asset_base=task.asset_base)
+                    except NeedsFallback:
+                        pending.append((task, positions))
+        if batch.run(frame, space, self._context.strings):
+            self.stats.kernel_batches += 1
+        self.stats.compiled_leaves = len(self._match_space.leaves) + len(self._weight_space.leaves if
+                                                                           self._weight_space else ())
+        return pending
+
+    def _python_inputs(self, leaf: Leaf, positions: np.ndarray, job: _JobState | None, frame: Frame) -> bool:
+        """Fill the leaf's classad2-step inputs for ``positions``; False if one needs a fallback."""
+        space = self._match_space
+        first = 3 * self._assets
+        needed = first + len(space.python_rows)
+        if frame.dy[0].shape[0] < needed:
+            grown = triple((needed, frame.dy[0].shape[1]))
+            for new, old in zip(grown, frame.dy):
+                new[: old.shape[0]] = old
+            frame.dy = grown
+        scalars = self._scalars(job, leaf)
+        try:
+            for step in leaf.python_inputs:
+                space.python.fill(step, positions, frame.urows, scalars, space.st, frame.dy, first + step.dst)
+        except NeedsFallback:
+            return False
+        return True
+
+    def _block(self, batch: _Batch, leaf: Leaf, task: _Task, positions: np.ndarray, job: _JobState | None) -> None:
+        plan = leaf.plan
+        start = batch.code(leaf.id, plan.code)
+        base = batch.scalar_base(leaf, lambda: self._scalars(job, leaf))
+        batch.registers = max(batch.registers, plan.registers)
+        batch.converts |= plan.converts
+        p0, p1 = batch.positions(positions)
+        kind, idx = plan.results[0]
+        batch.blocks.append([start, start + len(plan.code), p0, p1, kind, idx, task.spec.sink, task.out_row, base,
+                             task.asset_base, 0])
+
+    def _chain(self, batch: _Batch, leaf: Leaf, task: _Task, positions: np.ndarray, job: _JobState | None,
+               frame: Frame) -> None:
+        """A Requirements leaf: 0 everywhere, then 1 where every conjunct matches."""
+        frame.out[2][task.out_row, positions] = 0.0
+        if leaf.never or not self._scalar_ok(job, leaf):
+            return
+        positions = positions[self._match_space.tables.static_ok[leaf.id, frame.urows[positions]]]
+        if leaf.job_static is not None:
+            positions = positions[self._job_static_ok(job, leaf, frame.urows[positions])]
+        chain = leaf.chain
+        if not len(positions):
+            return
+        if not chain.results:
+            frame.out[2][task.out_row, positions] = 1.0
+            return
+        start = batch.code(leaf.id, chain.code)
+        base = batch.scalar_base(leaf, lambda: self._scalars(job, leaf))
+        batch.registers = max(batch.registers, chain.registers)
+        batch.converts |= chain.converts
+        p0, p1 = batch.positions(positions)
+        previous = 0
+        for j, ((kind, idx), end) in enumerate(zip(chain.results, chain.ends)):
+            last = j == len(chain.results) - 1
+            batch.blocks.append([start + previous, start + end, p0, p1, kind, idx,
+                                 K.SINK_FILTER_LAST if last else K.SINK_FILTER, task.out_row, base,
+                                 task.asset_base, 1 if j else 0])
+            previous = end
+
+    # -- pieces ------------------------------------------------------------------------------------
+
+    def _start_call(self) -> None:
+        self._clock = int(time.time())
+
+    def _rank_spec(self, name: str, text: str | None) -> RootSpec | None:
+        if not text:
+            return None
+        try:
+            ast = parse(str(classad2.ExprTree(text)))
+        except ParseError:
+            ast = ("call", "eval", ())       # resolves as unsupported: classad2 evaluates it
+        return RootSpec(name, SLOT, None, ast, Mode(), K.SINK_RANK_UNRANKED)
+
+    def _job(self, autocluster: Autocluster) -> _JobState:
+        state = self._jobs.get(autocluster.id)
+        if state is None:
+            if old_semantics() != self._context.old_semantics:
+                self._reset(not self._context.old_semantics)
+            cells = JobCells(autocluster.ad, self._context.cells, self._now)
+            state = self._jobs[autocluster.id] = _JobState(cells, JobScalars(self._context, cells))
+        return state
+
+    def _frame(self, space: Space, rows: np.ndarray, amounts: np.ndarray, used: np.ndarray, rows_out: int) -> Frame:
+        frame = Frame(len(rows), space.universe(rows), triple(1), out=triple((rows_out, len(rows))))
+        frame.dy = triple((3 * self._assets, max(len(rows), 1)))
+        self._dynamic_inputs(frame, rows, amounts, used)
+        return frame
+
+    def _dynamic_inputs(self, frame: Frame, rows: np.ndarray, amounts: np.ndarray, used: np.ndarray) -> None:
+        K.asset_inputs(np.ascontiguousarray(amounts, dtype=np.float64), self._table.amounts[rows],
+                       self._base_types(rows), used, *frame.dy)
+
+    def _base_types(self, rows: np.ndarray) -> np.ndarray:
+        """Whether each asset of each row is an integer literal in the slot's own ad (the type an
+        unchanged slot shows; a changed one gets assign_preserve_integers types)."""
+        untyped = rows[~self._typed[rows]]
+        for row in np.unique(untyped):
+            slot = self._table.slots[row]
+            for asset in slot.assets:
+                self._base_is_int[row, self._asset_column[asset.lower()]] = isinstance(slot.ad.get(asset), int)
+            self._typed[row] = True
+        return self._base_is_int[rows]
+
+    def _compiled(self, spec: RootSpec, job: _JobState | None, space: Space) -> CompiledRoot:
+        if job is None or spec.mode.no_target:
+            key = (id(space), space.epoch, spec.name)
+            found = self._shared.get(key)
+            if found is None:
+                found = self._shared[key] = space.compiled(spec, None, self._domain(spec))
+            return found
+        found = job.roots.get(spec.name)
+        if found is None:
+            job.scalars.set_clock(self._clock)
+            found = job.roots[spec.name] = space.compiled(spec, job.cells, self._domain(spec), job.scalars.value)
+        return found
+
+    def _domain(self, spec: RootSpec) -> Callable[[np.ndarray], np.ndarray]:
+        table = self._table
+        if spec.mode.consume is not None:
+            column = table.asset_column(spec.mode.consume)
+            return lambda rows: table.consumption_policy[rows] & ~np.isnan(table.amounts[rows, column])
+        if spec.name.endswith("requirements"):
+            return lambda rows: ~table.consumption_policy[rows]
+        if spec.name.endswith("requirements_cp"):
+            return lambda rows: table.consumption_policy[rows]
+        return lambda rows: np.ones(len(rows), dtype=bool)
+
+    def _scalars(self, job: _JobState | None, leaf: Leaf) -> tuple[np.ndarray, ...]:
+        if job is not None and job.tables.has(leaf.id) and job.tables.clock == self._clock:
+            return job.tables.part(leaf.id)
+        state = job or self._no_job
+        state.scalars.set_clock(self._clock)
+        key = (leaf.id, self._clock if leaf.uses_clock else 0)
+        found = state.scalar_triples.get(key)
+        if found is None:
+            found = state.scalar_triples[key] = state.scalars.triple(leaf.scalar_nodes)
+        return found
+
+    def _job_static_ok(self, job: _JobState | None, leaf: Leaf, urows: np.ndarray) -> np.ndarray:
+        """Whether the leaf's job-and-slot conjuncts match on ``urows`` (space.job_static_ok)."""
+        state = job or self._no_job
+        state.scalars.set_clock(self._clock)
+        values = state.scalars.triple(leaf.job_static_inputs.scalar_nodes)
+        return self._match_space.job_static_ok(leaf, values, urows)
+
+    def _scalar_ok(self, job: _JobState | None, leaf: Leaf) -> bool:
+        """Whether every job-only conjunct of a Requirements leaf matches for this job."""
+        if not leaf.scalar_conjuncts:
+            return True
+        state = job or self._no_job
+        state.scalars.set_clock(self._clock)
+        clocked = any(self._context.graph[n].uses_clock for n in leaf.scalar_conjuncts)
+        key = (leaf.id, self._clock if clocked else 0)
+        found = state.scalar_ok.get(key)
+        if found is None:
+            found = state.scalar_ok[key] = bool(match_array(*state.scalars.triple(leaf.scalar_conjuncts)).all())
+        return found
+
+    def _resolver(self, autocluster: Autocluster, rows: np.ndarray, amounts: np.ndarray, used: np.ndarray,
+                  frame: Frame) -> Callable[[list[tuple[_Task, np.ndarray]]], None]:
+        """classad2 values for the (task, positions) a stage left to the reference."""
+
+        def resolve(pending: list[tuple[_Task, np.ndarray]]) -> None:
+            for task, positions in pending:
+                for k in positions:
+                    self.stats.fallback_evaluations[task.fallback_root] += 1
+                    frame.out[2][task.out_row, k] = self._fallback.value(
+                        task.fallback_root, int(rows[k]), autocluster, amounts[k], used[k], task.override, task.asset)
+
+        return resolve
+
+
+def _by_leaf(leaf_ids: np.ndarray, positions: np.ndarray, allow_outside: bool = False):
+    """(leaf id, positions) groups; rows outside the root's domain (-1) only when allowed, and
+    then skipped."""
+    if not len(leaf_ids):
+        return
+    first = leaf_ids[0]
+    if (leaf_ids == first).all():
+        if first >= 0:
+            yield int(first), positions
+        elif not allow_outside:
+            raise RuntimeError("row outside the compiled root's domain")
+        return
+    order = np.argsort(leaf_ids, kind="stable")
+    ids = leaf_ids[order]
+    cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    for chunk in np.split(order, cuts):
+        leaf_id = int(leaf_ids[chunk[0]])
+        if leaf_id < 0:
+            if allow_outside:
+                continue
+            raise RuntimeError("row outside the compiled root's domain")
+        yield leaf_id, positions[chunk]

@@ -1,0 +1,737 @@
+"""All numba kernels of the fast path: one generic interpreter plus the assessment glue.
+
+A ClassAd value is a triple (tag int8, ival int64, fval float64); strings are interned ids in ival.
+The interpreter runs *blocks*: a range of instructions applied column-wise to a range of positions
+(rows of the current call). It is compiled once (``cache=True``) and never specialised per
+expression, so a pool's thousands of distinct expressions cost no JIT time during a cycle.
+``nogil=True`` everywhere: the daemon's event loop keeps running while a cycle evaluates.
+
+The operator semantics are classad2's, including its quirks, pinned down by the differential tests
+(tests/test_fastpath_kernels.py): booleans take part in arithmetic and comparisons as 0/1 but not
+in unary minus; a real result of +inf is ERROR while -inf is kept; ``==`` on strings ignores ASCII
+case; ``&&``/``||`` treat numbers as booleans; ``floor(undefined)`` is ERROR but ``int(undefined)``
+is UNDEFINED; reals out of int64 range convert to INT64_MIN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# value tags (same numbers as values.py)
+UNDEF, ERROR, BOOL, INT, REAL, STR = 0, 1, 2, 3, 4, 5
+
+# operand kinds
+K_NONE, K_REG, K_SC, K_ST, K_ASSET, K_DY = -1, 0, 1, 2, 3, 4
+
+# opcodes
+(OP_MOVE, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE, OP_IS, OP_ISNT,
+ OP_AND, OP_OR, OP_NOT, OP_NEG, OP_PLUS, OP_COND, OP_ELVIS, OP_IS_UNDEF, OP_IS_ERROR, OP_IS_STRING,
+ OP_IS_INT, OP_IS_REAL, OP_IS_BOOL, OP_FLOOR, OP_CEILING, OP_ROUND, OP_INT, OP_REAL) = range(32)
+CONVERSIONS = (OP_FLOOR, OP_CEILING, OP_ROUND, OP_INT, OP_REAL)   # string rows of the conversion tables
+
+# sinks: how a block's result is written to the output row (SINK_NONE: not written). A FILTER
+# sink keeps, in place, only the positions whose result matches (a conjunct of Requirements); the
+# next block may continue on the survivors (B_CHAIN = 1); FILTER_LAST also writes 1.0 for them.
+SINK_NONE, SINK_OWN = -1, -2
+(SINK_RAW, SINK_MATCH, SINK_NUMBER, SINK_RANK_UNRANKED, SINK_RANK_ZERO, SINK_CONSUME, SINK_FILTER,
+ SINK_FILTER_LAST) = range(8)
+
+# block table columns
+(B_CODE0, B_CODE1, B_POS0, B_POS1, B_RES_KIND, B_RES_IDX, B_SINK, B_OUT, B_SC_BASE, B_ASSET_BASE,
+ B_CHAIN) = range(11)
+BLOCK_WIDTH = 11
+
+UNRANKED = -1.7976931348623157e308
+FAILED_CONSUMPTION = -999.0
+_INT64_MIN = np.int64(-9223372036854775808)
+_INT64_MAX = np.int64(9223372036854775807)
+_TWO63 = 9.223372036854775808e18
+
+_JIT = dict(nogil=True, cache=True, error_model="numpy")
+
+
+@njit(inline="always", **_JIT)
+def _truth(t, i, f):
+    """0 false-ish, 1 true-ish, 2 undefined, 3 error, 4 not a boolean (string)."""
+    if t == BOOL or t == INT:
+        return 1 if i != 0 else 0
+    if t == REAL:
+        return 0 if f == 0.0 else 1
+    if t == UNDEF:
+        return 2
+    if t == ERROR:
+        return 3
+    return 4
+
+
+@njit(inline="always", **_JIT)
+def _bool(b):
+    return np.int8(BOOL), np.int64(1 if b else 0), 0.0
+
+
+@njit(inline="always", **_JIT)
+def _err():
+    return np.int8(ERROR), np.int64(0), 0.0
+
+
+@njit(inline="always", **_JIT)
+def _undef():
+    return np.int8(UNDEF), np.int64(0), 0.0
+
+
+@njit(inline="always", **_JIT)
+def _is_num(t):
+    return t == BOOL or t == INT or t == REAL
+
+
+@njit(inline="always", **_JIT)
+def _as_float(t, i, f):
+    return f if t == REAL else float(i)
+
+
+@njit(inline="always", **_JIT)
+def _to_int64(x):
+    """C++'s (long long) cast as classad2 does it on x86: NaN and out-of-range reals give INT64_MIN."""
+    if x != x or x < -_TWO63 or x >= _TWO63:
+        return _INT64_MIN
+    return np.int64(x)
+
+
+@njit(inline="always", **_JIT)
+def _trunc_div(x, y):
+    q = x // y
+    if (x % y != 0) and ((x < 0) != (y < 0)):
+        q += 1
+    return q
+
+
+@njit(inline="always", **_JIT)
+def _arith(op, at, ai, af, bt, bi, bf):
+    if at == ERROR or bt == ERROR:
+        return _err()
+    if at == UNDEF or bt == UNDEF:
+        return _undef()
+    if not _is_num(at) or not _is_num(bt):
+        return _err()
+    if at == REAL or bt == REAL:
+        if op == OP_MOD:
+            return _err()
+        x = _as_float(at, ai, af)
+        y = _as_float(bt, bi, bf)
+        if op == OP_ADD:
+            r = x + y
+        elif op == OP_SUB:
+            r = x - y
+        elif op == OP_MUL:
+            r = x * y
+        else:
+            r = x / y
+        if r == np.inf:
+            return _err()
+        return np.int8(REAL), np.int64(0), r
+    if op == OP_ADD:
+        return np.int8(INT), ai + bi, 0.0
+    if op == OP_SUB:
+        return np.int8(INT), ai - bi, 0.0
+    if op == OP_MUL:
+        return np.int8(INT), ai * bi, 0.0
+    if bi == 0:
+        return _err()
+    if ai == _INT64_MIN and bi == -1:
+        return (np.int8(INT), _INT64_MAX, 0.0) if op == OP_DIV else (np.int8(INT), np.int64(0), 0.0)
+    q = _trunc_div(ai, bi)
+    if op == OP_DIV:
+        return np.int8(INT), q, 0.0
+    return np.int8(INT), ai - q * bi, 0.0
+
+
+@njit(inline="always", **_JIT)
+def _compare(op, at, ai, af, bt, bi, bf, la, lb, ra, rb):
+    """la/lb: ids of the lower-cased strings, ra/rb: their ranks (read by the caller: helpers take
+    no arrays, which would cost reference counting per element)."""
+    if at == ERROR or bt == ERROR:
+        return _err()
+    if at == UNDEF or bt == UNDEF:
+        return _undef()
+    if at == STR and bt == STR:
+        if op == OP_EQ:
+            return _bool(la == lb)
+        if op == OP_NE:
+            return _bool(la != lb)
+        x = ra
+        y = rb
+        if op == OP_LT:
+            return _bool(x < y)
+        if op == OP_LE:
+            return _bool(x <= y)
+        if op == OP_GT:
+            return _bool(x > y)
+        return _bool(x >= y)
+    if not _is_num(at) or not _is_num(bt):
+        return _err()
+    if at != REAL and bt != REAL:
+        x = ai
+        y = bi
+        if op == OP_EQ:
+            return _bool(x == y)
+        if op == OP_NE:
+            return _bool(x != y)
+        if op == OP_LT:
+            return _bool(x < y)
+        if op == OP_LE:
+            return _bool(x <= y)
+        if op == OP_GT:
+            return _bool(x > y)
+        return _bool(x >= y)
+    u = _as_float(at, ai, af)
+    v = _as_float(bt, bi, bf)
+    if op == OP_EQ:
+        return _bool(u == v)
+    if op == OP_NE:
+        return _bool(u != v)
+    if op == OP_LT:
+        return _bool(u < v)
+    if op == OP_LE:
+        return _bool(u <= v)
+    if op == OP_GT:
+        return _bool(u > v)
+    return _bool(u >= v)
+
+
+@njit(inline="always", **_JIT)
+def _identical(at, ai, af, bt, bi, bf):
+    if at != bt:
+        return False
+    if at == UNDEF or at == ERROR:
+        return True
+    if at == REAL:
+        return af == bf
+    return ai == bi
+
+
+@njit(inline="always", **_JIT)
+def _logic(op, at, ai, af, bt, bi, bf):
+    ca = _truth(at, ai, af)
+    cb = _truth(bt, bi, bf)
+    if ca >= 3:
+        return _err()
+    if op == OP_AND:
+        if ca == 0:
+            return _bool(False)
+        if cb >= 3:
+            return _err()
+        if cb == 0:
+            return _bool(False)
+        if ca == 2 or cb == 2:
+            return _undef()
+        return _bool(True)
+    if ca == 1:
+        return _bool(True)
+    if cb >= 3:
+        return _err()
+    if cb == 1:
+        return _bool(True)
+    if ca == 2 or cb == 2:
+        return _undef()
+    return _bool(False)
+
+
+@njit(inline="always", **_JIT)
+def _convert(op, t, i, f, st, si, sf):
+    """floor, ceiling, round, int, real: a string's result (st, si, sf) comes from the tables
+    classad2 filled."""
+    if t == STR:
+        return st, si, sf
+    if t == ERROR:
+        return _err()
+    if t == UNDEF:
+        if op == OP_INT or op == OP_REAL:
+            return _undef()
+        return _err()
+    if op == OP_REAL:
+        return np.int8(REAL), np.int64(0), _as_float(t, i, f)
+    if t != REAL:
+        return np.int8(INT), i, 0.0
+    if op == OP_FLOOR:
+        return np.int8(INT), _to_int64(np.floor(f)), 0.0
+    if op == OP_CEILING:
+        return np.int8(INT), _to_int64(np.ceil(f)), 0.0
+    if op == OP_ROUND:
+        return np.int8(INT), _to_int64(np.rint(f)), 0.0
+    return np.int8(INT), _to_int64(f), 0.0
+
+
+@njit(inline="always", **_JIT)
+def _unary(op, t, i, f, st, si, sf):
+    if op == OP_MOVE:
+        return t, i, f
+    if op == OP_NOT:
+        c = _truth(t, i, f)
+        if c >= 3:
+            return _err()
+        if c == 2:
+            return _undef()
+        return _bool(c == 0)
+    if op == OP_NEG or op == OP_PLUS:
+        if t == UNDEF or t == ERROR:
+            return t, i, f
+        if t == INT:
+            return (np.int8(INT), -i, 0.0) if op == OP_NEG else (t, i, f)
+        if t == REAL:
+            return (np.int8(REAL), np.int64(0), -f) if op == OP_NEG else (t, i, f)
+        return _err()
+    if op == OP_IS_UNDEF:
+        return _bool(t == UNDEF)
+    if op == OP_IS_ERROR:
+        return _bool(t == ERROR)
+    if op == OP_IS_STRING:
+        return _bool(t == STR)
+    if op == OP_IS_INT:
+        return _bool(t == INT)
+    if op == OP_IS_REAL:
+        return _bool(t == REAL)
+    if op == OP_IS_BOOL:
+        return _bool(t == BOOL)
+    return _convert(op, t, i, f, st, si, sf)
+
+
+@njit(inline="always", **_JIT)
+def _binary(op, at, ai, af, bt, bi, bf, la, lb, ra, rb):
+    if op <= OP_MOD:
+        return _arith(op, at, ai, af, bt, bi, bf)
+    if op <= OP_NE:
+        return _compare(op, at, ai, af, bt, bi, bf, la, lb, ra, rb)
+    if op == OP_IS:
+        return _bool(_identical(at, ai, af, bt, bi, bf))
+    if op == OP_ISNT:
+        return _bool(not _identical(at, ai, af, bt, bi, bf))
+    if op == OP_ELVIS:
+        if at == UNDEF:
+            return bt, bi, bf
+        return at, ai, af
+    return _logic(op, at, ai, af, bt, bi, bf)
+
+
+@njit(inline="always", **_JIT)
+def _source(kind, idx, sc_base, asset_base, rg_t, rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f,
+            dy_t, dy_i, dy_f):
+    """An operand as (tag, ival, fval) 2-D arrays, its row, and how its column follows the
+    position k or the universe row u: column = k * by_position + u * by_universe."""
+    if kind == K_REG:
+        return rg_t, rg_i, rg_f, idx, 1, 0
+    if kind == K_SC:
+        return sc_t, sc_i, sc_f, sc_base + idx, 0, 0
+    if kind == K_ST:
+        return st_t, st_i, st_f, idx, 0, 1
+    if kind == K_ASSET:
+        return dy_t, dy_i, dy_f, asset_base + idx, 1, 0
+    if kind == K_DY:
+        return dy_t, dy_i, dy_f, idx, 1, 0
+    return sc_t, sc_i, sc_f, 0, 0, 0
+
+
+@njit(**_JIT)
+def _sink(sink, t, i, f):
+    """A result converted the way reference.py converts classad2 results (as_number, matches, ...)."""
+    if sink == SINK_MATCH:   # ClassAd.matches: bool, or a number converted to bool
+        if t == BOOL or t == INT:
+            return 1.0 if i != 0 else 0.0
+        if t == REAL:
+            return 1.0 if f != 0.0 else 0.0
+        return 0.0
+    if t == INT:
+        number = float(i)
+    elif t == REAL and f == f:
+        number = f
+    elif t == BOOL and (sink == SINK_RANK_UNRANKED or sink == SINK_RANK_ZERO):
+        return float(i)
+    elif sink == SINK_RANK_UNRANKED:
+        return UNRANKED
+    elif sink == SINK_RANK_ZERO:
+        return 0.0
+    elif sink == SINK_CONSUME:
+        return FAILED_CONSUMPTION
+    else:
+        return np.nan
+    if sink == SINK_CONSUME and number < 0:
+        return FAILED_CONSUMPTION
+    return number
+
+
+@njit(**_JIT)
+def _run_segments(code, segments, s0, s1, own_sink, row, perm, p0, p1, urows, sc_base, asset_base, rg_t, rg_i,
+                  rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank,
+                  conv_t, conv_i, conv_f):
+    """Run segments ``s0..s1`` (rows of [code start, code end, result kind, result index, sink])
+    over positions ``perm[p0:p1]``: each segment's instructions, one tight loop per instruction,
+    then its sink (SINK_OWN: ``own_sink``). A FILTER sink keeps only the positions whose result
+    matches (a conjunct of Requirements), so the next segment runs on fewer; FILTER_LAST also
+    writes 1.0 for them. Returns where the kept positions end.
+
+    Everything runs in this one function: helpers taking arrays would cost reference counting
+    on every call.
+    """
+    for s in range(s0, s1):
+        for j in range(segments[s, 0], segments[s, 1]):
+            op = code[j, 0]
+            dst = code[j, 1]
+            a_t, a_i, a_f, ar, ak, au = _source(code[j, 2], code[j, 3], sc_base, asset_base, rg_t, rg_i, rg_f,
+                                                sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f)
+            if code[j, 4] == K_NONE:
+                row_conv = op - OP_FLOOR
+                for p in range(p0, p1):
+                    k = perm[p]
+                    c = k * ak + urows[k] * au
+                    t = a_t[ar, c]
+                    i = a_i[ar, c]
+                    if t == STR and row_conv >= 0:
+                        rt, ri, rf = _unary(op, t, i, a_f[ar, c], conv_t[row_conv, i], conv_i[row_conv, i],
+                                            conv_f[row_conv, i])
+                    else:
+                        rt, ri, rf = _unary(op, t, i, a_f[ar, c], np.int8(0), np.int64(0), 0.0)
+                    rg_t[dst, k] = rt
+                    rg_i[dst, k] = ri
+                    rg_f[dst, k] = rf
+                continue
+            b_t, b_i, b_f, br, bk, bu = _source(code[j, 4], code[j, 5], sc_base, asset_base, rg_t, rg_i, rg_f,
+                                                sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f)
+            if op != OP_COND:
+                for p in range(p0, p1):
+                    k = perm[p]
+                    u = urows[k]
+                    ca = k * ak + u * au
+                    cb = k * bk + u * bu
+                    at = a_t[ar, ca]
+                    ai = a_i[ar, ca]
+                    bt = b_t[br, cb]
+                    bi = b_i[br, cb]
+                    la = lb = ra = rb = 0
+                    if at == STR and bt == STR:
+                        la = s_lower[ai]
+                        lb = s_lower[bi]
+                        ra = s_rank[ai]
+                        rb = s_rank[bi]
+                    rt, ri, rf = _binary(op, at, ai, a_f[ar, ca], bt, bi, b_f[br, cb], la, lb, ra, rb)
+                    rg_t[dst, k] = rt
+                    rg_i[dst, k] = ri
+                    rg_f[dst, k] = rf
+                continue
+            c_t, c_i, c_f, cr, ck, cu = _source(code[j, 6], code[j, 7], sc_base, asset_base, rg_t, rg_i, rg_f,
+                                                sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f)
+            for p in range(p0, p1):
+                k = perm[p]
+                u = urows[k]
+                ca = k * ak + u * au
+                truth = _truth(a_t[ar, ca], a_i[ar, ca], a_f[ar, ca])
+                if truth == 1:
+                    cb = k * bk + u * bu
+                    rg_t[dst, k] = b_t[br, cb]
+                    rg_i[dst, k] = b_i[br, cb]
+                    rg_f[dst, k] = b_f[br, cb]
+                elif truth == 0:
+                    cc = k * ck + u * cu
+                    rg_t[dst, k] = c_t[cr, cc]
+                    rg_i[dst, k] = c_i[cr, cc]
+                    rg_f[dst, k] = c_f[cr, cc]
+                else:
+                    rg_t[dst, k] = UNDEF if truth == 2 else ERROR
+                    rg_i[dst, k] = 0
+                    rg_f[dst, k] = 0.0
+        sink = segments[s, 4]
+        if sink == SINK_OWN:
+            sink = own_sink
+        if sink == SINK_NONE:
+            continue
+        r_t, r_i, r_f, rr, rk, ru = _source(segments[s, 2], segments[s, 3], sc_base, asset_base, rg_t, rg_i, rg_f,
+                                            sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f)
+        if sink == SINK_FILTER or sink == SINK_FILTER_LAST:
+            kept = p0
+            for p in range(p0, p1):
+                k = perm[p]
+                c = k * rk + urows[k] * ru
+                if _sink(SINK_MATCH, r_t[rr, c], r_i[rr, c], r_f[rr, c]) == 1.0:
+                    perm[kept] = k
+                    kept += 1
+            p1 = kept
+            if sink == SINK_FILTER_LAST:
+                for p in range(p0, kept):
+                    out_f[row, perm[p]] = 1.0
+            continue
+        for p in range(p0, p1):
+            k = perm[p]
+            c = k * rk + urows[k] * ru
+            if sink == SINK_RAW:
+                out_t[row, k] = r_t[rr, c]
+                out_i[row, k] = r_i[rr, c]
+                out_f[row, k] = r_f[rr, c]
+            else:
+                out_f[row, k] = _sink(sink, r_t[rr, c], r_i[rr, c], r_f[rr, c])
+    return p1
+
+
+@njit(**_JIT)
+def run_blocks(code, blocks, perm, urows, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f,
+               rg_t, rg_i, rg_f, out_t, out_i, out_f, s_lower, s_rank, conv_t, conv_i, conv_f):
+    """Run every block: its instructions over its positions ``perm[pos0:pos1]``, then its sink;
+    a block with B_CHAIN = 1 runs on what the previous block's FILTER kept.
+
+    Positions index the call's rows (registers, dynamic inputs, outputs); ``urows[k]`` is the
+    universe row of position ``k`` (static columns); scalars are a [count, 1] column.
+    """
+    segment = np.empty((1, 5), dtype=np.int64)
+    chain_end = 0
+    for b in range(blocks.shape[0]):
+        p0 = blocks[b, B_POS0]
+        p1 = chain_end if blocks[b, B_CHAIN] == 1 else blocks[b, B_POS1]
+        segment[0, 0] = blocks[b, B_CODE0]
+        segment[0, 1] = blocks[b, B_CODE1]
+        segment[0, 2] = blocks[b, B_RES_KIND]
+        segment[0, 3] = blocks[b, B_RES_IDX]
+        segment[0, 4] = blocks[b, B_SINK]
+        chain_end = _run_segments(code, segment, 0, 1, SINK_NONE, blocks[b, B_OUT], perm, p0, p1, urows,
+                                  blocks[b, B_SC_BASE], blocks[b, B_ASSET_BASE], rg_t, rg_i, rg_f, sc_t, sc_i, sc_f,
+                                  st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank, conv_t,
+                                  conv_i, conv_f)
+
+
+@njit(inline="always", **_JIT)
+def _preserve_integer(v):
+    """HTCondor's assign_preserve_integers: a whole number is a ClassAd integer."""
+    if v == v and np.floor(v) == v and -_TWO63 <= v < _TWO63:
+        return np.int8(INT), np.int64(v), 0.0
+    return np.int8(REAL), np.int64(0), v
+
+
+@njit(**_JIT)
+def asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f):
+    """Dynamic inputs per position: rows [0, A) current assets, [A, 2A) the consumption that
+    overrides Request<asset> (cp_override_requested), [2A, 3A) assets after deducting it.
+
+    A slot whose amounts are unchanged keeps its ad's own literals (int or real); a changed one
+    gets assign_preserve_integers values, exactly as the reference's ad copies do.
+    """
+    n, assets = amounts.shape
+    for k in range(n):
+        changed = False
+        for c in range(assets):
+            a = amounts[k, c]
+            z = base[k, c]
+            if not (a == z or (a != a and z != z)):
+                changed = True
+        for c in range(assets):
+            a = amounts[k, c]
+            if a != a:
+                dy_t[c, k] = UNDEF
+            elif changed:
+                dy_t[c, k], dy_i[c, k], dy_f[c, k] = _preserve_integer(a)
+            elif base_is_int[k, c]:
+                dy_t[c, k] = INT
+                dy_i[c, k] = np.int64(a)
+            else:
+                dy_t[c, k] = REAL
+                dy_f[c, k] = a
+            u = used[k, c]
+            if u != u:
+                dy_t[assets + c, k] = UNDEF
+                dy_t[2 * assets + c, k] = UNDEF
+            else:
+                dy_t[assets + c, k], dy_i[assets + c, k], dy_f[assets + c, k] = _preserve_integer(u)
+                w = 2 * assets + c
+                dy_t[w, k], dy_i[w, k], dy_f[w, k] = _preserve_integer(a - u)
+
+
+@njit(**_JIT)
+def sufficient_assets(used, amounts):
+    """HTCondor's cp_sufficient_assets per row: each consumption fits and is >= 0, one is > 0.
+    Assets a slot lacks are NaN in both arrays and take no part."""
+    n, assets = used.shape
+    ok = np.zeros(n, dtype=np.bool_)
+    for k in range(n):
+        fits = True
+        some = False
+        for c in range(assets):
+            u = used[k, c]
+            if u != u:
+                continue
+            if u < 0 or u > amounts[k, c]:
+                fits = False
+            if u > 0:
+                some = True
+        ok[k] = fits and some
+    return ok
+
+
+# -- a whole assessment in one call ------------------------------------------------------------------
+#
+# Roots, in this order: Consumption<asset> for each table asset, then the ones below. Leaves are a
+# space's compiled (expression, slot shape) pairs; a leaf row of the leaf table says how to run it.
+
+ROOT_SLOT_REQ, ROOT_SLOT_REQ_CP, ROOT_JOB_REQ, ROOT_JOB_REQ_CP, ROOT_WEIGHT, ROOT_PRE, ROOT_JOB_RANK, ROOT_POST = range(8)
+LEAF_PLAIN, LEAF_CHAIN, LEAF_PYTHON = range(3)
+(L_KIND, L_SEG0, L_SEG1, L_NEVER) = range(4)
+LEAF_WIDTH = 4
+(O_SLOT_REQ, O_JOB_REQ, O_WEIGHT, O_WEIGHT_AFTER, O_PRE, O_JOB_RANK, O_POST) = range(7)
+OUT_ROWS = 7        # then one row per asset: its consumption
+
+
+@njit(**_JIT)
+def _needs_python(positions, count, urows, root_leaf, leaf_table, job_sc_base):
+    """Whether any leaf the rows reach is left to Python (classad2 steps, fallbacks, no scalars)."""
+    for r in range(root_leaf.shape[0]):
+        for p in range(count):
+            leaf = root_leaf[r, urows[positions[p]]]
+            if leaf >= 0 and (leaf_table[leaf, L_KIND] == LEAF_PYTHON or job_sc_base[leaf] < 0):
+                return True
+    return False
+
+
+@njit(**_JIT)
+def _run_root(root, positions, count, sink, row, asset_base, urows, root_leaf, leaf_table, segments, static_ok,
+              job_ok, job_sc_base, job_scalar_ok, code, rg_t, rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t,
+              dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank, conv_t, conv_i, conv_f):
+    """One root over ``positions[:count]``, leaf by leaf. Requirements-like leaves (CHAIN) write
+    0.0, then 1.0 where every conjunct matches: slot-only and job-and-slot conjuncts are looked
+    up (``static_ok``, ``job_ok``), the rest run as a FILTER chain."""
+    # counting sort of the positions by leaf (stable; rows outside the root's domain are dropped)
+    leaves = leaf_table.shape[0]
+    starts = np.zeros(leaves + 1, dtype=np.int64)
+    for p in range(count):
+        leaf = root_leaf[root, urows[positions[p]]]
+        if leaf >= 0:
+            starts[leaf + 1] += 1
+    for leaf in range(leaves):
+        starts[leaf + 1] += starts[leaf]
+    perm = np.empty(starts[leaves], dtype=np.int64)
+    fill = starts[:-1].copy()
+    for p in range(count):
+        leaf = root_leaf[root, urows[positions[p]]]
+        if leaf >= 0:
+            perm[fill[leaf]] = positions[p]
+            fill[leaf] += 1
+    for leaf in range(leaves):
+        g0 = starts[leaf]
+        g1 = starts[leaf + 1]
+        if g0 == g1:
+            continue
+        s0 = leaf_table[leaf, L_SEG0]
+        s1 = leaf_table[leaf, L_SEG1]
+        if leaf_table[leaf, L_KIND] == LEAF_CHAIN:
+            kept = g0
+            for p in range(g0, g1):
+                k = perm[p]
+                out_f[row, k] = 0.0
+                if static_ok[leaf, urows[k]] and job_ok[root, k]:
+                    perm[kept] = k
+                    kept += 1
+            if leaf_table[leaf, L_NEVER] == 1 or not job_scalar_ok[leaf]:
+                kept = g0
+            if s0 == s1:
+                for p in range(g0, kept):
+                    out_f[row, perm[p]] = 1.0
+                continue
+            g1 = kept
+        _run_segments(code, segments, s0, s1, sink, row, perm, g0, g1, urows, job_sc_base[leaf], asset_base, rg_t,
+                      rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower,
+                      s_rank, conv_t, conv_i, conv_f)
+
+
+@njit(**_JIT)
+def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, leaf_table, segments, static_ok, job_ok,
+                job_sc_base, job_scalar_ok, code, sc_t, sc_i, sc_f, st_t, st_i, st_f, rg_t, rg_i, rg_f, dy_t, dy_i, dy_f,
+                s_lower, s_rank, conv_t, conv_i, conv_f, matched, consumption, cost, rank):
+    """HTCondor's assessment of one request against rows of slots (see evaluator.py), all stages
+    in one call. ``dy`` rows from 3 * assets on hold classad2 steps computed beforehand. Returns
+    False, having written nothing, when a leaf needs Python."""
+    n, assets = amounts.shape
+    everyone = np.arange(n)
+    if _needs_python(everyone, n, urows, root_leaf, leaf_table, job_sc_base):
+        return False
+    out_t = np.zeros((OUT_ROWS + assets, n), dtype=np.int8)
+    out_i = np.zeros((OUT_ROWS + assets, n), dtype=np.int64)
+    out_f = np.zeros((OUT_ROWS + assets, n), dtype=np.float64)
+    rest = (rg_t, rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank,
+            conv_t, conv_i, conv_f)
+    used = np.full((n, assets), np.nan)
+    asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
+    positions = np.empty(n, dtype=np.int64)
+
+    # 1. consumption on consumption-policy slots, then cp_sufficient_assets
+    any_cp = False
+    for c in range(assets):
+        count = 0
+        for k in range(n):
+            if cp[k] and base[k, c] == base[k, c]:
+                positions[count] = k
+                count += 1
+        any_cp |= count > 0
+        _run_root(c, positions, count, SINK_CONSUME, OUT_ROWS + c, 0, urows, root_leaf, leaf_table, segments,
+                  static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
+        for p in range(count):
+            used[positions[p], c] = out_f[OUT_ROWS + c, positions[p]]
+    if any_cp:
+        asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
+    sufficient = sufficient_assets(used, amounts)
+
+    # 2-3. the slot's then the job's Requirements (on consumption-policy slots with overrides)
+    alive = np.empty(n, dtype=np.int64)
+    count = 0
+    for k in range(n):
+        if not cp[k] or sufficient[k]:
+            alive[count] = k
+            count += 1
+    for root, row in ((assets + ROOT_SLOT_REQ, O_SLOT_REQ), (assets + ROOT_JOB_REQ, O_JOB_REQ)):
+        for cp_rows in (False, True):
+            part = 0
+            for p in range(count):
+                if cp[alive[p]] == cp_rows:
+                    positions[part] = alive[p]
+                    part += 1
+            _run_root(root + (1 if cp_rows else 0), positions, part, SINK_MATCH, row, 0, urows, root_leaf, leaf_table,
+                      segments, static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
+        kept = 0
+        for p in range(count):
+            if out_f[row, alive[p]] == 1.0:
+                alive[kept] = alive[p]
+                kept += 1
+        count = kept
+
+    # 4. match cost: SlotWeight before minus after (consumption policy), or the whole SlotWeight
+    _run_root(assets + ROOT_WEIGHT, alive, count, SINK_NUMBER, O_WEIGHT, 0, urows, root_leaf, leaf_table, segments,
+              static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
+    part = 0
+    for p in range(count):
+        if cp[alive[p]]:
+            positions[part] = alive[p]
+            part += 1
+    _run_root(assets + ROOT_WEIGHT, positions, part, SINK_NUMBER, O_WEIGHT_AFTER, 2 * assets, urows, root_leaf,
+              leaf_table, segments, static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
+    winners = 0
+    for k in range(n):
+        matched[k] = False
+        cost[k] = np.nan
+        for c in range(assets):
+            consumption[k, c] = np.nan
+        for r in range(3):
+            rank[k, r] = UNRANKED
+    for p in range(count):
+        k = alive[p]
+        price = out_f[O_WEIGHT, k] - out_f[O_WEIGHT_AFTER, k] if cp[k] else out_f[O_WEIGHT, k]
+        if price == price:
+            matched[k] = True
+            cost[k] = price
+            for c in range(assets):
+                consumption[k, c] = used[k, c] if cp[k] else amounts[k, c]
+            positions[winners] = k
+            winners += 1
+
+    # 5. ranks, for matched rows only
+    for r, row in ((ROOT_PRE, O_PRE), (ROOT_JOB_RANK, O_JOB_RANK), (ROOT_POST, O_POST)):
+        sink = SINK_RANK_ZERO if r == ROOT_JOB_RANK else SINK_RANK_UNRANKED
+        _run_root(assets + r, positions, winners, sink, row, 0, urows, root_leaf, leaf_table, segments, static_ok,
+                  job_ok, job_sc_base, job_scalar_ok, code, *rest)
+        for p in range(winners):
+            k = positions[p]
+            if root_leaf[assets + r, urows[k]] >= 0:
+                rank[k, r - ROOT_PRE] = out_f[row, k]
+    return True

@@ -1,0 +1,87 @@
+"""Expressions over plain ads through the whole fast path, for differential tests and for
+explaining a disagreement with classad2.
+
+``evaluate(text, my, target, now)`` is the fast path's answer to ``ExprTree(text).eval(my, target)``
+with ``time()`` frozen at ``now``; :func:`evaluate_over` asks one expression of many "slot" ads at
+once against one "job" ad, the way the negotiator does. ``None`` means the fast path would hand
+that expression to classad2 (:class:`Unevaluated` for the single form).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import classad2
+import numpy as np
+
+from negotiatord.fastpath import kernels as K
+from negotiatord.fastpath.columns import CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler import JOB, SLOT, Mode
+from negotiatord.fastpath.engine import Frame, NeedsFallback, decode, run_plan, triple
+from negotiatord.fastpath.ir import IRGraph
+from negotiatord.fastpath.parser import parse
+from negotiatord.fastpath.scalars import JobScalars
+from negotiatord.fastpath.semantics import old_semantics
+from negotiatord.fastpath.space import Context, RootSpec, Space
+from negotiatord.fastpath.strings import StringTable
+from negotiatord.fastpath.values import Value
+
+
+@dataclass(frozen=True)
+class _Ad:
+    """A bare ad in the place of a slot: no assets, no expressions kept beside the ad."""
+
+    ad: classad2.ClassAd
+    assets: tuple[str, ...] = ()
+    consumption: None = None
+    slot_weight: None = None
+
+
+class Unevaluated(Exception):
+    """The fast path would hand this expression to classad2 (the reason is the message)."""
+
+
+def evaluate(text: str, my: classad2.ClassAd, target: classad2.ClassAd | None, now: int) -> Value:
+    value = evaluate_over(text, None, [my], target, now)[0]
+    if value is None:
+        raise Unevaluated(text)
+    return value
+
+
+def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[classad2.ClassAd],
+                  job: classad2.ClassAd | None, now: int, my: str = SLOT) -> list[Value | None]:
+    """``text`` (or the ads' own ``attribute``) with MY = each slot ad and TARGET = ``job``; or,
+    with ``my="job"``, the job's ``attribute`` with MY = job and TARGET = each slot ad."""
+    strings = StringTable()
+    cells = CellTable(strings)
+    columns = SlotColumns(tuple(_Ad(ad) for ad in slots), {}, cells, now)
+    context = Context(IRGraph(), cells, columns, strings, 0, now, old_semantics())
+    space = Space(context, np.arange(len(slots)), len(slots))
+    job_cells = JobCells(job, cells, now) if job is not None else None
+    ast = parse(str(classad2.ExprTree(text))) if text is not None else None
+    spec = RootSpec("probe", my, attribute.lower() if attribute else None, ast, Mode(no_target=job is None),
+                    K.SINK_RAW)
+    scalars = JobScalars(context, job_cells)
+    scalars.set_clock(int(time.time()))
+    compiled = space.compiled(spec, job_cells, lambda rows: np.ones(len(rows), dtype=bool),
+                              scalars.value if job_cells is not None else None)
+    results: list[Value | None] = [None] * len(slots)
+    for leaf_id in np.unique(compiled.leaf_of):
+        leaf = space.leaves[leaf_id]
+        rows = np.flatnonzero(compiled.leaf_of == leaf_id)
+        if leaf.plan is None:
+            continue
+        frame = Frame(len(slots), np.arange(len(slots)), scalars.triple(leaf.scalar_nodes), st=space.st,
+                      out=triple((1, len(slots))))
+        try:
+            run_plan(leaf.plan, rows, frame, strings, [(K.SINK_RAW, 0)])
+        except NeedsFallback:
+            continue
+        for row in rows:
+            results[row] = decode(frame.out[0][0, row], frame.out[1][0, row], frame.out[2][0, row], strings)
+    return results
+
+
+__all__ = ["JOB", "SLOT", "Unevaluated", "evaluate", "evaluate_over"]

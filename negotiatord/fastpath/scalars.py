@@ -1,0 +1,80 @@
+"""Job-only sub-expressions, evaluated once per autocluster and shared by every slot and leaf."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from negotiatord.fastpath import kernels as K
+from negotiatord.fastpath.columns import JobCells
+from negotiatord.fastpath.compiler import Plan, lower
+from negotiatord.fastpath.engine import Frame, Triple, decode, encode, run_plan, triple
+from negotiatord.fastpath.ir import CONST
+from negotiatord.fastpath.space import Context
+from negotiatord.fastpath.values import INT, UNDEF, Value
+
+
+class JobScalars:
+    """Values of job-only nodes for one job; ``clock`` is the wall-clock second of the current
+    call (old-semantics ``CurrentTime``), and values that read it are recomputed when it moves."""
+
+    def __init__(self, context: Context, job: JobCells | None) -> None:
+        self._context = context
+        self._job = job
+        self._values: dict[int, tuple[int, int, float]] = {}
+        self.clock = 0
+
+    def set_clock(self, second: int) -> None:
+        if second != self.clock:
+            graph = self._context.graph
+            self._values = {n: v for n, v in self._values.items() if not graph[n].uses_clock}
+            self.clock = second
+
+    def triple(self, nodes: list[int]) -> Triple:
+        """Values of ``nodes`` (constants, job literals or job-only operations) as kernel arrays."""
+        missing = [n for n in nodes if n not in self._values]
+        if missing:
+            self._compute(missing)
+        t, i, f = triple(len(nodes))
+        for k, node in enumerate(nodes):
+            t[k], i[k], f[k] = self._values[node]
+        return t, i, f
+
+    def value(self, node: int) -> Value:
+        """The job's value of one job-only node."""
+        t, i, f = self.triple([node])
+        return decode(t[0], i[0], f[0], self._context.strings)
+
+    def _compute(self, nodes: list[int]) -> None:
+        plan, inputs = _plan(self._context, tuple(nodes))
+        sc = encode([self._input(n) for n in inputs], self._context.strings)
+        frame = Frame(1, np.zeros(1, dtype=np.int64), sc, out=triple((len(nodes), 1)))
+        run_plan(plan, np.zeros(1, dtype=np.int64), frame, self._context.strings,
+                 [(K.SINK_RAW, j) for j in range(len(nodes))])
+        for j, node in enumerate(nodes):
+            self._values[node] = (frame.out[0][j, 0], frame.out[1][j, 0], frame.out[2][j, 0])
+
+    def _input(self, node: int) -> Value:
+        ir = self._context.graph[node]
+        if ir.kind == "job":       # a literal, or a missing attribute read for its value
+            return self._context.cells.cells[self._job.cell(ir.payload)].value or (UNDEF, None)
+        if ir.kind == "clock":
+            return (INT, self.clock)
+        return ir.payload
+
+
+def _plan(context: Context, nodes: tuple[int, ...]) -> tuple[Plan, list[int]]:
+    """The scalar plan for ``nodes`` and its inputs, shared by every job that asks for them."""
+    found = context.scalar_plans.get(nodes)
+    if found is None:
+        graph = context.graph
+        inputs: list[int] = []
+
+        def operand(node: int):
+            ir = graph[node]
+            if ir.kind in ("job", "clock") or ir.level == CONST:
+                inputs.append(node)
+                return (K.K_SC, len(inputs) - 1)
+            return None
+
+        found = context.scalar_plans[nodes] = (lower(graph, list(nodes), operand), inputs)
+    return found

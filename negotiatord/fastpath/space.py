@@ -1,0 +1,280 @@
+"""A universe of slot-table rows, the compiled root expressions over it and its static store.
+
+Compilation happens per *root* (slot Requirements, job Requirements, Consumption<asset>, ...) and
+per *job shape*: which job attributes the root reads, and whether each is missing, a literal or
+which expression. Jobs of the same shape (most autoclusters of a submitter: they differ in
+request sizes, not in the structure of their ads) reuse the same compiled root; their literal
+values are scalar inputs evaluated once per autocluster.
+
+Static values (sub-expressions of slot literals only) are computed once per slot for the whole
+cycle and kept in the static store, one row per IR node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+from negotiatord.fastpath import kernels as K
+from negotiatord.fastpath.columns import CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler import GUARD, Builder, Mode, guard_key, lower, probe_class, resolve
+from negotiatord.fastpath.engine import Frame, Triple, encode, run_plan, triple
+from negotiatord.fastpath.ir import CONST, IRGraph
+from negotiatord.fastpath.leaves import Leaf, collect, compile_leaf
+from negotiatord.fastpath.parser import Node
+from negotiatord.fastpath.pyinputs import PythonInputs
+from negotiatord.fastpath.strings import StringTable
+from negotiatord.fastpath.tables import LeafTables
+from negotiatord.fastpath.values import BOOL, INT, REAL, UNDEF, Value
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every space of one evaluator shares."""
+
+    graph: IRGraph
+    cells: CellTable
+    columns: SlotColumns
+    strings: StringTable
+    assets: int          # asset columns of the slot table
+    now: int
+    old_semantics: bool  # classad2's scoping mode (semantics.py)
+    scalar_plans: dict = field(default_factory=dict)     # node tuple -> (plan, inputs), see scalars.py
+
+
+@dataclass(frozen=True)
+class RootSpec:
+    """One expression the negotiator asks about, where it lives and how it is converted."""
+
+    name: str
+    side: str                 # SLOT or JOB: the ad that is MY
+    attribute: str | None     # the root attribute (lower case), or None for ``ast``
+    ast: Node | None
+    mode: Mode
+    sink: int
+
+
+@dataclass
+class CompiledRoot:
+    leaf_of: np.ndarray                  # universe row -> leaf id (-1: not in the root's domain)
+    nodes: list[int | None]              # each group's IR root (None: the group falls back)
+
+    @cached_property
+    def leaf_ids(self) -> np.ndarray:
+        return np.unique(self.leaf_of[self.leaf_of >= 0])
+
+
+class Space:
+    def __init__(self, context: Context, rows: np.ndarray, table_size: int) -> None:
+        self.context = context
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self._uidx = np.full(table_size, -1, dtype=np.int64)
+        self._uidx[self.rows] = np.arange(len(self.rows))
+        self.st: Triple = triple((16, max(len(self.rows), 1)))
+        self._computed = np.zeros((16, max(len(self.rows), 1)), dtype=bool)
+        self._static_row: dict[int, int] = {}
+        self.python_rows: dict[int, int] = {}   # classad2-step node -> its dynamic input row (after the assets)
+        self.python = PythonInputs(context.strings)
+        self.leaves: list[Leaf] = []
+        self.tables = LeafTables(len(self.rows))
+        self.epoch = 0                   # bumped when the universe grows (compiled roots are then stale)
+        self._leaf_ids: dict[tuple[int | None, int, str], int] = {}
+        self._roots: dict[str, list[tuple[tuple, CompiledRoot]]] = {}       # root -> (probes, compilation)
+        self._job_static: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (leaf, job values) -> (ok, computed)
+
+    # -- universe ----------------------------------------------------------------------------------
+
+    def universe(self, rows: np.ndarray) -> np.ndarray:
+        """Universe rows of table rows ``rows``; rows not seen yet join (compiled roots are then
+        rebuilt, as the new rows may read job attributes the old shapes never looked at)."""
+        found = self._uidx[rows]
+        if (found < 0).any():
+            new = np.unique(rows[found < 0])
+            self._uidx[new] = np.arange(len(self.rows), len(self.rows) + len(new))
+            self.rows = np.concatenate([self.rows, new])
+            self._grow(len(self.st[0]), len(self.rows))
+            self.tables.widen(len(self.rows))
+            self._roots.clear()
+            self._job_static.clear()
+            self.epoch += 1
+            found = self._uidx[rows]
+        return found
+
+    def _grow(self, nodes: int, width: int) -> None:
+        old, computed = self.st, self._computed
+        self.st = triple((nodes, width))
+        self._computed = np.zeros((nodes, width), dtype=bool)
+        for new, previous in zip(self.st, old):
+            new[: previous.shape[0], : previous.shape[1]] = previous
+        self._computed[: computed.shape[0], : computed.shape[1]] = computed
+
+    # -- static store ------------------------------------------------------------------------------
+
+    def static_row(self, node: int) -> int:
+        row = self._static_row.get(node)
+        if row is None:
+            row = self._static_row[node] = len(self._static_row)
+            if row >= len(self.st[0]):
+                self._grow(2 * len(self.st[0]), len(self.rows))
+        return row
+
+    def prepare_static(self, nodes: list[int], urows: np.ndarray) -> None:
+        """Compute static ``nodes`` for universe rows ``urows`` where not done yet."""
+        graph = self.context.graph
+        pending = [n for n in nodes if not self._computed[self.static_row(n), urows].all()]
+        if not pending:
+            return
+        leaves: set[int] = set()
+        for node in pending:
+            collect(graph, node, lambda n: graph[n].kind == "slot", leaves)
+        for node in sorted(leaves):
+            self._fill_slot_column(node, urows)
+        computed = [n for n in pending if graph[n].kind != "slot"]
+        if not computed:
+            return
+        consts: list[int] = []
+
+        def operand(node: int):
+            ir = graph[node]
+            if ir.kind == "slot":
+                return (K.K_ST, self.static_row(node))
+            if ir.level == CONST:
+                consts.append(node)
+                return (K.K_SC, len(consts) - 1)
+            return None
+
+        plan = lower(graph, computed, operand)
+        sc = encode([graph[n].payload for n in consts], self.context.strings)
+        missing = urows[~self._computed[[self.static_row(n) for n in computed]][:, urows].all(axis=0)]
+        frame = Frame(len(missing), missing, sc, st=self.st, out=triple((len(computed), len(missing))))
+        run_plan(plan, np.arange(len(missing)), frame, self.context.strings,
+                 [(K.SINK_RAW, j) for j in range(len(computed))])
+        for j, node in enumerate(computed):
+            row = self.static_row(node)
+            for store, out in zip(self.st, frame.out):
+                store[row, missing] = out[j]
+            self._computed[row, missing] = True
+
+    def _fill_slot_column(self, node: int, urows: np.ndarray) -> None:
+        row = self.static_row(node)
+        missing = urows[~self._computed[row, urows]]
+        if not len(missing):
+            return
+        cells = self.context.columns.column(self.context.graph[node].payload, self.rows[missing])
+        for store, values in zip(self.st, self.context.cells.arrays()[:3]):
+            store[row, missing] = values[cells]
+        self._computed[row, missing] = True
+
+    # -- compiled roots ----------------------------------------------------------------------------
+
+    def compiled(self, spec: RootSpec, job: JobCells | None, domain: Callable[[np.ndarray], np.ndarray],
+                 scalar_value: Callable[[int], Value] | None = None) -> CompiledRoot:
+        """``spec`` compiled for jobs shaped like ``job``, over the universe rows ``domain`` keeps.
+
+        A compilation is reused for every job that agrees with the one it was made for on what it
+        read of the job (compiler.probe_class, and the values of GUARD conditions), so most
+        autoclusters compile nothing. ``scalar_value`` gives the job's value of a job-only node.
+        """
+        entries = self._roots.setdefault(spec.name, [])
+        for position, (probes, compiled) in enumerate(entries):
+            if job is None or all(self._agrees(job, probe, mode, seen, scalar_value)
+                                  for (probe, mode), seen in probes):
+                if position:                     # most recently used first: autoclusters come in runs
+                    entries.insert(0, entries.pop(position))
+                return compiled
+        compiled, probes = self._compile(spec, job, domain, scalar_value)
+        entries.insert(0, (probes, compiled))
+        return compiled
+
+    def _agrees(self, job: JobCells, probe: str, mode: str, seen: object,
+                scalar_value: Callable[[int], Value] | None) -> bool:
+        if mode == GUARD:
+            return scalar_value is not None and guard_key(scalar_value(int(probe))) == seen
+        return probe_class(self.context.cells, job.cell(probe), mode) == seen
+
+    def _compile(self, spec: RootSpec, job: JobCells | None, domain,
+                 scalar_value: Callable[[int], Value] | None) -> tuple[CompiledRoot, tuple]:
+        context = self.context
+        universe = np.arange(len(self.rows))
+        members = universe[domain(self.rows)]
+
+        def builder(group: np.ndarray) -> Builder:
+            return Builder(context.graph, context.cells, context.columns, job, group, spec.mode, context.now,
+                           context.old_semantics, scalar_value)
+
+        def root(b: Builder) -> int:
+            if spec.attribute is None:
+                return b.build(spec.ast, spec.side)
+            found = b.attribute(spec.side, spec.attribute)      # looked up directly, as reference.py does
+            return context.graph.const((UNDEF, None)) if found is None else found
+
+        grouping = resolve(builder, root, self.rows[members], context.cells, context.columns)
+        leaf_of = np.full(len(self.rows), -1, dtype=np.int64)
+        nodes = []
+        for group, node, reason in grouping.groups:
+            nodes.append(node)
+            leaf = self.leaf(node, spec.sink, reason)
+            urows = self._uidx[group]
+            leaf_of[urows] = leaf.id
+            if leaf.plan is not None:
+                self._prepare(leaf, urows)
+        return CompiledRoot(leaf_of, nodes), tuple(grouping.probes.items())
+
+    def leaf(self, node: int | None, sink: int, reason: str) -> Leaf:
+        key = (node, sink, reason if node is None else "")
+        found = self._leaf_ids.get(key)
+        if found is not None:
+            return self.leaves[found]
+        leaf = compile_leaf(self, len(self.leaves), node, sink, reason)
+        self._leaf_ids[key] = leaf.id
+        self.leaves.append(leaf)
+        self.tables.add(leaf.id, leaf.plan, leaf.chain, leaf.never)
+        return leaf
+
+    def _prepare(self, leaf: Leaf, urows: np.ndarray) -> None:
+        """Static inputs of ``leaf`` for universe rows ``urows``, and which rows its slot-only
+        conjuncts already rule out."""
+        self.prepare_static(leaf.static_nodes, urows)
+        if leaf.chain is None:
+            return
+        ok = np.ones(len(urows), dtype=bool)
+        for conjunct in leaf.static_conjuncts:
+            row = self.static_row(conjunct)
+            ok &= match_array(self.st[0][row, urows], self.st[1][row, urows], self.st[2][row, urows])
+        self.tables.static_ok[leaf.id, urows] = ok
+
+    # -- conjuncts of job and slot values ----------------------------------------------------------
+
+    def job_static_ok(self, leaf: Leaf, scalars: Triple, urows: np.ndarray) -> np.ndarray:
+        """Whether the leaf's job-and-slot conjuncts match on universe rows ``urows`` for a job
+        whose job-side inputs are ``scalars``; cached per distinct job-side values."""
+        key = (leaf.id, tuple(zip(scalars[0].tolist(), scalars[1].tolist(), scalars[2].tolist())))
+        found = self._job_static.get(key)
+        if found is None:
+            found = self._job_static[key] = (np.zeros(len(self.rows), dtype=bool),
+                                              np.zeros(len(self.rows), dtype=bool))
+        ok, computed = found
+        missing = urows[~computed[urows]]
+        if len(missing):
+            ok[missing] = self._run_job_static(leaf, scalars, np.unique(missing))
+            computed[missing] = True
+        return ok[urows]
+
+    def _run_job_static(self, leaf: Leaf, scalars: Triple, urows: np.ndarray) -> np.ndarray:
+        plan = leaf.job_static
+        frame = Frame(len(urows), urows, scalars, st=self.st, out=triple((len(plan.results), len(urows))))
+        first = 3 * self.context.assets
+        frame.dy = triple((first + len(self.python_rows), len(urows)))
+        positions = np.arange(len(urows))
+        for step in leaf.job_static_inputs.python:
+            self.python.fill(step, positions, urows, scalars, self.st, frame.dy, first + step.dst)
+        run_plan(plan, positions, frame, self.context.strings, [(K.SINK_MATCH, j) for j in range(len(plan.results))])
+        return (frame.out[2] == 1.0).all(axis=0)
+
+
+def match_array(tags: np.ndarray, ivals: np.ndarray, fvals: np.ndarray) -> np.ndarray:
+    """ClassAd.matches, element-wise: true, or a non-zero number."""
+    return (((tags == BOOL) | (tags == INT)) & (ivals != 0)) | ((tags == REAL) & (fvals != 0.0))

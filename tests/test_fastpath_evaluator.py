@@ -1,0 +1,161 @@
+"""FastEvaluator answers exactly what ClassAdEvaluator answers, and a cycle run with either makes
+the same matches.
+
+Pools: OSPool-shaped ones from benchmarks/pool_generator.py (real START / WithinResourceLimits /
+Rank expressions, real occupancy), the cycle tests' consumption-policy pools, and slots and jobs
+built to hit awkward corners (non-numeric or negative consumption, integer division in
+SlotWeight, job-side expressions, expressions the fast path leaves to classad2).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from negotiatord.accountant import AccountantState
+from negotiatord.cycle.negotiate import negotiate
+from negotiatord.evaluation import ClassAdEvaluator
+from negotiatord.fastpath.evaluator import FastEvaluator
+from negotiatord.pool.snapshot import Snapshot
+from negotiatord.settings import load_settings
+from tests.builders import expr, jobs, pslot, settings, static_slot
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from pool_generator import CONFIG_PATH, generate_pool  # noqa: E402
+
+NOW = 1_700_000_000
+HTCONDOR_PRE_JOB_RANK = ("(10000000 * My.Rank) + (1000000 * (RemoteOwner =?= UNDEFINED)) - (100000 * Cpus) - Memory")
+HTCONDOR_POST_JOB_RANK = ("(RemoteOwner =?= UNDEFINED) * (ifthenElse(isUndefined(KFlops), 1000, Kflops) - SlotID - "
+                          "1.0e10*(Offline=?=True))")
+
+
+def assert_same(reference, fast):
+    for field in ("rows", "matched", "consumption", "cost", "rank"):
+        assert np.array_equal(getattr(reference, field), getattr(fast, field), equal_nan=True), field
+
+
+def compare_everything(snapshot, config, now, amounts=None):
+    """Every autocluster against every candidate slot, at the table's amounts or at ``amounts``;
+    returns (pairs, matches) so callers can check the comparison was not vacuous."""
+    table = snapshot.table
+    reference, fast = ClassAdEvaluator(table, config, now), FastEvaluator(table, config, now)
+    rows = np.arange(len(table))
+    assert np.array_equal(reference.slot_weights(rows, table.amounts), fast.slot_weights(rows, table.amounts),
+                          equal_nan=True)
+    candidates = np.flatnonzero(table.candidate)
+    current = table.amounts[candidates] if amounts is None else amounts
+    matched = 0
+    for autocluster in snapshot.autoclusters:
+        expected = reference.assess(autocluster, candidates, current)
+        assert_same(expected, fast.assess(autocluster, candidates, current))
+        for i in np.flatnonzero(expected.matched)[:3]:           # one row at a time, as re-assessment does
+            one = candidates[i:i + 1]
+            assert_same(reference.assess(autocluster, one, current[i:i + 1]), fast.assess(autocluster, one,
+                                                                                          current[i:i + 1]))
+        matched += int(expected.matched.sum())
+    return len(snapshot.autoclusters) * len(candidates), matched, fast
+
+
+@pytest.fixture(scope="module")
+def ospool():
+    return generate_pool(900, 1200, seed=3)
+
+
+@pytest.mark.parametrize("consumption_policy", [True, False])
+def test_ospool_shaped_pool(ospool, consumption_policy):
+    config = replace(load_settings(CONFIG_PATH), consumption_policy=consumption_policy)
+    snapshot = Snapshot.build(ospool.slot_ads, ospool.job_ads, config)
+    pairs, matched, fast = compare_everything(snapshot, config, ospool.now)
+    assert pairs > 1000 and matched > 50
+    assert fast.stats.fallbacks == 0
+
+
+def test_ospool_shaped_pool_after_partial_matches(ospool):
+    """Slots whose amounts changed during the cycle are typed as the reference's ad copies are
+    (assign_preserve_integers: whole numbers become integers), including fractional leftovers."""
+    config = load_settings(CONFIG_PATH)
+    snapshot = Snapshot.build(ospool.slot_ads, ospool.job_ads, config)
+    table = snapshot.table
+    candidates = np.flatnonzero(table.candidate)
+    rng = np.random.default_rng(7)
+    amounts = table.amounts[candidates] * rng.choice([1.0, 0.5, 0.25, 0.3333], size=table.amounts[candidates].shape)
+    pairs, matched, _ = compare_everything(snapshot, config, ospool.now, amounts)
+    assert matched > 20
+
+
+def awkward_pool():
+    """Slots and jobs at the corners of the consumption-policy rules and of the expression language."""
+    slots = [
+        pslot("cpu", cpus=8, memory=8192, ConsumptionCpus=expr("TARGET.RequestCpus"),
+              ConsumptionMemory=expr("quantize(TARGET.RequestMemory, {128})"), ConsumptionDisk=0,
+              SlotWeight=expr("Cpus / 3")),                                  # integer division
+        pslot("half", cpus=4, memory=4096, ConsumptionCpus=expr("TARGET.RequestCpus / 2.0"),
+              ConsumptionMemory=expr("TARGET.RequestMemory"), ConsumptionDisk=expr("TARGET.RequestDisk"),
+              SlotWeight=expr("Cpus + Memory / 1024.0")),                    # sub-core consumption
+        pslot("bad", cpus=4, memory=4096, ConsumptionCpus=expr('"one"'), ConsumptionMemory=expr("-1"),
+              ConsumptionDisk=0),                                           # never feasible
+        pslot("gpu", cpus=8, memory=16384, MachineResources="Cpus Memory Disk GPUs", GPUs=2,
+              ConsumptionCpus=expr("TARGET.RequestCpus"), ConsumptionMemory=expr("TARGET.RequestMemory"),
+              ConsumptionDisk=0, ConsumptionGPUs=expr("TARGET.RequestGPUs ?: 0"),
+              Requirements=expr("(TARGET.RequestGPUs ?: 0) <= GPUs && TARGET.RequestCpus <= Cpus && "
+                                "stringListMember(TARGET.Owner, \"alice,bob\")"),
+              SlotWeight=expr("Cpus + 10 * GPUs")),
+        pslot("config", cpus=6, memory=6000, Rank=expr("TARGET.RequestMemory / 100")),   # config's CONSUMPTION_*
+        pslot("scoped", cpus=2, memory=2000, Requirements=expr('eval("TARGET.RequestCpus <= MY.Cpus")')),
+        static_slot("static", cpus=2, memory=2048, Requirements=expr("TARGET.RequestMemory <= Memory && Rank >= 0"),
+                    Rank=1.5, KFlops=1000, SlotID=3),
+        static_slot("claimed", State="Claimed", RemoteUser="carol@site", AccountingGroup="carol@site"),
+    ]
+    job_ads = (
+        jobs("alice", 3, cpus=1, memory=1000)
+        + jobs("alice", 2, cluster=2, cpus=2, memory=expr("RequestCpus * 700"), Rank=expr("TARGET.Memory"))
+        + jobs("bob", 2, cluster=3, cpus=1, memory=300, RequestGPUs=1, Rank=expr('"high"'),
+               Requirements=expr("TARGET.GPUs >= RequestGPUs"))
+        + jobs("carol", 2, cluster=4, cpus=1, memory=100, Requirements=expr("TARGET.Cpus > 100"))
+        + jobs("dave", 1, cluster=5, cpus=3, memory=2500, Rank=expr("TARGET.KFlops ?: -1"))
+    )
+    return slots, job_ads
+
+
+@pytest.mark.parametrize("consumption_policy", [True, False])
+@pytest.mark.parametrize("ranks", [False, True])
+def test_awkward_pool(consumption_policy, ranks):
+    config = settings(consumption_policy=consumption_policy)
+    if ranks:
+        config = replace(config, pre_job_rank=HTCONDOR_PRE_JOB_RANK, post_job_rank=HTCONDOR_POST_JOB_RANK)
+    slots, job_ads = awkward_pool()
+    snapshot = Snapshot.build(slots, job_ads, config)
+    pairs, matched, fast = compare_everything(snapshot, config, NOW)
+    assert matched > 5
+    # the slot whose Requirements need eval() is answered by classad2, and counted
+    assert fast.stats.fallback_evaluations["slot_requirements"] > 0
+    assert any("eval()" in reason for reason in fast.stats.fallback_leaves)
+
+
+def results_of(snapshot, config, now, evaluator):
+    result = negotiate(snapshot, AccountantState(), config, now, evaluator=evaluator)
+    return ([(m.job, m.slot, m.submitter, m.group, m.cost, m.consumed) for m in result.matches],
+            [(r.job, r.reason) for r in result.rejections])
+
+
+@pytest.mark.parametrize("consumption_policy", [True, False])
+def test_cycle_makes_the_same_matches(ospool, consumption_policy):
+    config = replace(load_settings(CONFIG_PATH), consumption_policy=consumption_policy)
+    snapshot = Snapshot.build(ospool.slot_ads, ospool.job_ads, config)
+    reference = results_of(snapshot, config, ospool.now, ClassAdEvaluator(snapshot.table, config, ospool.now))
+    fast = results_of(snapshot, config, ospool.now, FastEvaluator(snapshot.table, config, ospool.now))
+    assert len(reference[0]) > 10
+    assert fast == reference
+
+
+def test_cycle_on_awkward_pool_makes_the_same_matches():
+    config = replace(settings(consumption_policy=True), pre_job_rank=HTCONDOR_PRE_JOB_RANK)
+    slots, job_ads = awkward_pool()
+    snapshot = Snapshot.build(slots, job_ads, config)
+    reference = results_of(snapshot, config, NOW, ClassAdEvaluator(snapshot.table, config, NOW))
+    assert len(reference[0]) > 5
+    assert results_of(snapshot, config, NOW, FastEvaluator(snapshot.table, config, NOW)) == reference
