@@ -6,6 +6,10 @@ in slot-table order. A slot changed by a match since it was assessed is assessed
 offered; one that no longer fits is dropped. A consumption-policy slot with room left stays first
 in line (depth-first, HTCondor's behaviour) or moves behind the other candidates of equal rank
 (breadth-first).
+
+The list is kept as parallel numpy arrays with a head index, not as one object per candidate: at
+OSPool scale an autocluster matches thousands of slots, and most lists are only ever asked for
+their head, so a :class:`Candidate` is made for the head alone.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from negotiatord.cycle.state import PoolState
-from negotiatord.evaluation.protocol import Assessment, PairEvaluator
+from negotiatord.evaluation.protocol import PairEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.settings import PslotLoading
 
@@ -38,54 +42,48 @@ class MatchList:
         self._loading = loading
         rows = np.flatnonzero(state.available)
         assessment = evaluator.assess(autocluster, rows, state.amounts[rows])
-        self._candidates = _sorted_candidates(assessment, state)
+        matched = np.flatnonzero(assessment.matched)
+        rank = assessment.rank[matched]
+        # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties
+        order = matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))]
+        self._rows = assessment.rows[order]
+        self._rank = assessment.rank[order]
+        self._cost = assessment.cost[order]
+        self._consumption = assessment.consumption[order]
+        self._version = state.version[self._rows]
+        self._head = 0
 
     def best(self) -> Candidate | None:
         """The best candidate still on offer, re-assessed if a match changed it; None if none is left."""
-        while self._candidates:
-            head = self._candidates[0]
-            if not self._state.available[head.row]:
-                self._candidates.pop(0)
+        state = self._state
+        while self._head < len(self._rows):
+            head, row = self._head, int(self._rows[self._head])
+            if not state.available[row]:
+                self._head += 1
                 continue
-            if head.version != self._state.version[head.row]:
-                refreshed = self._reassess(head)
-                if refreshed is None:
-                    self._candidates.pop(0)
-                    continue
-                self._candidates[0] = head = refreshed
-            return head
+            if self._version[head] != state.version[row] and not self._reassess(head):
+                self._head += 1
+                continue
+            return Candidate(row, tuple(float(v) for v in self._rank[head]), float(self._cost[head]),
+                             self._consumption[head], int(self._version[head]))
         return None
 
     def taken(self, candidate: Candidate) -> None:
         """``candidate`` (the current head) got a job; place it for the next job of this request."""
         if self._loading is PslotLoading.BREADTH_FIRST and self._state.available[candidate.row]:
-            self._candidates.pop(0)
-            position = 0
-            while position < len(self._candidates) and self._candidates[position].rank == candidate.rank:
-                position += 1
-            self._candidates.insert(position, candidate)
+            head = self._head
+            equal = np.all(self._rank[head:] == self._rank[head], axis=1)
+            end = head + (int(np.argmin(equal)) if not equal.all() else len(equal))
+            for column in (self._rows, self._rank, self._cost, self._consumption, self._version):
+                column[head:end] = np.roll(column[head:end], -1, axis=0)
 
-    def _reassess(self, stale: Candidate) -> Candidate | None:
-        rows = np.array([stale.row])
+    def _reassess(self, head: int) -> bool:
+        """Assess the head's slot again as it is now; False if it no longer matches."""
+        rows = self._rows[head:head + 1]
         assessment = self._evaluator.assess(self._autocluster, rows, self._state.amounts[rows])
         if not assessment.matched[0]:
-            return None
-        return Candidate(stale.row, stale.rank, float(assessment.cost[0]), assessment.consumption[0],
-                         int(self._state.version[stale.row]))
-
-
-def _sorted_candidates(assessment: Assessment, state: PoolState) -> list[Candidate]:
-    matched = np.flatnonzero(assessment.matched)
-    rank = assessment.rank[matched]
-    # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties
-    order = np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))
-    return [
-        Candidate(
-            row=int(assessment.rows[i]),
-            rank=tuple(float(v) for v in assessment.rank[i]),
-            cost=float(assessment.cost[i]),
-            consumption=assessment.consumption[i],
-            version=int(state.version[assessment.rows[i]]),
-        )
-        for i in matched[order]
-    ]
+            return False
+        self._cost[head] = assessment.cost[0]
+        self._consumption[head] = assessment.consumption[0]
+        self._version[head] = self._state.version[rows[0]]
+        return True

@@ -34,7 +34,8 @@ from negotiatord.cycle.quotas import GroupAllocation, allocate_quotas
 from negotiatord.cycle.requests import Request, Submitter
 from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match, Rejection, SubmitterReport
 from negotiatord.cycle.state import EPSILON, PoolState
-from negotiatord.evaluation import ClassAdEvaluator, PairEvaluator
+from negotiatord.evaluation import PairEvaluator
+from negotiatord.fastpath.evaluator import FastEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.groups import GroupMap
 from negotiatord.pool.jobs import Job
@@ -57,7 +58,10 @@ def negotiate(
     now: int,
     evaluator: PairEvaluator | None = None,
 ) -> CycleResult:
-    """Decide this cycle's matches. ``now`` is the cycle's ``time()``."""
+    """Decide this cycle's matches. ``now`` is the cycle's ``time()``.
+
+    ``evaluator`` answers the job-slot questions; by default the compiled fast path, which gives
+    the classad2 reference's answers (``ClassAdEvaluator`` may be passed to check that)."""
     return _Cycle(snapshot, accountant, settings, now, evaluator).run()
 
 
@@ -67,7 +71,7 @@ class _Cycle:
         self.snapshot = snapshot
         self.table = snapshot.table
         self.settings = settings
-        self.evaluator = evaluator or ClassAdEvaluator(snapshot.table, settings, now)
+        self.evaluator = evaluator or FastEvaluator(snapshot.table, settings, now)
         self.groups = GroupMap(settings)
         self.accountant = accountant
         self.phases: dict[str, float] = {}
