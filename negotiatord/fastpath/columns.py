@@ -31,6 +31,7 @@ ABSENT, LITERAL, ASSET, EXPR, OTHER = "absent", "literal", "asset", "expr", "oth
 CONSUMPTION_PREFIX = "__consumption_"   # pseudo-attributes: a slot's expressions kept beside its ad
 SLOT_WEIGHT = "__slotweight"
 _MISSING = object()
+_PLAIN_TYPES = (bool, int, str)   # exact types whose ad.get() value alone decides the cell
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class CellTable:
         self._i: list[int] = []
         self._f: list[float] = []
         self._arrays: tuple[np.ndarray, ...] | None = None
+        self._plain: dict[tuple[type, object], int] = {}   # (type, value) -> cell, for _PLAIN_TYPES
         self.absent = self._intern(("absent",), Cell(ABSENT))
 
     def literal(self, value: Value) -> int:
@@ -80,9 +82,17 @@ class CellTable:
     def other(self, description: str) -> int:
         return self._intern(("other", description), Cell(OTHER, text=description))
 
-    def from_classad(self, value: object, lookup: Callable[[], object]) -> int:
-        """The cell for ``ad.get(name)``'s result; ``lookup`` gives the ExprTree when a float needs
-        checking (classad2 returns relative times as floats too)."""
+    def from_classad(self, ad: classad2.ClassAd, name: str, value: object) -> int:
+        """The cell for ``value``, which is ``ad.get(name)``; the ad's ExprTree is looked up when a
+        float needs checking (classad2 returns relative times as floats too)."""
+        found = self._plain.get((type(value), value)) if type(value) in _PLAIN_TYPES else None
+        if found is None:
+            found = self._from_classad(value, lambda: ad.lookup(name))
+            if type(value) in _PLAIN_TYPES:
+                self._plain[(type(value), value)] = found
+        return found
+
+    def _from_classad(self, value: object, lookup: Callable[[], object]) -> int:
         if value is _MISSING:
             return self.absent
         if isinstance(value, classad2.ExprTree):
@@ -164,10 +174,17 @@ class SlotColumns:
         values = column[rows]
         missing = rows[values < 0]
         if len(missing):
-            for row in np.unique(missing):
-                column[row] = self._read(self._slots[row], name)
+            missing = np.unique(missing)
+            column[missing] = self._read_rows(name, missing)
             values = column[rows]
         return values
+
+    def _read_rows(self, name: str, rows: np.ndarray) -> list[int]:
+        slots = self._slots
+        if name.startswith(CONSUMPTION_PREFIX) or name in (SLOT_WEIGHT, "currenttime") or name in self._asset_columns:
+            return [self._read(slots[row], name) for row in rows]
+        cell = self._cells.from_classad
+        return [cell(ad, name, ad.get(name, _MISSING)) for ad in (slots[row].ad for row in rows)]
 
     def _read(self, slot: Slot, name: str) -> int:
         if name.startswith(CONSUMPTION_PREFIX):
@@ -185,7 +202,7 @@ class SlotColumns:
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return self._cells.asset(self._asset_columns[name])
             return self._cells.other(f"asset {name} is not a numeric literal")
-        return self._cells.from_classad(value, lambda: slot.ad.lookup(name))
+        return self._cells.from_classad(slot.ad, name, value)
 
 
 class JobCells:
@@ -204,7 +221,7 @@ class JobCells:
             if value is _MISSING and name == "currenttime":
                 found = current_time_cell(self._ad, self._cells, self._now)
             else:
-                found = self._cells.from_classad(value, lambda: self._ad.lookup(name))
+                found = self._cells.from_classad(self._ad, name, value)
             self._read[name] = found
         return found
 
