@@ -105,6 +105,22 @@ def test_real_pool_with_real_jobs_and_every_match_checked_by_classad2(tmp_path, 
     assert any(job.startswith("ap2002.chtc.wisc.edu#") for job in rejected)
 
 
+def test_fast_path_and_classad2_reference_give_the_same_cycle():
+    """The default evaluator (the fast path) and ``--evaluator classad`` agree on the bundled pool,
+    and the fast path answered everything itself."""
+    documents = {}
+    for evaluator in ("fast", "classad"):
+        run = negotiatord("negotiate", "--config", str(CONFIG), "--slots", "samples/slots.ads",
+                          "--jobs", "samples/jobs.ads", "--now", "1790000000", "--evaluator", evaluator)
+        assert run.returncode == 0, run.stderr
+        documents[evaluator] = json.loads(run.stdout)
+    fast, reference = documents["fast"], documents["classad"]
+    assert fast["matches"] and fast["matches"] == reference["matches"]
+    assert fast["rejections"] == reference["rejections"]
+    assert fast["cycle"]["pairs"] == reference["cycle"]["pairs"] > 0
+    assert fast["cycle"]["classad_fallbacks"] == 0
+
+
 def test_table_format_prints_the_cycle(tmp_path):
     run = negotiatord("negotiate", "--config", str(CONFIG), "--slots", "samples/slots.ads",
                       "--jobs", "samples/jobs.ads", "--format", "table", "--now", "1790000000")

@@ -17,10 +17,13 @@ import structlog
 from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.ads import AdBatch, AdFormatError, read_ads
 from negotiatord.cycle.negotiate import negotiate
+from negotiatord.evaluation import ClassAdEvaluator
+from negotiatord.fastpath.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.publish.report import cycle_document, cycle_table
 from negotiatord.settings import ConfigError, load_settings
 
+EVALUATORS = {"fast": FastEvaluator, "classad": ClassAdEvaluator}
 EXIT_BAD_ADS = 3
 EXIT_UNUSABLE = 2
 
@@ -34,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accountant", type=Path, help="accountant database to read priorities from")
     parser.add_argument("--now", type=int, help="the cycle's time() as epoch seconds (default: now)")
     parser.add_argument("--format", choices=("json", "table"), default="json")
+    parser.add_argument("--evaluator", choices=sorted(EVALUATORS), default="fast",
+                        help="fast: the compiled fast path (default); classad: classad2 pair by pair, "
+                             "the reference, to cross-check a cycle")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNUSABLE
     now = args.now if args.now is not None else int(time.time())
     snapshot = Snapshot.build(slots.ads, jobs.ads, settings)
-    result = negotiate(snapshot, accountant, settings, now)
+    evaluator = EVALUATORS[args.evaluator](snapshot.table, settings, now)
+    result = negotiate(snapshot, accountant, settings, now, evaluator)
     for problem in result.problems:
         log.warning("left out of the cycle", problem=problem)
     log.info("cycle", **{k: v for k, v in cycle_document(result)["cycle"].items() if k != "phases_s"})

@@ -340,6 +340,8 @@ class _Cycle:
             pie_spins=self.pie_spins,
             pool_size=pool_size,
             phase_s=dict(self.phases),
+            pairs=self.evaluator.stats.pairs,
+            classad_fallbacks=self.evaluator.stats.fallbacks,
         )
         return CycleResult(
             stats=stats,

@@ -53,6 +53,8 @@ class CycleStats:
     pie_spins: int
     pool_size: float
     phase_s: dict[str, float] = field(default_factory=dict)
+    pairs: int = 0                  # (autocluster, slot) pairs the evaluator assessed
+    classad_fallbacks: int = 0      # expression evaluations the fast path left to classad2
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@
 is checked against.
 """
 
-from negotiatord.evaluation.protocol import Assessment, PairEvaluator
+from negotiatord.evaluation.protocol import Assessment, EvaluatorStats, PairEvaluator
 from negotiatord.evaluation.reference import ClassAdEvaluator
 
-__all__ = ["Assessment", "ClassAdEvaluator", "PairEvaluator"]
+__all__ = ["Assessment", "ClassAdEvaluator", "EvaluatorStats", "PairEvaluator"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -34,12 +35,26 @@ class Assessment:
     rank: np.ndarray          # float64[n, 3]
 
 
+@dataclass
+class EvaluatorStats:
+    """What an evaluator did in a cycle, for the cycle's figures and /metrics."""
+
+    pairs: int = 0                                                   # (autocluster, slot) pairs assessed
+    fallback_evaluations: Counter = field(default_factory=Counter)   # root -> evaluations left to classad2
+
+    @property
+    def fallbacks(self) -> int:
+        return sum(self.fallback_evaluations.values())
+
+
 class PairEvaluator(Protocol):
     """Evaluates requests against slots of one :class:`~negotiatord.pool.snapshot.SlotTable`.
 
     ``amounts`` carries each row's current asset amounts: partitionable slots lose what earlier
     matches of the same cycle consumed, and every expression must see those values.
     """
+
+    stats: EvaluatorStats
 
     def slot_weights(self, rows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
         """SlotWeight per row (NaN where it does not evaluate to a number)."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from negotiatord.ads.values import as_number
 from negotiatord.evaluation.clock import frozen_ad, frozen_expr
-from negotiatord.evaluation.protocol import UNRANKED, Assessment
+from negotiatord.evaluation.protocol import UNRANKED, Assessment, EvaluatorStats
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.slots import Slot
 from negotiatord.pool.snapshot import SlotTable
@@ -43,6 +43,7 @@ class ClassAdEvaluator:
             for text in (settings.pre_job_rank, settings.post_job_rank)
         ]
         self._requests: dict[int, classad2.ClassAd] = {}
+        self.stats = EvaluatorStats()
 
     # -- PairEvaluator -------------------------------------------------------------------------
 
@@ -55,6 +56,7 @@ class ClassAdEvaluator:
     def assess(self, autocluster: Autocluster, rows: np.ndarray, amounts: np.ndarray) -> Assessment:
         job = self._request(autocluster)
         n = len(rows)
+        self.stats.pairs += n
         matched = np.zeros(n, dtype=bool)
         consumption = np.full((n, len(self._table.assets)), np.nan)
         cost = np.full(n, np.nan)

@@ -5,20 +5,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from negotiatord.evaluation.protocol import EvaluatorStats
+
 
 @dataclass
-class FastPathStats:
+class FastPathStats(EvaluatorStats):
     assess_calls: int = 0
-    pairs: int = 0                          # (autocluster, slot) pairs assessed
     weight_rows: int = 0                    # slots weighed by slot_weights
     kernel_batches: int = 0                 # kernel calls running compiled leaves
     compiled_leaves: int = 0                # (expression, slot shape) combinations compiled
     fallback_leaves: Counter = field(default_factory=Counter)        # reason -> leaves left to classad2
-    fallback_evaluations: Counter = field(default_factory=Counter)   # root -> classad2 evaluations
-
-    @property
-    def fallbacks(self) -> int:
-        return sum(self.fallback_evaluations.values())
 
     def as_dict(self) -> dict[str, object]:
         return {

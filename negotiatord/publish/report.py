@@ -20,6 +20,8 @@ def cycle_document(result: CycleResult) -> dict[str, Any]:
             "autoclusters": stats.autoclusters,
             "pie_spins": stats.pie_spins,
             "pool_size": stats.pool_size,
+            "pairs": stats.pairs,
+            "classad_fallbacks": stats.classad_fallbacks,
             "phases_s": {name: round(seconds, 6) for name, seconds in stats.phase_s.items()},
         },
         "matches": [

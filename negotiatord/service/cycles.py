@@ -30,7 +30,7 @@ from negotiatord.pool.snapshot import SlotTable
 from negotiatord.service.matchlog import MatchLog
 from negotiatord.settings import ROOT_GROUP, Settings
 
-# The seam for a faster pair evaluator (negotiate(..., evaluator=...)); None: the classad2 reference.
+# The pair evaluator a cycle uses (negotiate(..., evaluator=...)); None: the default, the fast path.
 EvaluatorFactory = Callable[[SlotTable, Settings, int], PairEvaluator]
 
 

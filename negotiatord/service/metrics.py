@@ -86,6 +86,9 @@ class _Figures(Collector):
             ("autoclusters", stats.autoclusters, "Autoclusters in the last cycle"),
             ("pie_spins", stats.pie_spins, "Pie spins in the last cycle"),
             ("pool_size", stats.pool_size, "Pool size (sum of SlotWeight) in the last cycle"),
+            ("pairs", stats.pairs, "Job-slot pairs assessed by the last cycle"),
+            ("classad_fallbacks", stats.classad_fallbacks,
+             "Expression evaluations the fast path left to classad2 in the last cycle"),
         ):
             yield GaugeMetricFamily(f"{_PREFIX}last_cycle_{name}", text, value=value)
         phases = GaugeMetricFamily(_PREFIX + "last_cycle_phase_seconds", "Duration of each phase of the "

@@ -105,6 +105,8 @@ def summary(record: CycleRecord) -> dict[str, Any]:
         "PieSpins": stats.pie_spins,
         "Autoclusters": stats.autoclusters,
         "PoolSize": stats.pool_size,
+        "PairEvaluations": stats.pairs,
+        "ClassAdFallbacks": stats.classad_fallbacks,
     }
     for phase, seconds in outcome.phases_s.items():
         figures[f"Phase{phase.title().replace('_', '')}Duration"] = round(seconds, 6)
