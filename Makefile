@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	@echo "compiling the fast path's numba kernels once (cached on disk, ~40 s)"
+	$(BIN)/negotiatord negotiate --config config/default.conf \
+		--slots samples/slots.ads --jobs samples/jobs.ads > /dev/null
 	touch $(STAMP)
 
 setup: $(STAMP)
