@@ -39,6 +39,7 @@ from negotiatord.service.paths import StatePaths
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
 from negotiatord.service.systemd import SystemdNotifier
 from negotiatord.service.timing import CycleTiming
+from negotiatord.service.warmup import load_fast_path
 from negotiatord.service.token import TokenError, load_token
 from negotiatord.settings import ConfigError, Settings, load_settings
 from negotiatord.settings.model import ServiceSettings
@@ -102,6 +103,9 @@ class Daemon:
                              last_committed_cycle=self.accountant.last_cycle_id())
         self.last_seq = self.matchlog.bounds()[1]
         self._preload()
+        started = time.perf_counter()
+        await asyncio.to_thread(load_fast_path, self.settings)
+        self.log.info("fast path loaded", seconds=round(time.perf_counter() - started, 3))
         runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
         await runner.setup()
         service = self.settings.service
