@@ -227,8 +227,8 @@ class Daemon:
                       matches=stats.matches, rejections=stats.rejections, slots=stats.slots,
                       candidate_slots=outcome.candidate_slots, idle_jobs=outcome.idle_jobs,
                       submitters=outcome.submitters, autoclusters=stats.autoclusters,
-                      pie_spins=stats.pie_spins, pool_size=stats.pool_size,
-                      phases_s={k: round(v, 4) for k, v in outcome.phases_s.items()})
+                      pie_spins=stats.pie_spins, pool_size=stats.pool_size, pairs=stats.pairs,
+                      classad_fallbacks=stats.classad_fallbacks, phases_s={k: round(v, 4) for k, v in outcome.phases_s.items()})
         problems = outcome.result.problems
         if problems:
             self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
