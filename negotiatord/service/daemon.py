@@ -32,6 +32,7 @@ from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.service.clock import DaemonClock
 from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner, EvaluatorFactory
+from negotiatord.service.heap import HeapKeeper
 from negotiatord.service.http import build_app
 from negotiatord.service.matchlog import MatchLog
 from negotiatord.service.metrics import ServiceMetrics
@@ -72,6 +73,7 @@ class Daemon:
         self.store = AdStore()
         self.totals = FeedTotals()
         self.counters = ServiceCounters()
+        self.heap = HeapKeeper()
         self.history = CycleHistory(settings.service.cycle_stats_length)
         self.metrics = ServiceMetrics(self.history, self.counters, self.store, self.totals,
                                       lambda: self.cycle_running)
@@ -232,6 +234,9 @@ class Daemon:
         problems = outcome.result.problems
         if problems:
             self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
+        paused = self.heap.after_cycle()
+        if paused is not None:
+            self.log.info("full garbage collection", seconds=round(paused, 3))
 
     def _announce(self, outcome: CycleOutcome) -> None:
         self.last_seq = outcome.last_seq
