@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from negotiatord.accountant import AccountantStoreError
 from negotiatord.ads import AdFormatError, read_ads
 from negotiatord.feed.kinds import AdKind
 from negotiatord.service.clock import DaemonClock
-from negotiatord.service.daemon import Daemon
+from negotiatord.service.daemon import Daemon, cycle_thread_alive
 from negotiatord.service.matchlog import MatchLogError
 from negotiatord.service.paths import StateDirError
 from negotiatord.service.token import TokenError
@@ -61,4 +62,11 @@ def run(args: argparse.Namespace) -> int:
         # shutdown must not turn a clean stop into death by signal.
         for stop in (signal.SIGTERM, signal.SIGINT):
             signal.signal(stop, signal.SIG_IGN)
+    if cycle_thread_alive():
+        # The abandoned cycle is still computing, maybe inside classad2's C++ or a numba kernel:
+        # interpreter shutdown would end its thread mid-call and abort the process. The databases
+        # are closed and the logs written, so leave without finalization.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
