@@ -1,4 +1,4 @@
-"""HeapKeeper: what survives a cycle is left out of later collections, and cyclic garbage among it
+"""HeapKeeper: what exists at a tick is left out of later collections, and cyclic garbage among it
 is still collected every ``full_every`` cycles."""
 
 from __future__ import annotations
@@ -21,17 +21,19 @@ def cyclic_garbage() -> weakref.ref:
 
 
 def test_frozen_cycles_wait_for_the_periodic_full_collection():
-    keeper = HeapKeeper(full_every=3)
+    keeper = HeapKeeper(full_every=2)
     try:
         garbage = cyclic_garbage()              # unreachable, but only the cyclic collector frees it
-        assert keeper.after_cycle() is None     # cycle 1: frozen with everything else
+        keeper.tick()
         assert gc.get_freeze_count() > 0
         gc.collect()
         assert garbage() is not None, "a frozen cycle is not collected"
-        assert keeper.after_cycle() is None     # cycle 2
-        paused = keeper.after_cycle()           # cycle 3: unfreeze and collect everything
+        assert keeper.after_cycle() is None     # cycle 1
+        assert garbage() is not None
+        paused = keeper.after_cycle()           # cycle 2: unfreeze and collect everything
         assert paused is not None and paused >= 0
         assert garbage() is None
+        assert gc.get_freeze_count() > 0        # and the survivors are frozen again
     finally:
         gc.unfreeze()
 
@@ -39,7 +41,7 @@ def test_frozen_cycles_wait_for_the_periodic_full_collection():
 def test_young_garbage_is_collected_between_full_collections():
     keeper = HeapKeeper(full_every=100)
     try:
-        keeper.after_cycle()
+        keeper.tick()
         garbage = cyclic_garbage()              # made after the freeze: an ordinary young object
         gc.collect()
         assert garbage() is None

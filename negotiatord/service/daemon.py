@@ -47,12 +47,13 @@ from negotiatord.settings.model import ServiceSettings
 
 T = TypeVar("T")
 
-# How often expired ads are swept between cycles (each sweep only looks at expired ads).
+# How often expired ads are swept (each sweep only looks at expired ads) and the heap is frozen.
 EXPIRY_SWEEP_S = 1.0
 # Knobs a reload cannot change: the socket, TLS and the databases are set up once.
 RESTART_ONLY = ("http_address", "http_port", "tls_certificate", "tls_key", "state_dir",
                 "accountant_db", "token_file", "max_body_bytes")
 _SHOWN_PROBLEMS = 5
+CYCLE_THREAD = "negotiation-cycle"
 
 
 class Daemon:
@@ -276,6 +277,7 @@ class Daemon:
         while True:
             await asyncio.sleep(EXPIRY_SWEEP_S)
             self._expire()
+            self.heap.tick()
 
     async def _watchdog(self, interval: float) -> None:
         """Keep-alives from the event loop itself: a stuck loop stops them and systemd restarts us."""
@@ -371,5 +373,10 @@ def _in_daemon_thread(function: Callable[..., T], *args: Any) -> asyncio.Future[
         except RuntimeError:
             pass  # the loop is closed: the daemon has stopped
 
-    threading.Thread(target=target, name="negotiation-cycle", daemon=True).start()
+    threading.Thread(target=target, name=CYCLE_THREAD, daemon=True).start()
     return future
+
+
+def cycle_thread_alive() -> bool:
+    """Whether a cycle is still computing on its thread (after a stop: an abandoned one)."""
+    return any(thread.name == CYCLE_THREAD and thread.is_alive() for thread in threading.enumerate())

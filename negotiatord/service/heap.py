@@ -3,11 +3,11 @@
 A daemon holding a large pool has a large, long-lived heap: a 45k-slot, 50k-job pool is ~900k
 tracked objects, and one full (generation 2) collection walks them all in ~300 ms while holding
 the GIL, in whichever thread triggered it; status requests wait that long. Nearly all of it (ads
-in the store, the snapshot builder's records) lives from one cycle to the next and is freed by
-reference counting when replaced, not by the cyclic collector. So after each cycle the surviving
-heap is frozen (``gc.freeze``: left out of later collections), and the young objects a cycle
-makes are collected as usual. Cyclic garbage among frozen objects would wait, so every
-``full_every`` cycles the heap is unfrozen and collected once, and that pause is logged.
+in the store, the snapshot builder's records, a cycle's snapshot) lives for seconds or longer and
+is freed by reference counting when replaced, not by the cyclic collector. So once a second the
+surviving heap is frozen (``gc.freeze``: left out of later collections) and collections only see
+what was made since. Cyclic garbage among frozen objects would wait, so every ``full_every``
+cycles the heap is unfrozen and collected once, and that pause is logged.
 """
 
 from __future__ import annotations
@@ -25,15 +25,18 @@ class HeapKeeper:
     full_every: int = FULL_COLLECTION_EVERY
     cycles: int = 0
 
-    def after_cycle(self) -> float | None:
-        """Freeze what survived the cycle; every ``full_every`` cycles first collect everything.
-        Returns the seconds a full collection took, None when there was none."""
-        self.cycles += 1
-        paused = None
-        if self.cycles % self.full_every == 0:
-            started = time.perf_counter()
-            gc.unfreeze()
-            gc.collect()
-            paused = time.perf_counter() - started
+    def tick(self) -> None:
+        """Leave what exists now out of later collections (called about once a second)."""
         gc.freeze()
-        return paused
+
+    def after_cycle(self) -> float | None:
+        """Every ``full_every`` cycles, collect everything once; returns the seconds it took,
+        None after the other cycles."""
+        self.cycles += 1
+        if self.cycles % self.full_every:
+            return None
+        started = time.perf_counter()
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        return time.perf_counter() - started
