@@ -66,7 +66,8 @@ class CellTable:
         return self._intern(key, Cell(LITERAL, value=value))
 
     def asset(self, column: int) -> int:
-        return self._intern(("asset", column), Cell(ASSET, column=column))
+        found = self._ids.get(("asset", column))
+        return found if found is not None else self._intern(("asset", column), Cell(ASSET, column=column))
 
     def expression(self, text: str) -> int:
         key = ("expr", text)
@@ -165,6 +166,7 @@ class SlotColumns:
         self._cells = cells
         self._now = now
         self._columns: dict[str, np.ndarray] = {}
+        self._listed: dict[tuple[str, ...], frozenset[str]] = {}   # a slot's assets -> their lower-cased names
 
     def column(self, name: str, rows: np.ndarray) -> np.ndarray:
         """Cell ids of attribute ``name`` (lower case) for table rows ``rows``."""
@@ -181,12 +183,17 @@ class SlotColumns:
 
     def _read_rows(self, name: str, rows: np.ndarray) -> list[int]:
         slots = self._slots
-        if name.startswith(CONSUMPTION_PREFIX) or name in (SLOT_WEIGHT, "currenttime") or name in self._asset_columns:
+        if name.startswith(CONSUMPTION_PREFIX) or name == SLOT_WEIGHT:
+            return [self._read(slots[row], name) for row in rows]
+        if name in self._asset_columns:
+            return self._read_asset(name, rows)
+        if name == "currenttime":
             return [self._read(slots[row], name) for row in rows]
         cell = self._cells.from_classad
         return [cell(ad, name, ad.get(name, _MISSING)) for ad in (slots[row].ad for row in rows)]
 
     def _read(self, slot: Slot, name: str) -> int:
+        """A pseudo-attribute kept beside the ad (Consumption<asset>, SlotWeight), or CurrentTime."""
         if name.startswith(CONSUMPTION_PREFIX):
             expr = None
             if slot.consumption is not None:
@@ -196,13 +203,31 @@ class SlotColumns:
         if name == SLOT_WEIGHT:
             return self._cells.expression(str(slot.slot_weight))
         value = slot.ad.get(name, _MISSING)
-        if value is _MISSING and name == "currenttime":
+        if value is _MISSING:
             return current_time_cell(slot.ad, self._cells, self._now)
-        if name in self._asset_columns and any(a.lower() == name for a in slot.assets):
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return self._cells.asset(self._asset_columns[name])
-            return self._cells.other(f"asset {name} is not a numeric literal")
         return self._cells.from_classad(slot.ad, name, value)
+
+    def _read_asset(self, name: str, rows: np.ndarray) -> list[int]:
+        """An asset column (SlotWeight reads one over the whole pool): the ASSET cell where the
+        slot lists the asset and holds a number literal, an ordinary cell where it does not list it."""
+        cells, slots, listed = self._cells, self._slots, self._listed
+        asset = cells.asset(self._asset_columns[name])
+        found: list[int] = []
+        for row in rows:
+            slot = slots[row]
+            value = slot.ad.get(name, _MISSING)
+            names = listed.get(slot.assets)
+            if names is None:
+                names = listed[slot.assets] = frozenset(a.lower() for a in slot.assets)
+            if value is _MISSING and name == "currenttime":
+                found.append(current_time_cell(slot.ad, cells, self._now))
+            elif name not in names:
+                found.append(cells.from_classad(slot.ad, name, value))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                found.append(asset)
+            else:
+                found.append(cells.other(f"asset {name} is not a numeric literal"))
+        return found
 
 
 class JobCells:

@@ -88,20 +88,25 @@ _NO_CONVERSIONS = triple((5, 1))
 def run_plan(plan: Plan, perm: np.ndarray, frame: Frame, strings: StringTable, sinks: list[tuple[int, int]],
              sc_base: int = 0, asset_base: int = 0) -> None:
     """Run ``plan`` over positions ``perm``; result j goes to output row ``sinks[j][1]`` through
-    sink ``sinks[j][0]``."""
+    sink ``sinks[j][0]``. The sinks run in the same kernel call as the last segment when that one
+    is native (each call costs more to dispatch than a scalar plan's segment costs to run)."""
     frame.ensure_registers(plan.registers)
     count = len(perm)
-    for segment in plan.segments:
+    results = [[0, 0, 0, count, kind, idx, sink, row, sc_base, asset_base, 0]
+               for (kind, idx), (sink, row) in zip(plan.results, sinks)]
+    code = np.zeros((0, 8), dtype=np.int64)
+    for position, segment in enumerate(plan.segments):
         if isinstance(segment, PyStep):
             _python_step(segment, perm, frame, strings, sc_base, asset_base)
             continue
-        if len(segment):
-            block = np.array([[0, len(segment), 0, count, K.K_NONE, 0, K.SINK_NONE, 0, sc_base, asset_base, 0]],
-                             dtype=np.int64)
-            run_batch(segment, block, perm, frame, strings, plan.converts)
-    blocks = np.array([[0, 0, 0, count, kind, idx, sink, row, sc_base, asset_base, 0]
-                       for (kind, idx), (sink, row) in zip(plan.results, sinks)], dtype=np.int64)
-    run_batch(np.zeros((0, 8), dtype=np.int64), blocks, perm, frame, strings, False)
+        if not len(segment):
+            continue
+        block = [[0, len(segment), 0, count, K.K_NONE, 0, K.SINK_NONE, 0, sc_base, asset_base, 0]]
+        if position == len(plan.segments) - 1:
+            code, results = segment, block + results
+        else:
+            run_batch(segment, np.array(block, dtype=np.int64), perm, frame, strings, plan.converts)
+    run_batch(code, np.array(results, dtype=np.int64), perm, frame, strings, plan.converts and len(code) > 0)
 
 
 def gather(operand: Operand, perm: np.ndarray, frame: Frame, sc_base: int, asset_base: int) -> Triple:
@@ -109,6 +114,8 @@ def gather(operand: Operand, perm: np.ndarray, frame: Frame, sc_base: int, asset
     if kind == K.K_REG:
         return tuple(a[idx, perm] for a in frame.registers)
     if kind == K.K_SC:
+        if len(perm) == 1:             # a job's scalar plan: the value itself, not a copy per position
+            return tuple(a[sc_base + idx: sc_base + idx + 1] for a in frame.sc)
         return tuple(np.repeat(a[sc_base + idx: sc_base + idx + 1], len(perm)) for a in frame.sc)
     if kind == K.K_ST:
         columns = frame.urows[perm]

@@ -27,7 +27,7 @@ from negotiatord.evaluation.protocol import UNRANKED, Assessment
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.columns import CONSUMPTION_PREFIX, SLOT_WEIGHT, CellTable, JobCells, SlotColumns
 from negotiatord.fastpath.compiler import JOB, SLOT, Mode
-from negotiatord.fastpath.engine import Frame, NeedsFallback, run_batch, run_plan, triple
+from negotiatord.fastpath.engine import Frame, NeedsFallback, Triple, run_batch, run_plan, triple
 from negotiatord.fastpath.fallback import ReferenceFallback
 from negotiatord.fastpath.ir import IRGraph
 from negotiatord.fastpath.metrics import FastPathStats
@@ -37,7 +37,7 @@ from negotiatord.fastpath.semantics import old_semantics
 from negotiatord.fastpath.leaves import Leaf
 from negotiatord.fastpath.space import CompiledRoot, Context, RootSpec, Space, match_array
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.tables import JobTables
+from negotiatord.fastpath.tables import JobTables, ScalarLayout
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
@@ -70,11 +70,40 @@ class _Task:
 
 
 @dataclass
+class _Stack:
+    """One combination of compiled roots (the kernel path's), and what every job whose roots
+    compiled to it shares."""
+
+    compiled: tuple[CompiledRoot | None, ...]   # held, so the id() key cannot be reused
+    leaf_of: np.ndarray                         # [root, universe row] -> leaf id (-1: outside the domain)
+    python_roots: list[int]                     # roots reaching a leaf with classad2-step inputs
+    python_leaves: bool                         # some leaf is left to Python (the kernel checks the rows)
+    job_static: list[tuple[int, list[Leaf]]]    # roots with their leaves that have job-and-slot conjuncts
+    job_static_rows: np.ndarray                 # universe rows reaching one of those leaves
+    job_static_nodes: list[int]                 # the job-only inputs of those leaves
+    layout: ScalarLayout
+    job_static_states: dict[tuple[bytes, ...], _JobStatic] = field(default_factory=dict)  # by input values
+
+
+@dataclass
+class _JobStatic:
+    """The job-and-slot conjuncts of the jobs giving the stack's job-static leaves the same inputs,
+    [root, universe row] (true where the row's leaf has none): filled for the rows calls ask
+    about, so a re-assessment, or a job like one seen before, is a lookup."""
+
+    ok: np.ndarray
+    known: np.ndarray                           # universe rows filled in every root
+    inputs: dict[int, Triple]                   # leaf id -> the values of its inputs
+
+
+@dataclass
 class _JobState:
     cells: JobCells | None
     scalars: JobScalars
     epoch: int = 0                                  # the match space's epoch these roots belong to
-    tables: JobTables = field(default_factory=JobTables)
+    stack: _Stack | None = None                     # the kernel path's roots for this epoch
+    tables: JobTables | None = None
+    job_static: _JobStatic | None = None            # with ``tables``
     roots: dict[str, CompiledRoot] = field(default_factory=dict)
     scalar_triples: dict[tuple[int, int], tuple[np.ndarray, ...]] = field(default_factory=dict)
     scalar_ok: dict[tuple[int, int], bool] = field(default_factory=dict)
@@ -167,7 +196,7 @@ class FastEvaluator:
         self._no_job = _JobState(None, JobScalars(self._context, None))
         self._shared: dict[tuple[int, int, str], CompiledRoot] = {}
         self._reported: set[tuple[int, int]] = set()
-        self._stacks: dict[tuple[int, ...], np.ndarray] = {}     # root combinations -> [root, universe row] leaves
+        self._stacks: dict[tuple[int, ...], _Stack] = {}          # id() of each compiled root -> stack
         self._registers = triple((1, 1))
 
     # -- PairEvaluator ------------------------------------------------------------------------------
@@ -198,7 +227,7 @@ class FastEvaluator:
         urows = self._match_space.universe(rows)
         if job.epoch != self._match_space.epoch:
             job.roots.clear()
-            job.tables = JobTables()
+            job.stack, job.tables, job.job_static = None, None, None
             job.epoch = self._match_space.epoch
         done = self._assess_in_kernel(job, rows, urows, amounts)
         if done is not None:
@@ -211,35 +240,23 @@ class FastEvaluator:
         """The whole assessment in one kernel call (kernels.assess_rows); None when some leaf
         the rows reach needs Python (classad2 steps or fallbacks): the staged path does those."""
         space = self._match_space
-        compiled = [self._compiled(spec, job, space) if spec is not None else None for spec in self._kernel_specs]
-        key = tuple(id(c) for c in compiled)
-        found = self._stacks.get(key)
-        if found is None:
-            stack = np.stack([c.leaf_of if c is not None else np.full(len(space.rows), -1) for c in compiled])
-            python = [r for r, c in enumerate(compiled)
-                      if c is not None and any(space.leaves[i].python_inputs for i in c.leaf_ids)]
-            job_static = [r for r, c in enumerate(compiled)
-                          if c is not None and any(space.leaves[i].job_static for i in c.leaf_ids)]
-            found = self._stacks[key] = (stack, python, job_static)
-        stack, python_roots, job_static_roots = found
-        self._job_tables(job, compiled)
+        if job.stack is None:
+            job.stack = self._stack([self._compiled(spec, job, space) if spec is not None else None
+                                     for spec in self._kernel_specs])
+        stack = job.stack
+        job_tables = self._job_tables(job, stack)
         tables = space.tables
         n = len(rows)
         frame = Frame(n, urows, triple(1), st=space.st)
         frame.dy = triple((3 * self._assets + len(space.python_rows), max(n, 1)))
-        for r in python_roots:
-            for leaf_id, positions in _by_leaf(stack[r, urows], np.arange(n), allow_outside=True):
+        for r in stack.python_roots:
+            for leaf_id, positions in _by_leaf(stack.leaf_of[r, urows], np.arange(n), allow_outside=True):
                 leaf = space.leaves[leaf_id]
                 if leaf.python_inputs and leaf.plan is not None and not self._python_inputs(leaf, positions,
                                                                                              job, frame):
                     return None
-        job_ok = np.ones((len(compiled), n), dtype=bool)
         try:
-            for r in job_static_roots:
-                for leaf_id, positions in _by_leaf(stack[r, urows], np.arange(n), allow_outside=True):
-                    leaf = space.leaves[leaf_id]
-                    if leaf.job_static is not None:
-                        job_ok[r, positions] = self._job_static_ok(job, leaf, urows[positions])
+            job_ok = self._job_ok(job, stack, urows)
         except NeedsFallback:
             return None
         if self._registers[0].shape[0] < tables.registers or self._registers[0].shape[1] < n:
@@ -250,36 +267,80 @@ class FastEvaluator:
         consumption = np.empty((n, self._assets))
         cost, rank = np.empty(n), np.empty((n, 3))
         ok = K.assess_rows(urows, self._table.consumption_policy[rows], amounts, self._table.amounts[rows],
-                           self._base_types(rows), stack, tables.leaves, tables.segments, tables.static_ok, job_ok,
-                           job.tables.sc_base, job.tables.scalar_ok, tables.code, *job.tables.scalars(), *space.st,
-                           *self._registers, *frame.dy, strings.lower(), strings.ranks(), *conv, matched,
-                           consumption, cost, rank)
+                           self._base_types(rows), stack.leaf_of, stack.python_leaves, tables.leaves, tables.segments,
+                           tables.static_ok, job_ok, job_tables.sc_base, job_tables.scalar_ok, tables.code,
+                           *job_tables.scalars, *space.st, *self._registers, *frame.dy, strings.lower(),
+                           strings.ranks(), *conv, matched, consumption, cost, rank)
         if not ok:
             return None
         return Assessment(rows=rows, matched=matched, consumption=consumption, cost=cost, rank=rank)
 
-    def _job_tables(self, job: _JobState, compiled: list[CompiledRoot | None]) -> None:
-        """Scalar inputs and job-only conjuncts of every leaf the job's roots reach, computed
-        together (one scalar plan per job)."""
+    def _stack(self, compiled: list[CompiledRoot | None]) -> _Stack:
+        """The stack of these compiled roots, made when a job first compiles to them."""
+        key = tuple(id(c) for c in compiled)
+        found = self._stacks.get(key)
+        if found is None:
+            space = self._match_space
+            leaf_of = np.stack([c.leaf_of if c is not None else np.full(len(space.rows), -1) for c in compiled])
+            python = [r for r, c in enumerate(compiled)
+                      if c is not None and any(space.leaves[i].python_inputs for i in c.leaf_ids)]
+            reached = np.unique(leaf_of[leaf_of >= 0])
+            python_leaves = bool((space.tables.leaves[reached, K.L_KIND] == K.LEAF_PYTHON).any())
+            job_static = []
+            reaching = np.zeros(len(space.rows), dtype=bool)
+            for r, c in enumerate(compiled):
+                leaves = [space.leaves[i] for i in (c.leaf_ids if c is not None else ())
+                          if space.leaves[i].job_static is not None]
+                if leaves:
+                    job_static.append((r, leaves))
+                    reaching |= np.isin(leaf_of[r], [leaf.id for leaf in leaves])
+            inputs = sorted({n for _, leaves in job_static for leaf in leaves
+                             for n in leaf.job_static_inputs.scalar_nodes})
+            planned = {i: space.leaves[i] for c in compiled if c is not None for i in c.leaf_ids
+                       if space.leaves[i].plan is not None}
+            layout = ScalarLayout(list(planned.values()), len(space.leaves))
+            found = self._stacks[key] = _Stack(tuple(compiled), leaf_of, python, python_leaves, job_static, reaching,
+                                               inputs, layout)
+        return found
+
+    def _job_tables(self, job: _JobState, stack: _Stack) -> JobTables:
+        """Scalar inputs and job-only conjuncts of every leaf of the stack, computed together
+        (one scalar plan per job)."""
         tables = job.tables
-        if tables.clock != self._clock and tables.uses_clock:
-            job.tables = tables = JobTables()
-        tables.clock = self._clock
-        leaves = self._match_space.leaves
-        pending = [leaves[i] for root in compiled if root is not None for i in root.leaf_ids
-                   if not tables.has(i) and leaves[i].plan is not None]
-        if not pending:
-            return
-        pending = list({leaf.id: leaf for leaf in pending}.values())
-        nodes = sorted({n for leaf in pending for n in (*leaf.scalar_nodes, *leaf.scalar_conjuncts)})
-        job.scalars.set_clock(self._clock)
-        values = job.scalars.triple(nodes)
-        index = {node: i for i, node in enumerate(nodes)}
-        for leaf in pending:
-            mine = [index[n] for n in leaf.scalar_nodes]
-            conjuncts = [index[n] for n in leaf.scalar_conjuncts]
-            ok = bool(match_array(*(v[conjuncts] for v in values)).all())
-            tables.add(leaf.id, tuple(v[mine] for v in values), ok, leaf.uses_clock)
+        if tables is None or tables.layout is not stack.layout or not tables.holds(self._clock):
+            job.scalars.set_clock(self._clock)
+            values = job.scalars.triple(stack.layout.nodes)
+            tables = job.tables = JobTables(stack.layout, values, match_array(*values), self._clock)
+            job.job_static = None
+        return tables
+
+    def _job_ok(self, job: _JobState, stack: _Stack, urows: np.ndarray) -> np.ndarray:
+        """[root, universe row]: whether the job-and-slot conjuncts of each row's leaf match (true
+        where the leaf has none), known for ``urows``; computed once per row and distinct job
+        inputs (space.job_static_ok)."""
+        state = job.job_static
+        if state is None:
+            job.scalars.set_clock(self._clock)
+            values = job.scalars.triple(stack.job_static_nodes)
+            key = tuple(v.tobytes() for v in values)
+            state = stack.job_static_states.get(key)
+            if state is None:
+                index = {node: i for i, node in enumerate(stack.job_static_nodes)}
+                inputs = {leaf.id: tuple(v[[index[n] for n in leaf.job_static_inputs.scalar_nodes]] for v in values)
+                          for _, leaves in stack.job_static for leaf in leaves}
+                state = stack.job_static_states[key] = _JobStatic(np.ones(stack.leaf_of.shape, dtype=bool),
+                                                                  ~stack.job_static_rows, inputs)
+            job.job_static = state
+        missing = urows[~state.known[urows]]
+        if len(missing):
+            for r, leaves in stack.job_static:
+                leaf_of = stack.leaf_of[r, missing]
+                for leaf in leaves:
+                    mine = missing[leaf_of == leaf.id]
+                    if len(mine):
+                        state.ok[r, mine] = self._match_space.job_static_ok(leaf, state.inputs[leaf.id], mine)
+            state.known[missing] = True
+        return state.ok
 
     def _assess_in_stages(self, autocluster: Autocluster, job: _JobState, rows: np.ndarray,
                           amounts: np.ndarray) -> Assessment:
@@ -472,12 +533,13 @@ class FastEvaluator:
     def _base_types(self, rows: np.ndarray) -> np.ndarray:
         """Whether each asset of each row is an integer literal in the slot's own ad (the type an
         unchanged slot shows; a changed one gets assign_preserve_integers types)."""
-        untyped = rows[~self._typed[rows]]
-        for row in np.unique(untyped):
-            slot = self._table.slots[row]
-            for asset in slot.assets:
-                self._base_is_int[row, self._asset_column[asset.lower()]] = isinstance(slot.ad.get(asset), int)
-            self._typed[row] = True
+        typed = self._typed[rows]
+        if not typed.all():
+            for row in np.unique(rows[~typed]).tolist():
+                slot = self._table.slots[row]
+                for asset in slot.assets:
+                    self._base_is_int[row, self._asset_column[asset.lower()]] = isinstance(slot.ad.get(asset), int)
+                self._typed[row] = True
         return self._base_is_int[rows]
 
     def _compiled(self, spec: RootSpec, job: _JobState | None, space: Space) -> CompiledRoot:
@@ -505,8 +567,9 @@ class FastEvaluator:
         return lambda rows: np.ones(len(rows), dtype=bool)
 
     def _scalars(self, job: _JobState | None, leaf: Leaf) -> tuple[np.ndarray, ...]:
-        if job is not None and job.tables.has(leaf.id) and job.tables.clock == self._clock:
-            return job.tables.part(leaf.id)
+        tables = job.tables if job is not None else None
+        if tables is not None and tables.has(leaf.id) and tables.holds(self._clock):
+            return tables.part(leaf.id)
         state = job or self._no_job
         state.scalars.set_clock(self._clock)
         key = (leaf.id, self._clock if leaf.uses_clock else 0)

@@ -592,7 +592,8 @@ def _run_root(root, positions, count, sink, row, asset_base, urows, root_leaf, l
               dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank, conv_t, conv_i, conv_f):
     """One root over ``positions[:count]``, leaf by leaf. Requirements-like leaves (CHAIN) write
     0.0, then 1.0 where every conjunct matches: slot-only and job-and-slot conjuncts are looked
-    up (``static_ok``, ``job_ok``), the rest run as a FILTER chain."""
+    up (``static_ok`` [leaf, universe row], ``job_ok`` [root, universe row]), the rest run as a
+    FILTER chain."""
     # counting sort of the positions by leaf (stable; rows outside the root's domain are dropped)
     leaves = leaf_table.shape[0]
     starts = np.zeros(leaves + 1, dtype=np.int64)
@@ -621,7 +622,7 @@ def _run_root(root, positions, count, sink, row, asset_base, urows, root_leaf, l
             for p in range(g0, g1):
                 k = perm[p]
                 out_f[row, k] = 0.0
-                if static_ok[leaf, urows[k]] and job_ok[root, k]:
+                if static_ok[leaf, urows[k]] and job_ok[root, urows[k]]:
                     perm[kept] = k
                     kept += 1
             if leaf_table[leaf, L_NEVER] == 1 or not job_scalar_ok[leaf]:
@@ -637,15 +638,16 @@ def _run_root(root, positions, count, sink, row, asset_base, urows, root_leaf, l
 
 
 @njit(**_JIT)
-def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, leaf_table, segments, static_ok, job_ok,
-                job_sc_base, job_scalar_ok, code, sc_t, sc_i, sc_f, st_t, st_i, st_f, rg_t, rg_i, rg_f, dy_t, dy_i, dy_f,
-                s_lower, s_rank, conv_t, conv_i, conv_f, matched, consumption, cost, rank):
+def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_python, leaf_table, segments, static_ok,
+                job_ok, job_sc_base, job_scalar_ok, code, sc_t, sc_i, sc_f, st_t, st_i, st_f, rg_t, rg_i, rg_f, dy_t,
+                dy_i, dy_f, s_lower, s_rank, conv_t, conv_i, conv_f, matched, consumption, cost, rank):
     """HTCondor's assessment of one request against rows of slots (see evaluator.py), all stages
     in one call. ``dy`` rows from 3 * assets on hold classad2 steps computed beforehand. Returns
-    False, having written nothing, when a leaf needs Python."""
+    False, having written nothing, when a leaf needs Python; the rows are only checked for that
+    when ``may_need_python`` (some leaf of ``root_leaf`` might)."""
     n, assets = amounts.shape
     everyone = np.arange(n)
-    if _needs_python(everyone, n, urows, root_leaf, leaf_table, job_sc_base):
+    if may_need_python and _needs_python(everyone, n, urows, root_leaf, leaf_table, job_sc_base):
         return False
     out_t = np.zeros((OUT_ROWS + assets, n), dtype=np.int8)
     out_i = np.zeros((OUT_ROWS + assets, n), dtype=np.int64)

@@ -10,7 +10,7 @@ from negotiatord.fastpath.compiler import Plan, lower
 from negotiatord.fastpath.engine import Frame, Triple, decode, encode, run_plan, triple
 from negotiatord.fastpath.ir import CONST
 from negotiatord.fastpath.space import Context
-from negotiatord.fastpath.values import INT, UNDEF, Value
+from negotiatord.fastpath.values import INT, REAL, UNDEF, Value
 
 
 class JobScalars:
@@ -34,24 +34,33 @@ class JobScalars:
         missing = [n for n in nodes if n not in self._values]
         if missing:
             self._compute(missing)
-        t, i, f = triple(len(nodes))
-        for k, node in enumerate(nodes):
-            t[k], i[k], f[k] = self._values[node]
-        return t, i, f
+        if not nodes:
+            return triple(0)
+        t, i, f = zip(*[self._values[node] for node in nodes])
+        return np.array(t, dtype=np.int8), np.array(i, dtype=np.int64), np.array(f, dtype=np.float64)
 
     def value(self, node: int) -> Value:
         """The job's value of one job-only node."""
-        t, i, f = self.triple([node])
-        return decode(t[0], i[0], f[0], self._context.strings)
+        if node not in self._values:
+            self._compute([node])
+        return decode(*self._values[node], self._context.strings)
 
     def _compute(self, nodes: list[int]) -> None:
-        plan, inputs = _plan(self._context, tuple(nodes))
-        sc = encode([self._input(n) for n in inputs], self._context.strings)
-        frame = Frame(1, np.zeros(1, dtype=np.int64), sc, out=triple((len(nodes), 1)))
-        run_plan(plan, np.zeros(1, dtype=np.int64), frame, self._context.strings,
-                 [(K.SINK_RAW, j) for j in range(len(nodes))])
-        for j, node in enumerate(nodes):
-            self._values[node] = (frame.out[0][j, 0], frame.out[1][j, 0], frame.out[2][j, 0])
+        """Run the nodes' scalar plan, or reuse the values of a job that gave it the same inputs
+        (jobs of one submitter share most of them)."""
+        key = tuple(nodes)
+        plan, inputs = _plan(self._context, key)
+        values = [self._input(n) for n in inputs]
+        memo = (key, *map(_input_key, values))
+        found = self._context.scalar_values.get(memo)
+        if found is None:
+            sc = encode(values, self._context.strings)
+            frame = Frame(1, np.zeros(1, dtype=np.int64), sc, out=triple((len(nodes), 1)))
+            run_plan(plan, np.zeros(1, dtype=np.int64), frame, self._context.strings,
+                     [(K.SINK_RAW, j) for j in range(len(nodes))])
+            found = list(zip(frame.out[0][:, 0].tolist(), frame.out[1][:, 0].tolist(), frame.out[2][:, 0].tolist()))
+            self._context.scalar_values[memo] = found
+        self._values.update(zip(nodes, found))
 
     def _input(self, node: int) -> Value:
         ir = self._context.graph[node]
@@ -60,6 +69,12 @@ class JobScalars:
         if ir.kind == "clock":
             return (INT, self.clock)
         return ir.payload
+
+
+def _input_key(value: Value) -> tuple:
+    """A scalar input as a memo key: reals by their repr, so 0.0 and -0.0 stay apart."""
+    tag, payload = value
+    return (tag, repr(payload) if tag == REAL else payload)
 
 
 def _plan(context: Context, nodes: tuple[int, ...]) -> tuple[Plan, list[int]]:

@@ -43,6 +43,7 @@ class Context:
     now: int
     old_semantics: bool  # classad2's scoping mode (semantics.py)
     scalar_plans: dict = field(default_factory=dict)     # node tuple -> (plan, inputs), see scalars.py
+    scalar_values: dict = field(default_factory=dict)    # (node tuple, *input keys) -> values, see scalars.py
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ class CompiledRoot:
         return np.unique(self.leaf_of[self.leaf_of >= 0])
 
 
+_NONE = object()     # no job, or no job values: no compilation that read them can have seen this
+
+
 class Space:
     def __init__(self, context: Context, rows: np.ndarray, table_size: int) -> None:
         self.context = context
@@ -82,7 +86,8 @@ class Space:
         self.tables = LeafTables(len(self.rows))
         self.epoch = 0                   # bumped when the universe grows (compiled roots are then stale)
         self._leaf_ids: dict[tuple[int | None, int, str], int] = {}
-        self._roots: dict[str, list[tuple[tuple, CompiledRoot]]] = {}       # root -> (probes, compilation)
+        # root -> (job attributes read, GUARD nodes) -> what the attributes showed -> [(GUARD values, compilation)]
+        self._roots: dict[str, dict[tuple, dict[tuple, list[tuple[tuple, CompiledRoot]]]]] = {}
         self._job_static: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (leaf, job values) -> (ok, computed)
 
     # -- universe ----------------------------------------------------------------------------------
@@ -177,26 +182,35 @@ class Space:
         A compilation is reused for every job that agrees with the one it was made for on what it
         read of the job (compiler.probe_class, and the values of GUARD conditions), so most
         autoclusters compile nothing. ``scalar_value`` gives the job's value of a job-only node.
+
+        Compilations are filed by the attributes they read, then by what they saw there (at most
+        one agrees with a job: one that did would have been reused), so a job finds its own by a
+        lookup per set of attributes; GUARD values, which cost a scalar plan, are only computed
+        for compilations the job agrees with on everything else.
         """
-        entries = self._roots.setdefault(spec.name, [])
-        for position, (probes, compiled) in enumerate(entries):
-            if job is None or all(self._agrees(job, probe, mode, seen, scalar_value)
-                                  for (probe, mode), seen in probes):
-                if position:                     # most recently used first: autoclusters come in runs
-                    entries.insert(0, entries.pop(position))
-                return compiled
+        families = self._roots.setdefault(spec.name, {})
+        cells = self.context.cells
+        for (attributes, guards), seen in families.items():
+            shown = (tuple([probe_class(cells, job.cell(probe), mode) for probe, mode in attributes])
+                     if job is not None else (_NONE,) * len(attributes))
+            for values, compiled in seen.get(shown, ()):
+                if all(self._guard(node, scalar_value) == value for node, value in zip(guards, values)):
+                    return compiled
         compiled, probes = self._compile(spec, job, domain, scalar_value)
-        entries.insert(0, (probes, compiled))
+        attributes = tuple(key for key in probes if key[1] != GUARD)
+        guards = tuple(probe for probe, mode in probes if mode == GUARD)
+        seen = families.setdefault((attributes, guards), {})
+        seen.setdefault(tuple(probes[key] for key in attributes), []).append(
+            (tuple(probes[probe, GUARD] for probe in guards), compiled))
         return compiled
 
-    def _agrees(self, job: JobCells, probe: str, mode: str, seen: object,
-                scalar_value: Callable[[int], Value] | None) -> bool:
-        if mode == GUARD:
-            return scalar_value is not None and guard_key(scalar_value(int(probe))) == seen
-        return probe_class(self.context.cells, job.cell(probe), mode) == seen
+    @staticmethod
+    def _guard(probe: str, scalar_value: Callable[[int], Value] | None) -> object:
+        """The job's value of a GUARD condition, as a compilation saw it."""
+        return _NONE if scalar_value is None else guard_key(scalar_value(int(probe)))
 
     def _compile(self, spec: RootSpec, job: JobCells | None, domain,
-                 scalar_value: Callable[[int], Value] | None) -> tuple[CompiledRoot, tuple]:
+                 scalar_value: Callable[[int], Value] | None) -> tuple[CompiledRoot, dict[tuple[str, str], object]]:
         context = self.context
         universe = np.arange(len(self.rows))
         members = universe[domain(self.rows)]
@@ -221,7 +235,7 @@ class Space:
             leaf_of[urows] = leaf.id
             if leaf.plan is not None:
                 self._prepare(leaf, urows)
-        return CompiledRoot(leaf_of, nodes), tuple(grouping.probes.items())
+        return CompiledRoot(leaf_of, nodes), grouping.probes
 
     def leaf(self, node: int | None, sink: int, reason: str) -> Leaf:
         key = (node, sink, reason if node is None else "")

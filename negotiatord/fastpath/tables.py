@@ -2,7 +2,7 @@
 a conjunct table and, per (leaf, universe row), whether the leaf's slot-only conjuncts match.
 
 Everything here is shared by every job: per-job values (scalar inputs, job-only conjuncts) live in
-:class:`JobTables`.
+:class:`JobTables`, laid out by a :class:`ScalarLayout`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import numpy as np
 
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.compiler import Plan
+from negotiatord.fastpath.engine import Triple
+from negotiatord.fastpath.leaves import Leaf
 
 
 class LeafTables:
@@ -74,47 +76,58 @@ class LeafTables:
         return start
 
 
+class ScalarLayout:
+    """Where each leaf's scalar inputs sit in a job's scalar column, for one set of leaves.
+
+    Every job whose roots compiled to the same leaves shares it, so a job's tables take one scalar
+    plan (the union of the leaves' job-only nodes) and a gather, not a pass over the leaves.
+    """
+
+    def __init__(self, leaves: list[Leaf], width: int) -> None:
+        self.nodes = sorted({n for leaf in leaves for n in (*leaf.scalar_nodes, *leaf.scalar_conjuncts)})
+        index = {node: i for i, node in enumerate(self.nodes)}
+        self.sc_base = np.full(width, -1, dtype=np.int64)
+        self.sizes = np.zeros(width, dtype=np.int64)
+        gather: list[int] = []
+        for leaf in leaves:
+            self.sc_base[leaf.id] = len(gather)
+            self.sizes[leaf.id] = len(leaf.scalar_nodes)
+            gather.extend(index[n] for n in leaf.scalar_nodes)
+        self.gather = np.array(gather, dtype=np.int64)
+        self.leaf_ids = np.array([leaf.id for leaf in leaves], dtype=np.int64)
+        self.conjuncts = np.array([index[n] for leaf in leaves for n in leaf.scalar_conjuncts], dtype=np.int64)
+        self.conjunct_leaf = np.array([leaf.id for leaf in leaves for _ in leaf.scalar_conjuncts], dtype=np.int64)
+        self.uses_clock = any(leaf.uses_clock for leaf in leaves)
+
+
 class JobTables:
     """One job's side of the leaf tables: where each leaf's scalar inputs start in ``scalars``
-    (-1: not computed yet) and whether its job-only conjuncts match."""
+    (-1: not a leaf of the layout) and whether its job-only conjuncts match."""
 
-    def __init__(self) -> None:
-        self.sc_base = np.full(64, -1, dtype=np.int64)
-        self.scalar_ok = np.zeros(64, dtype=bool)
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._part_of: dict[int, int] = {}
-        self.size = 0
-        self.clock = 0                 # the wall-clock second the values hold for
-        self.uses_clock = False        # some value reads the wall clock (old-semantics CurrentTime)
-        self._joined: tuple[np.ndarray, ...] | None = None
+    def __init__(self, layout: ScalarLayout, values: Triple, matches: np.ndarray, clock: int) -> None:
+        """``values`` are the job's values of ``layout.nodes`` and ``matches`` whether each matches."""
+        self.layout = layout
+        self.clock = clock               # the wall-clock second the values hold for
+        self.sc_base = layout.sc_base
+        self.scalar_ok = np.zeros(len(layout.sc_base), dtype=bool)
+        self.scalar_ok[layout.leaf_ids] = True
+        self.scalar_ok[layout.conjunct_leaf[~matches[layout.conjuncts]]] = False
+        self._values = tuple(v[layout.gather] for v in values)
+        if len(layout.gather):
+            self.scalars = tuple(v.reshape(-1, 1) for v in self._values)
+        else:                            # the kernel still wants one (unread) scalar row
+            self.scalars = (np.zeros((1, 1), np.int8), np.zeros((1, 1), np.int64), np.zeros((1, 1)))
+
+    def holds(self, clock: int) -> bool:
+        """Whether the values are still those of wall-clock second ``clock``."""
+        return not self.layout.uses_clock or self.clock == clock
 
     def has(self, leaf_id: int) -> bool:
-        return leaf_id in self._part_of
+        return leaf_id < len(self.sc_base) and self.sc_base[leaf_id] >= 0
 
-    def part(self, leaf_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.parts[self._part_of[leaf_id]]
-
-    def add(self, leaf_id: int, values: tuple[np.ndarray, np.ndarray, np.ndarray], ok: bool,
-            uses_clock: bool) -> None:
-        if leaf_id >= len(self.sc_base):
-            self.sc_base = np.concatenate([self.sc_base, np.full(len(self.sc_base), -1, dtype=np.int64)])
-            self.scalar_ok = np.concatenate([self.scalar_ok, np.zeros(len(self.scalar_ok), dtype=bool)])
-        self.sc_base[leaf_id] = self.size
-        self.scalar_ok[leaf_id] = ok
-        self.uses_clock |= uses_clock
-        self._part_of[leaf_id] = len(self.parts)
-        self.parts.append(values)
-        self.size += len(values[0])
-        self._joined = None
-
-    def scalars(self) -> tuple[np.ndarray, ...]:
-        """The scalar values of every added leaf, as [count, 1] kernel columns."""
-        if self._joined is None:
-            if self.parts:
-                self._joined = tuple(np.concatenate(p).reshape(-1, 1) for p in zip(*self.parts))
-            else:
-                self._joined = (np.zeros((1, 1), np.int8), np.zeros((1, 1), np.int64), np.zeros((1, 1)))
-        return self._joined
+    def part(self, leaf_id: int) -> Triple:
+        base = self.sc_base[leaf_id]
+        return tuple(v[base: base + self.layout.sizes[leaf_id]] for v in self._values)
 
 
 def _grown(array: np.ndarray, rows: int) -> np.ndarray:
