@@ -159,3 +159,56 @@ def test_cycle_on_awkward_pool_makes_the_same_matches():
     reference = results_of(snapshot, config, NOW, ClassAdEvaluator(snapshot.table, config, NOW))
     assert len(reference[0]) > 5
     assert results_of(snapshot, config, NOW, FastEvaluator(snapshot.table, config, NOW)) == reference
+
+
+# -- claimed slots (preemption will assess them) ---------------------------------------------------
+
+def test_claimed_slots_before_unclaimed_ones_keep_their_own_answers():
+    """A job-and-slot conjunct (slot literal, job value) is answered per row, whatever the order.
+
+    The fast path's universe starts with the candidate (unclaimed) slots; claimed ones join it
+    when first assessed, after them, so a scan in table order gives universe rows out of order.
+    The job-and-slot conjunct results (Space.job_static_ok) were once computed in sorted universe
+    order but stored in the call's order, so rows got one another's answers.
+    """
+    # GLIDEIN_Site == TARGET.WantedSite: a job-and-slot conjunct (what OSPool STARTs'
+    # stringListMember(GLIDEIN_Site, DESIRED_Sites) is), written so either ClassAd semantics agree
+    requirements = expr("TARGET.RequestMemory <= Memory && GLIDEIN_Site == TARGET.WantedSite")
+    slots = [
+        static_slot("claimed-wanted", State="Claimed", Activity="Busy", RemoteUser="carol@site",
+                    GLIDEIN_Site="SU-ITS", Requirements=requirements),
+        static_slot("claimed-other", State="Claimed", Activity="Busy", RemoteUser="carol@site",
+                    GLIDEIN_Site="MTState-Tempest", Requirements=requirements),
+        static_slot("unclaimed-other", GLIDEIN_Site="IRISHEP", Requirements=requirements),
+        static_slot("unclaimed-wanted", GLIDEIN_Site="SU-ITS", Requirements=requirements),
+    ]
+    config = settings()
+    snapshot = Snapshot.build(slots, jobs("alice", 1, memory=100, WantedSite="SU-ITS"), config)
+    table = snapshot.table
+    assert table.candidate.tolist() == [False, False, True, True]
+    (autocluster,) = snapshot.autoclusters
+    reference = ClassAdEvaluator(table, config, NOW)
+    for order in ([0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2]):
+        fast = FastEvaluator(table, config, NOW)
+        rows = np.array(order)
+        expected = reference.assess(autocluster, rows, table.amounts[rows])
+        assert expected.matched.tolist() == [table.slots[row].name.endswith("wanted") for row in order]
+        assert_same(expected, fast.assess(autocluster, rows, table.amounts[rows]))
+        assert_same(expected, fast.assess(autocluster, rows, table.amounts[rows]))    # from the caches
+
+
+def test_ospool_shaped_pool_claimed_slots_too(ospool):
+    """Every slot, claimed ones included (as pair_eval_bench.py --all-slots scans them)."""
+    config = load_settings(CONFIG_PATH)
+    snapshot = Snapshot.build(ospool.slot_ads, ospool.job_ads, config)
+    table = snapshot.table
+    rows = np.arange(len(table))
+    assert (~table.candidate).sum() > 100
+    reference, fast = ClassAdEvaluator(table, config, ospool.now), FastEvaluator(table, config, ospool.now)
+    claimed_matches = 0
+    for autocluster in snapshot.autoclusters[:60]:
+        expected = reference.assess(autocluster, rows, table.amounts)
+        assert_same(expected, fast.assess(autocluster, rows, table.amounts))
+        claimed_matches += int((expected.matched & ~table.candidate).sum())
+    assert claimed_matches > 20
+    assert fast.stats.fallbacks == 0

@@ -271,9 +271,11 @@ class Space:
             found = self._job_static[key] = (np.zeros(len(self.rows), dtype=bool),
                                               np.zeros(len(self.rows), dtype=bool))
         ok, computed = found
-        missing = urows[~computed[urows]]
+        # sorted and deduplicated, so the results line up with the rows they are written to
+        # (urows is in the call's order, which is not the universe's once non-candidates joined)
+        missing = np.unique(urows[~computed[urows]])
         if len(missing):
-            ok[missing] = self._run_job_static(leaf, scalars, np.unique(missing))
+            ok[missing] = self._run_job_static(leaf, scalars, missing)
             computed[missing] = True
         return ok[urows]
 
