@@ -147,6 +147,23 @@ def _arith(op, at, ai, af, bt, bi, bf):
 
 
 @njit(inline="always", **_JIT)
+def _holds(op, x, y):
+    """``x op y`` for one of the six comparison operators; x and y share a type (numba compiles
+    one version per type: interned string ids and ranks, int64, float64)."""
+    if op == OP_EQ:
+        return x == y
+    if op == OP_NE:
+        return x != y
+    if op == OP_LT:
+        return x < y
+    if op == OP_LE:
+        return x <= y
+    if op == OP_GT:
+        return x > y
+    return x >= y
+
+
+@njit(inline="always", **_JIT)
 def _compare(op, at, ai, af, bt, bi, bf, la, lb, ra, rb):
     """la/lb: ids of the lower-cased strings, ra/rb: their ranks (read by the caller: helpers take
     no arrays, which would cost reference counting per element)."""
@@ -155,48 +172,14 @@ def _compare(op, at, ai, af, bt, bi, bf, la, lb, ra, rb):
     if at == UNDEF or bt == UNDEF:
         return _undef()
     if at == STR and bt == STR:
-        if op == OP_EQ:
-            return _bool(la == lb)
-        if op == OP_NE:
-            return _bool(la != lb)
-        x = ra
-        y = rb
-        if op == OP_LT:
-            return _bool(x < y)
-        if op == OP_LE:
-            return _bool(x <= y)
-        if op == OP_GT:
-            return _bool(x > y)
-        return _bool(x >= y)
+        if op == OP_EQ or op == OP_NE:
+            return _bool(_holds(op, la, lb))
+        return _bool(_holds(op, ra, rb))
     if not _is_num(at) or not _is_num(bt):
         return _err()
     if at != REAL and bt != REAL:
-        x = ai
-        y = bi
-        if op == OP_EQ:
-            return _bool(x == y)
-        if op == OP_NE:
-            return _bool(x != y)
-        if op == OP_LT:
-            return _bool(x < y)
-        if op == OP_LE:
-            return _bool(x <= y)
-        if op == OP_GT:
-            return _bool(x > y)
-        return _bool(x >= y)
-    u = _as_float(at, ai, af)
-    v = _as_float(bt, bi, bf)
-    if op == OP_EQ:
-        return _bool(u == v)
-    if op == OP_NE:
-        return _bool(u != v)
-    if op == OP_LT:
-        return _bool(u < v)
-    if op == OP_LE:
-        return _bool(u <= v)
-    if op == OP_GT:
-        return _bool(u > v)
-    return _bool(u >= v)
+        return _bool(_holds(op, ai, bi))
+    return _bool(_holds(op, _as_float(at, ai, af), _as_float(bt, bi, bf)))
 
 
 @njit(inline="always", **_JIT)
