@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import classad2
 
 from negotiatord.fastpath.parser import Node, unparse
-from negotiatord.fastpath.values import Value, from_python, literal_text
+from negotiatord.fastpath.values import REAL, Value, from_python, literal_text
 
 
 class _Hole:
@@ -48,13 +48,19 @@ def _fill(node: Any, holes: Sequence[Value]) -> Any:
 def evaluate(template: Node, holes: Sequence[Value]) -> Value:
     """classad2's value of the filled template; raises NotScalar for lists, ads and times."""
     try:
-        return _evaluate_values(template, tuple(holes))
+        return _evaluate_values(template, tuple(holes), _exact(holes))
     except TypeError:                      # an unhashable payload: skip the memo
         return _evaluate_text(render(template, holes))
 
 
+def _exact(holes: Sequence[Value]) -> tuple:
+    """The memo key of ``holes``: reals by their text, as 0.0 == -0.0 would share one entry
+    (``-x`` of either would then answer for both)."""
+    return tuple((tag, repr(payload)) if tag == REAL else (tag, payload) for tag, payload in holes)
+
+
 @lru_cache(maxsize=200_000)
-def _evaluate_values(template: Node, holes: tuple[Value, ...]) -> Value:
+def _evaluate_values(template: Node, holes: tuple[Value, ...], key: tuple) -> Value:
     return _evaluate_text(render(template, holes))
 
 
