@@ -16,22 +16,16 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance, customer_usage
 from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
-from negotiatord.evaluation import PairEvaluator
 from negotiatord.feed.holds import Hold, holds_for
 from negotiatord.feed.store import PoolView
-from negotiatord.pool.groups import GroupMap
 from negotiatord.pool.builder import SnapshotBuilder
-from negotiatord.pool.snapshot import SlotTable
+from negotiatord.pool.groups import GroupMap
 from negotiatord.service.matchlog import MatchLog
 from negotiatord.settings import ROOT_GROUP, Settings
-
-# The pair evaluator a cycle uses (negotiate(..., evaluator=...)); None: the default, the fast path.
-EvaluatorFactory = Callable[[SlotTable, Settings, int], PairEvaluator]
 
 
 class CycleAbandoned(Exception):
@@ -53,11 +47,9 @@ class CycleOutcome:
 
 
 class CycleRunner:
-    def __init__(self, accountant: AccountantStore, matches: MatchLog,
-                 evaluator: EvaluatorFactory | None = None) -> None:
+    def __init__(self, accountant: AccountantStore, matches: MatchLog) -> None:
         self.accountant = accountant
         self.matches = matches
-        self.evaluator = evaluator
         self.snapshots = SnapshotBuilder()   # reuses per-ad work for ads unchanged since the last cycle
         self.phase = "idle"
         self._commit = threading.Lock()
@@ -75,8 +67,7 @@ class CycleRunner:
             phases["snapshot"] = time.perf_counter() - started
 
             self.phase = "negotiate"
-            evaluator = self.evaluator(snapshot.table, settings, now) if self.evaluator else None
-            result = negotiate(snapshot, state, settings, now, evaluator=evaluator)
+            result = negotiate(snapshot, state, settings, now)
             phases.update(result.stats.phase_s)
 
             self.phase = "accountant"

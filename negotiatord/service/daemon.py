@@ -31,7 +31,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.service.clock import DaemonClock
-from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner, EvaluatorFactory
+from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner
 from negotiatord.service.heap import HeapKeeper
 from negotiatord.service.http import build_app
 from negotiatord.service.matchlog import MatchLog
@@ -58,8 +58,7 @@ CYCLE_THREAD = "negotiation-cycle"
 
 class Daemon:
     def __init__(self, config: Path, settings: Settings, clock: DaemonClock,
-                 preload: dict[AdKind, AdBatch] | None = None,
-                 evaluator: EvaluatorFactory | None = None) -> None:
+                 preload: dict[AdKind, AdBatch] | None = None) -> None:
         self.config = config
         self.settings = settings
         self.clock = clock
@@ -70,7 +69,7 @@ class Daemon:
         self.token = load_token(self.paths.token_file, create=True)
         self.accountant = AccountantStore(self.paths.accountant_db)
         self.matchlog = MatchLog(self.paths.match_log)
-        self.runner = CycleRunner(self.accountant, self.matchlog, evaluator)
+        self.runner = CycleRunner(self.accountant, self.matchlog)
         self.store = AdStore()
         self.totals = FeedTotals()
         self.counters = ServiceCounters()
@@ -231,7 +230,8 @@ class Daemon:
                       candidate_slots=outcome.candidate_slots, idle_jobs=outcome.idle_jobs,
                       submitters=outcome.submitters, autoclusters=stats.autoclusters,
                       pie_spins=stats.pie_spins, pool_size=stats.pool_size, pairs=stats.pairs,
-                      classad_fallbacks=stats.classad_fallbacks, phases_s={k: round(v, 4) for k, v in outcome.phases_s.items()})
+                      classad_fallbacks=stats.classad_fallbacks,
+                      phases_s={k: round(v, 4) for k, v in outcome.phases_s.items()})
         problems = outcome.result.problems
         if problems:
             self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
