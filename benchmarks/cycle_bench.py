@@ -45,8 +45,8 @@ from pool_generator import CONFIG_PATH, DATA, GeneratedPool, generate_pool
 
 from negotiatord.accountant import AccountantState
 from negotiatord.cycle.negotiate import negotiate
-from negotiatord.evaluation import ClassAdEvaluator, PairEvaluator
-from negotiatord.fastpath.evaluator import FastEvaluator
+from negotiatord.commands.negotiate import EVALUATORS
+from negotiatord.evaluation import PairEvaluator
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import Settings, load_settings
@@ -108,9 +108,7 @@ def _status_kib(field: str) -> int:
 
 
 def make_evaluator(kind: str, snapshot: Snapshot, settings: Settings, now: int) -> PairEvaluator:
-    if kind == "fast":
-        return FastEvaluator(snapshot.table, settings, now)
-    return ClassAdEvaluator(snapshot.table, settings, now)
+    return EVALUATORS[kind](snapshot.table, settings, now)
 
 
 def cycle_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, check: bool) -> Result:
@@ -335,7 +333,7 @@ def bench_size(name: str, slots: int, jobs: int, args: argparse.Namespace, setti
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", choices=(*SIZES, "all"), default="small")
-    parser.add_argument("--evaluator", choices=("fast", "classad"), default="fast")
+    parser.add_argument("--evaluator", choices=sorted(EVALUATORS), default="fast")
     parser.add_argument("--budget", type=float, default=300.0,
                         help="seconds each scenario may take before it is stopped (default 300)")
     parser.add_argument("--seed", type=int, default=0)
