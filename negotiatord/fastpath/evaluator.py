@@ -178,8 +178,6 @@ class FastEvaluator:
         # the roots of the one-call kernel path, in kernels.assess_rows' order
         self._kernel_specs = [*self._consumption, REQUIREMENTS[SLOT, False], REQUIREMENTS[SLOT, True],
                               REQUIREMENTS[JOB, False], REQUIREMENTS[JOB, True], WEIGHT, *self._ranks]
-        self._base_is_int = np.zeros(table.amounts.shape, dtype=bool)
-        self._typed = np.zeros(len(table), dtype=bool)
         self._clock = 0           # wall-clock second of the current call (old-semantics CurrentTime)
         self._reset(old_semantics())
 
@@ -267,7 +265,7 @@ class FastEvaluator:
         consumption = np.empty((n, self._assets))
         cost, rank = np.empty(n), np.empty((n, 3))
         ok = K.assess_rows(urows, self._table.consumption_policy[rows], amounts, self._table.amounts[rows],
-                           self._base_types(rows), stack.leaf_of, stack.python_leaves, tables.leaves, tables.segments,
+                           self._table.integer_amounts[rows], stack.leaf_of, stack.python_leaves, tables.leaves, tables.segments,
                            tables.static_ok, job_ok, job_tables.sc_base, job_tables.scalar_ok, tables.code,
                            *job_tables.scalars, *space.st, *self._registers, *frame.dy, strings.lower(),
                            strings.ranks(), *conv, matched, consumption, cost, rank)
@@ -528,19 +526,7 @@ class FastEvaluator:
 
     def _dynamic_inputs(self, frame: Frame, rows: np.ndarray, amounts: np.ndarray, used: np.ndarray) -> None:
         K.asset_inputs(np.ascontiguousarray(amounts, dtype=np.float64), self._table.amounts[rows],
-                       self._base_types(rows), used, *frame.dy)
-
-    def _base_types(self, rows: np.ndarray) -> np.ndarray:
-        """Whether each asset of each row is an integer literal in the slot's own ad (the type an
-        unchanged slot shows; a changed one gets assign_preserve_integers types)."""
-        typed = self._typed[rows]
-        if not typed.all():
-            for row in np.unique(rows[~typed]).tolist():
-                slot = self._table.slots[row]
-                for asset in slot.assets:
-                    self._base_is_int[row, self._asset_column[asset.lower()]] = isinstance(slot.ad.get(asset), int)
-                self._typed[row] = True
-        return self._base_is_int[rows]
+                       self._table.integer_amounts[rows], used, *frame.dy)
 
     def _compiled(self, spec: RootSpec, job: _JobState | None, space: Space) -> CompiledRoot:
         if job is None or spec.mode.no_target:

@@ -44,6 +44,8 @@ class Slot:
     state: str
     assets: tuple[str, ...]                     # MachineResources without Swap, as spelled in the ad
     amounts: tuple[float, ...]                  # the assets' current values, parallel to `assets`
+    integer_amounts: tuple[bool, ...]           # whether each is an integer literal in the ad (its type
+                                                # while unchanged: a match's copy of the ad keeps it)
     requirements: classad2.ExprTree | None
     slot_weight: classad2.ExprTree
     consumption: dict[str, classad2.ExprTree] | None   # asset -> expression; None: no policy
@@ -89,6 +91,7 @@ def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | LeftOut:
         state=state,
         assets=assets,
         amounts=tuple(amounts),
+        integer_amounts=tuple(isinstance(ad.get(asset), int) for asset in assets),
         requirements=ad.lookup("Requirements") if "Requirements" in ad else None,
         slot_weight=slot_weight,
         consumption=consumption,

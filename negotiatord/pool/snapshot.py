@@ -26,6 +26,7 @@ class SlotTable:
     slots: tuple[Slot, ...]
     assets: tuple[str, ...]          # union of slot assets, spelled as first seen
     amounts: np.ndarray              # float64[slots, assets]; NaN where a slot lacks the asset
+    integer_amounts: np.ndarray      # bool[slots, assets]: the amount is an integer literal in the ad
     candidate: np.ndarray            # bool[slots]: unclaimed, offered to idle jobs
     consumption_policy: np.ndarray   # bool[slots]
 
@@ -37,14 +38,18 @@ class SlotTable:
                 assets.setdefault(asset.lower(), asset)
         column = {lower: i for i, lower in enumerate(assets)}
         amounts = np.full((len(slots), len(assets)), np.nan)
+        integer_amounts = np.zeros((len(slots), len(assets)), dtype=bool)
         for row, slot in enumerate(slots):
-            for asset, amount in zip(slot.assets, slot.amounts):
+            for asset, amount, integer in zip(slot.assets, slot.amounts, slot.integer_amounts):
                 amounts[row, column[asset.lower()]] = amount
+                integer_amounts[row, column[asset.lower()]] = integer
         amounts.setflags(write=False)
+        integer_amounts.setflags(write=False)
         return cls(
             slots=tuple(slots),
             assets=tuple(assets.values()),
             amounts=amounts,
+            integer_amounts=integer_amounts,
             candidate=np.array([s.is_candidate for s in slots], dtype=bool),
             consumption_policy=np.array([s.has_consumption_policy for s in slots], dtype=bool),
         )
