@@ -641,19 +641,26 @@ def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_pytho
     asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
     positions = np.empty(n, dtype=np.int64)
 
-    # 1. consumption on consumption-policy slots, then cp_sufficient_assets
+    # 1. consumption on consumption-policy slots, then cp_sufficient_assets. A row whose
+    # consumption of one asset does not fit is out whatever the others consume, so each asset is
+    # only computed on the rows every earlier asset fitted (fragments mostly fail the first ones).
     any_cp = False
+    misfit = np.zeros(n, dtype=np.bool_)
     for c in range(assets):
         count = 0
         for k in range(n):
-            if cp[k] and base[k, c] == base[k, c]:
+            if cp[k] and not misfit[k] and base[k, c] == base[k, c]:
                 positions[count] = k
                 count += 1
         any_cp |= count > 0
         _run_root(c, positions, count, SINK_CONSUME, OUT_ROWS + c, 0, urows, root_leaf, leaf_table, segments,
                   static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
         for p in range(count):
-            used[positions[p], c] = out_f[OUT_ROWS + c, positions[p]]
+            k = positions[p]
+            u = out_f[OUT_ROWS + c, k]
+            used[k, c] = u
+            if u < 0 or u > amounts[k, c]:
+                misfit[k] = True
     if any_cp:
         asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
     sufficient = sufficient_assets(used, amounts)
