@@ -9,6 +9,7 @@ from negotiatord.fastpath.columns import JobCells
 from negotiatord.fastpath.compiler import Plan, lower
 from negotiatord.fastpath.engine import Frame, Triple, decode, encode, run_plan, triple
 from negotiatord.fastpath.ir import CONST
+from negotiatord.fastpath.leaves import collect
 from negotiatord.fastpath.space import Context
 from negotiatord.fastpath.values import INT, REAL, UNDEF, Value
 
@@ -46,21 +47,30 @@ class JobScalars:
         return decode(*self._values[node], self._context.strings)
 
     def _compute(self, nodes: list[int]) -> None:
-        """Run the nodes' scalar plan, or reuse the values of a job that gave it the same inputs
-        (jobs of one submitter share most of them)."""
-        key = tuple(nodes)
-        plan, inputs = _plan(self._context, key)
-        values = [self._input(n) for n in inputs]
-        memo = (key, *map(_input_key, values))
-        found = self._context.scalar_values.get(memo)
-        if found is None:
-            sc = encode(values, self._context.strings)
-            frame = Frame(1, np.zeros(1, dtype=np.int64), sc, out=triple((len(nodes), 1)))
-            run_plan(plan, np.zeros(1, dtype=np.int64), frame, self._context.strings,
-                     [(K.SINK_RAW, j) for j in range(len(nodes))])
-            found = list(zip(frame.out[0][:, 0].tolist(), frame.out[1][:, 0].tolist(), frame.out[2][:, 0].tolist()))
-            self._context.scalar_values[memo] = found
-        self._values.update(zip(nodes, found))
+        """Each node's value as a job that gave the node's own inputs the same values had it (jobs
+        of one submitter share owner, project, image...: what varies between its autoclusters is
+        mostly requests), and the rest from one scalar plan."""
+        context = self._context
+        missing: list[int] = []
+        keys: list[tuple] = []
+        for node in nodes:
+            key = (node, *[self._input_key(n) for n in _inputs(context, node)])
+            found = context.scalar_values.get(key)
+            if found is None:
+                missing.append(node)
+                keys.append(key)
+            else:
+                self._values[node] = found
+        if not missing:
+            return
+        plan, inputs = _plan(context, tuple(missing))
+        sc = encode([self._input(n) for n in inputs], context.strings)
+        frame = Frame(1, np.zeros(1, dtype=np.int64), sc, out=triple((len(missing), 1)))
+        run_plan(plan, np.zeros(1, dtype=np.int64), frame, context.strings,
+                 [(K.SINK_RAW, j) for j in range(len(missing))])
+        values = zip(frame.out[0][:, 0].tolist(), frame.out[1][:, 0].tolist(), frame.out[2][:, 0].tolist())
+        for node, key, value in zip(missing, keys, values):
+            context.scalar_values[key] = self._values[node] = value
 
     def _input(self, node: int) -> Value:
         ir = self._context.graph[node]
@@ -70,11 +80,21 @@ class JobScalars:
             return (INT, self.clock)
         return ir.payload
 
+    def _input_key(self, node: int) -> tuple:
+        """A job or clock input as a memo key: reals by their repr, so 0.0 and -0.0 stay apart."""
+        tag, payload = self._input(node)
+        return (tag, repr(payload) if tag == REAL else payload)
 
-def _input_key(value: Value) -> tuple:
-    """A scalar input as a memo key: reals by their repr, so 0.0 and -0.0 stay apart."""
-    tag, payload = value
-    return (tag, repr(payload) if tag == REAL else payload)
+
+def _inputs(context: Context, node: int) -> tuple[int, ...]:
+    """The job attributes (and the clock) a job-only node reads: what its value depends on."""
+    found = context.scalar_inputs.get(node)
+    if found is None:
+        graph = context.graph
+        reads: set[int] = set()
+        collect(graph, node, lambda n: graph[n].kind in ("job", "clock"), reads)
+        found = context.scalar_inputs[node] = tuple(sorted(reads))
+    return found
 
 
 def _plan(context: Context, nodes: tuple[int, ...]) -> tuple[Plan, list[int]]:

@@ -43,7 +43,8 @@ class Context:
     now: int
     old_semantics: bool  # classad2's scoping mode (semantics.py)
     scalar_plans: dict = field(default_factory=dict)     # node tuple -> (plan, inputs), see scalars.py
-    scalar_values: dict = field(default_factory=dict)    # (node tuple, *input keys) -> values, see scalars.py
+    scalar_values: dict = field(default_factory=dict)    # (node, *input keys) -> value, see scalars.py
+    scalar_inputs: dict = field(default_factory=dict)    # node -> the job and clock nodes it reads
 
 
 @dataclass(frozen=True)
