@@ -7,7 +7,7 @@ dynamic inputs, registers, outputs). Native plans of many leaves run as a single
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -54,20 +54,25 @@ def decode(tag: int, ival: int, fval: float, strings: StringTable) -> Value:
     return (int(tag), None)
 
 
-_EMPTY2 = triple((1, 1))
+def _empty2() -> Triple:
+    return triple((1, 1))
 
 
 @dataclass
 class Frame:
-    """The arrays of one evaluation over ``n`` positions."""
+    """The arrays of one evaluation over ``n`` positions.
+
+    Arrays not given are fresh per frame: the kernels write registers (and outputs) in place, so
+    one shared default would carry an earlier evaluation's values into the next frame's reads
+    (and alias a frame's registers with its dynamic inputs)."""
 
     n: int
     urows: np.ndarray                 # universe row of each position (static store columns)
     sc: Triple                        # scalar values
-    st: Triple = _EMPTY2              # static store [node slot, universe row]
-    dy: Triple = _EMPTY2              # dynamic inputs [row, position]
-    registers: Triple = _EMPTY2
-    out: Triple = _EMPTY2
+    st: Triple = field(default_factory=_empty2)          # static store [node slot, universe row]
+    dy: Triple = field(default_factory=_empty2)          # dynamic inputs [row, position]
+    registers: Triple = field(default_factory=_empty2)
+    out: Triple = field(default_factory=_empty2)
 
     def ensure_registers(self, count: int) -> None:
         if self.registers[0].shape[0] < count or self.registers[0].shape[1] < self.n:

@@ -75,7 +75,13 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
             continue
         frame = Frame(len(slots), np.arange(len(slots)), scalars.triple(leaf.scalar_nodes), st=space.st,
                       out=triple((1, len(slots))))
+        # classad2 steps over job values and slot literals are kernel inputs (dynamic rows after
+        # the assets), computed before the kernel runs, as the evaluator does (_python_inputs)
+        frame.dy = triple((3 * context.assets + len(space.python_rows), max(len(slots), 1)))
         try:
+            for step in leaf.python_inputs:
+                space.python.fill(step, rows, frame.urows, frame.sc, space.st, frame.dy,
+                                  3 * context.assets + step.dst)
             run_plan(leaf.plan, rows, frame, strings, [(K.SINK_RAW, 0)])
         except NeedsFallback:
             continue
