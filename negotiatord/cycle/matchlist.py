@@ -40,8 +40,8 @@ class MatchList:
         self._evaluator = evaluator
         self._state = state
         self._loading = loading
-        rows = np.flatnonzero(state.available)
-        assessment = evaluator.assess(autocluster, rows, state.amounts[rows])
+        rows, amounts = state.offered()
+        assessment = evaluator.assess(autocluster, rows, amounts)
         matched = np.flatnonzero(assessment.matched)
         rank = assessment.rank[matched]
         # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties

@@ -22,11 +22,25 @@ class PoolState:
         self.available = table.candidate & ~np.isnan(weights)
         self.version = np.zeros(len(table), dtype=np.int64)
         self._consumption_policy = table.consumption_policy
+        self._offered: tuple[np.ndarray, np.ndarray] | None = None
+
+    def offered(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows on offer and their amounts, as read-only arrays that stay the same objects until
+        a match changes the pool: every autocluster assessed in between is assessed over one
+        gather (and the evaluator can tell it is the same set of rows)."""
+        if self._offered is None:
+            rows = np.flatnonzero(self.available)
+            amounts = self.amounts[rows]
+            rows.setflags(write=False)
+            amounts.setflags(write=False)
+            self._offered = (rows, amounts)
+        return self._offered
 
     def take(self, row: int, consumption: np.ndarray, cost: float) -> None:
         """Record a match on ``row``: a consumption-policy slot gives up what the job consumes and
         stays on offer while its SlotWeight is positive; any other slot is taken whole."""
         self.version[row] += 1
+        self._offered = None
         if not self._consumption_policy[row]:
             self.available[row] = False
             return

@@ -96,6 +96,17 @@ class _JobStatic:
     inputs: dict[int, Triple]                   # leaf id -> the values of its inputs
 
 
+@dataclass(frozen=True)
+class _Offer:
+    """Slot-table columns gathered for one array of rows."""
+
+    rows: np.ndarray
+    urows: np.ndarray                 # the rows in the match space's universe
+    consumption_policy: np.ndarray
+    base: np.ndarray                  # the amounts in the slots' ads
+    integer: np.ndarray               # whether each is an integer literal there
+
+
 @dataclass
 class _JobState:
     cells: JobCells | None
@@ -196,6 +207,7 @@ class FastEvaluator:
         self._reported: set[tuple[int, int]] = set()
         self._stacks: dict[tuple[int, ...], _Stack] = {}          # id() of each compiled root -> stack
         self._registers = triple((1, 1))
+        self._offer: _Offer | None = None                          # in this match space
 
     # -- PairEvaluator ------------------------------------------------------------------------------
 
@@ -222,19 +234,29 @@ class FastEvaluator:
         self.stats.assess_calls += 1
         self.stats.pairs += len(rows)
         job = self._job(autocluster)
-        urows = self._match_space.universe(rows)
+        offer = self._offer_of(rows)
+        urows = offer.urows
         if job.epoch != self._match_space.epoch:
             job.roots.clear()
             job.stack, job.tables, job.job_static = None, None, None
             job.epoch = self._match_space.epoch
-        done = self._assess_in_kernel(job, rows, urows, amounts)
+        done = self._assess_in_kernel(job, offer, amounts)
         if done is not None:
             self.stats.kernel_batches += 1
             return done
         return self._assess_in_stages(autocluster, job, rows, amounts)
 
-    def _assess_in_kernel(self, job: _JobState, rows: np.ndarray, urows: np.ndarray,
-                          amounts: np.ndarray) -> Assessment | None:
+    def _offer_of(self, rows: np.ndarray) -> _Offer:
+        """The per-row columns of ``rows``, gathered once for a row array passed again (the cycle
+        offers one read-only array to every autocluster until a match changes the pool)."""
+        offer = self._offer
+        if offer is None or offer.rows is not rows or rows.flags.writeable:
+            table = self._table
+            offer = self._offer = _Offer(rows, self._match_space.universe(rows), table.consumption_policy[rows],
+                                         table.amounts[rows], table.integer_amounts[rows])
+        return offer
+
+    def _assess_in_kernel(self, job: _JobState, offer: _Offer, amounts: np.ndarray) -> Assessment | None:
         """The whole assessment in one kernel call (kernels.assess_rows); None when some leaf
         the rows reach needs Python (classad2 steps or fallbacks): the staged path does those."""
         space = self._match_space
@@ -244,6 +266,7 @@ class FastEvaluator:
         stack = job.stack
         job_tables = self._job_tables(job, stack)
         tables = space.tables
+        rows, urows = offer.rows, offer.urows
         n = len(rows)
         frame = Frame(n, urows, triple(1), st=space.st)
         frame.dy = triple((3 * self._assets + len(space.python_rows), max(n, 1)))
@@ -264,9 +287,9 @@ class FastEvaluator:
         matched = np.zeros(n, dtype=bool)
         consumption = np.empty((n, self._assets))
         cost, rank = np.empty(n), np.empty((n, 3))
-        ok = K.assess_rows(urows, self._table.consumption_policy[rows], amounts, self._table.amounts[rows],
-                           self._table.integer_amounts[rows], stack.leaf_of, stack.python_leaves, tables.leaves, tables.segments,
-                           tables.static_ok, job_ok, job_tables.sc_base, job_tables.scalar_ok, tables.code,
+        ok = K.assess_rows(urows, offer.consumption_policy, amounts, offer.base, offer.integer, stack.leaf_of,
+                           stack.python_leaves, tables.leaves, tables.segments, tables.static_ok, job_ok,
+                           job_tables.sc_base, job_tables.scalar_ok, tables.code,
                            *job_tables.scalars, *space.st, *self._registers, *frame.dy, strings.lower(),
                            strings.ranks(), *conv, matched, consumption, cost, rank)
         if not ok:
