@@ -8,14 +8,16 @@ images holds a handful of distinct cells per attribute. The cell's *shape* (ABSE
 ASSET c, EXPR e, OTHER) is what the compiler specialises on; literal values stay data.
 
 Columns are filled lazily, per attribute and per row, with one ``ClassAd.get`` per cell (the
-cheapest classad2 read: literals come back as Python values, expressions as ExprTree).
+cheapest classad2 read: literals come back as Python values, expressions as ExprTree). What a
+slot's ad holds is kept on its :class:`Slot` (``described``): a daemon's snapshot keeps the Slot
+of an unchanged ad, so the next cycle's evaluator interns those descriptions without reading the
+ad again.
 """
 
 from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Callable
 
 import classad2
 import numpy as np
@@ -84,30 +86,25 @@ class CellTable:
         return self._intern(("other", description), Cell(OTHER, text=description))
 
     def from_classad(self, ad: classad2.ClassAd, name: str, value: object) -> int:
-        """The cell for ``value``, which is ``ad.get(name)``; the ad's ExprTree is looked up when a
-        float needs checking (classad2 returns relative times as floats too)."""
-        found = self._plain.get((type(value), value)) if type(value) in _PLAIN_TYPES else None
+        """The cell for ``value``, which is ``ad.get(name)``."""
+        plain = type(value) in _PLAIN_TYPES
+        found = self._plain.get((type(value), value)) if plain else None
         if found is None:
-            found = self._from_classad(value, lambda: ad.lookup(name))
-            if type(value) in _PLAIN_TYPES:
+            found = self.intern(describe(ad, name, value))
+            if plain:
                 self._plain[(type(value), value)] = found
         return found
 
-    def _from_classad(self, value: object, lookup: Callable[[], object]) -> int:
-        if value is _MISSING:
+    def intern(self, description: Description) -> int:
+        """The cell of what :func:`describe` found."""
+        kind, detail = description
+        if kind == ABSENT:
             return self.absent
-        if isinstance(value, classad2.ExprTree):
-            return self.expression(str(value))
-        if isinstance(value, float):
-            text = str(lookup())
-            if text.lstrip("-")[:1].isalpha() and not text.startswith("real("):
-                return self.other(text)
-        if isinstance(value, (list, classad2.ClassAd, datetime.datetime)):
-            return self.other(type(value).__name__)
-        try:
-            return self.literal(from_python(value))
-        except NotScalar as error:
-            return self.other(str(error))
+        if kind == EXPR:
+            return self.expression(detail)
+        if kind == OTHER:
+            return self.other(detail)
+        return self.literal(detail)
 
     def shape(self, cell: int) -> int:
         return self._shape[cell]
@@ -149,6 +146,29 @@ class CellTable:
         return new
 
 
+Description = tuple[str, object]     # (ABSENT, None), (EXPR, text), (OTHER, why) or (LITERAL, Value)
+
+
+def describe(ad: classad2.ClassAd, name: str, value: object) -> Description:
+    """What ``ad`` holds for ``name``, given ``value = ad.get(name)``, apart from any cell table
+    (so a slot can keep it across cycles). The ad's ExprTree is looked up when a float needs
+    checking: classad2 returns relative times as floats too."""
+    if value is _MISSING:
+        return (ABSENT, None)
+    if isinstance(value, classad2.ExprTree):
+        return (EXPR, str(value))
+    if isinstance(value, float):
+        text = str(ad.lookup(name))
+        if text.lstrip("-")[:1].isalpha() and not text.startswith("real("):
+            return (OTHER, text)
+    if isinstance(value, (list, classad2.ClassAd, datetime.datetime)):
+        return (OTHER, type(value).__name__)
+    try:
+        return (LITERAL, from_python(value))
+    except NotScalar as error:
+        return (OTHER, str(error))
+
+
 def current_time_cell(ad: classad2.ClassAd, cells: CellTable, now: int) -> int:
     """The reference freezes the clock by giving an ad that reads ``CurrentTime`` without defining
     it the attribute ``CurrentTime = now`` (evaluation/clock.py, frozen_ad); the same test here."""
@@ -183,29 +203,36 @@ class SlotColumns:
 
     def _read_rows(self, name: str, rows: np.ndarray) -> list[int]:
         slots = self._slots
-        if name.startswith(CONSUMPTION_PREFIX) or name == SLOT_WEIGHT:
-            return [self._read(slots[row], name) for row in rows]
         if name in self._asset_columns:
             return self._read_asset(name, rows)
         if name == "currenttime":
-            return [self._read(slots[row], name) for row in rows]
-        cell = self._cells.from_classad
-        return [cell(ad, name, ad.get(name, _MISSING)) for ad in (slots[row].ad for row in rows)]
+            return [self._current_time(slots[row]) for row in rows]
+        return [self._read(slots[row], name) for row in rows]
 
     def _read(self, slot: Slot, name: str) -> int:
-        """A pseudo-attribute kept beside the ad (Consumption<asset>, SlotWeight), or CurrentTime."""
+        """An attribute of the slot's ad or a pseudo-attribute kept beside it (Consumption<asset>,
+        SlotWeight), described once per ad: a daemon's unchanged slots outlive cycles."""
+        description = slot.described.get(name)
+        if description is None:
+            description = slot.described[name] = self._describe(slot, name)
+        return self._cells.intern(description)
+
+    @staticmethod
+    def _describe(slot: Slot, name: str) -> Description:
         if name.startswith(CONSUMPTION_PREFIX):
-            expr = None
-            if slot.consumption is not None:
-                expr = next((e for a, e in slot.consumption.items() if a.lower() == name[len(CONSUMPTION_PREFIX):]),
-                            None)
-            return self._cells.absent if expr is None else self._cells.expression(str(expr))
+            asset = name[len(CONSUMPTION_PREFIX):]
+            expr = next((e for a, e in (slot.consumption or {}).items() if a.lower() == asset), None)
+            return (ABSENT, None) if expr is None else (EXPR, str(expr))
         if name == SLOT_WEIGHT:
-            return self._cells.expression(str(slot.slot_weight))
-        value = slot.ad.get(name, _MISSING)
+            return (EXPR, str(slot.slot_weight))
+        return describe(slot.ad, name, slot.ad.get(name, _MISSING))
+
+    def _current_time(self, slot: Slot) -> int:
+        """CurrentTime: the ad's own, or the cycle's clock where the reference freezes it."""
+        value = slot.ad.get("currenttime", _MISSING)
         if value is _MISSING:
             return current_time_cell(slot.ad, self._cells, self._now)
-        return self._cells.from_classad(slot.ad, name, value)
+        return self._cells.from_classad(slot.ad, "currenttime", value)
 
     def _read_asset(self, name: str, rows: np.ndarray) -> list[int]:
         """An asset column (SlotWeight reads one over the whole pool): the ASSET cell where the

@@ -10,7 +10,7 @@ that expression to classad2 (:class:`Unevaluated` for the single form).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import classad2
@@ -37,6 +37,7 @@ class _Ad:
     assets: tuple[str, ...] = ()
     consumption: None = None
     slot_weight: None = None
+    described: dict = field(default_factory=dict)
 
 
 class Unevaluated(Exception):
