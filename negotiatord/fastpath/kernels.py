@@ -494,8 +494,16 @@ def asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f):
     A slot whose amounts are unchanged keeps its ad's own literals (int or real); a changed one
     gets assign_preserve_integers values, exactly as the reference's ad copies do.
     """
-    n, assets = amounts.shape
-    for k in range(n):
+    n = amounts.shape[0]
+    _asset_inputs_at(np.arange(n), n, amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
+
+
+@njit(**_JIT)
+def _asset_inputs_at(positions, count, amounts, base, base_is_int, used, dy_t, dy_i, dy_f):
+    """:func:`asset_inputs` for ``positions[:count]`` only."""
+    assets = amounts.shape[1]
+    for p in range(count):
+        k = positions[p]
         changed = False
         for c in range(assets):
             a = amounts[k, c]
@@ -632,8 +640,8 @@ def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_pytho
     everyone = np.arange(n)
     if may_need_python and _needs_python(everyone, n, urows, root_leaf, leaf_table, job_sc_base):
         return False
-    out_t = np.zeros((OUT_ROWS + assets, n), dtype=np.int8)
-    out_i = np.zeros((OUT_ROWS + assets, n), dtype=np.int64)
+    out_t = np.empty((1, 1), dtype=np.int8)       # no root here has a raw sink: only out_f is written
+    out_i = np.empty((1, 1), dtype=np.int64)
     out_f = np.zeros((OUT_ROWS + assets, n), dtype=np.float64)
     rest = (rg_t, rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank,
             conv_t, conv_i, conv_f)
@@ -661,8 +669,13 @@ def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_pytho
             used[k, c] = u
             if u < 0 or u > amounts[k, c]:
                 misfit[k] = True
-    if any_cp:
-        asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
+    if any_cp:      # the overrides and what is left, for the rows that go on to Requirements
+        count = 0
+        for k in range(n):
+            if cp[k] and not misfit[k]:
+                positions[count] = k
+                count += 1
+        _asset_inputs_at(positions, count, amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
     sufficient = sufficient_assets(used, amounts)
 
     # 2-3. the slot's then the job's Requirements (on consumption-policy slots with overrides)
