@@ -72,6 +72,8 @@ def test_ospool_shaped_pool(ospool, consumption_policy):
     pairs, matched, fast = compare_everything(snapshot, config, ospool.now)
     assert pairs > 1000 and matched > 50
     assert fast.stats.fallbacks == 0
+    # the same answers with fragments ruled out by known consumptions before the kernel (bounds.py)
+    assert (fast.stats.pruned_pairs > pairs // 10) == consumption_policy
 
 
 def test_ospool_shaped_pool_after_partial_matches(ospool):

@@ -25,6 +25,7 @@ import numpy as np
 
 from negotiatord.evaluation.protocol import UNRANKED, Assessment
 from negotiatord.fastpath import kernels as K
+from negotiatord.fastpath.bounds import KnownConsumption, known_consumption, misfits
 from negotiatord.fastpath.columns import CONSUMPTION_PREFIX, SLOT_WEIGHT, CellTable, JobCells, SlotColumns
 from negotiatord.fastpath.compiler import JOB, SLOT, Mode
 from negotiatord.fastpath.engine import Frame, NeedsFallback, Triple, run_batch, run_plan, triple
@@ -82,6 +83,7 @@ class _Stack:
     job_static_rows: np.ndarray                 # universe rows reaching one of those leaves
     job_static_nodes: list[int]                 # the job-only inputs of those leaves
     layout: ScalarLayout
+    known_consumption: KnownConsumption         # Consumption roots whose values are known before the kernel
     job_static_states: dict[tuple[bytes, ...], _JobStatic] = field(default_factory=dict)  # by input values
 
 
@@ -265,7 +267,6 @@ class FastEvaluator:
                                      for spec in self._kernel_specs])
         stack = job.stack
         job_tables = self._job_tables(job, stack)
-        tables = space.tables
         rows, urows = offer.rows, offer.urows
         n = len(rows)
         frame = Frame(n, urows, triple(1), st=space.st)
@@ -280,6 +281,36 @@ class FastEvaluator:
             job_ok = self._job_ok(job, stack, urows)
         except NeedsFallback:
             return None
+        cp, base, integer = offer.consumption_policy, offer.base, offer.integer
+        fits = None if stack.python_roots else self._fitting(stack, job_tables, offer, amounts)
+        if fits is not None:          # the kernel sees only the rows whose known consumption fits
+            urows, cp, amounts, base, integer = urows[fits], cp[fits], amounts[fits], base[fits], integer[fits]
+            frame.dy = triple((frame.dy[0].shape[0], max(len(fits), 1)))
+        answers = self._kernel(stack, job_tables, job_ok, frame, urows, cp, amounts, base, integer)
+        if answers is None:
+            return None
+        if fits is not None:
+            answers = _scattered(answers, fits, n)
+        return Assessment(rows, *answers)
+
+    def _fitting(self, stack: _Stack, job_tables: JobTables, offer: _Offer,
+                 amounts: np.ndarray) -> np.ndarray | None:
+        """Positions not ruled out by a consumption known before the kernel (bounds.py); None
+        when nothing is ruled out."""
+        misfit = misfits(stack.known_consumption, stack.leaf_of, offer.urows, offer.consumption_policy, offer.base,
+                         amounts, job_tables.sc_base, job_tables.scalars, self._match_space.st)
+        if misfit is None or not misfit.any():
+            return None
+        self.stats.pruned_pairs += int(misfit.sum())
+        return np.flatnonzero(~misfit)
+
+    def _kernel(self, stack: _Stack, job_tables: JobTables, job_ok: np.ndarray, frame: Frame, urows: np.ndarray,
+                cp: np.ndarray, amounts: np.ndarray, base: np.ndarray,
+                integer: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """kernels.assess_rows over these rows: (matched, consumption, cost, rank), or None when
+        a leaf needs Python."""
+        tables = self._match_space.tables
+        n = len(urows)
         if self._registers[0].shape[0] < tables.registers or self._registers[0].shape[1] < n:
             self._registers = triple((tables.registers, max(n, 2 * self._registers[0].shape[1])))
         strings = self._context.strings
@@ -287,14 +318,11 @@ class FastEvaluator:
         matched = np.zeros(n, dtype=bool)
         consumption = np.empty((n, self._assets))
         cost, rank = np.empty(n), np.empty((n, 3))
-        ok = K.assess_rows(urows, offer.consumption_policy, amounts, offer.base, offer.integer, stack.leaf_of,
-                           stack.python_leaves, tables.leaves, tables.segments, tables.static_ok, job_ok,
-                           job_tables.sc_base, job_tables.scalar_ok, tables.code,
-                           *job_tables.scalars, *space.st, *self._registers, *frame.dy, strings.lower(),
-                           strings.ranks(), *conv, matched, consumption, cost, rank)
-        if not ok:
-            return None
-        return Assessment(rows=rows, matched=matched, consumption=consumption, cost=cost, rank=rank)
+        ok = K.assess_rows(urows, cp, amounts, base, integer, stack.leaf_of, stack.python_leaves, tables.leaves,
+                           tables.segments, tables.static_ok, job_ok, job_tables.sc_base, job_tables.scalar_ok,
+                           tables.code, *job_tables.scalars, *self._match_space.st, *self._registers, *frame.dy,
+                           strings.lower(), strings.ranks(), *conv, matched, consumption, cost, rank)
+        return (matched, consumption, cost, rank) if ok else None
 
     def _stack(self, compiled: list[CompiledRoot | None]) -> _Stack:
         """The stack of these compiled roots, made when a job first compiles to them."""
@@ -321,7 +349,7 @@ class FastEvaluator:
                        if space.leaves[i].plan is not None}
             layout = ScalarLayout(list(planned.values()), len(space.leaves))
             found = self._stacks[key] = _Stack(tuple(compiled), leaf_of, python, python_leaves, job_static, reaching,
-                                               inputs, layout)
+                                               inputs, layout, known_consumption(leaf_of, space.tables, self._assets))
         return found
 
     def _job_tables(self, job: _JobState, stack: _Stack) -> JobTables:
@@ -619,6 +647,17 @@ class FastEvaluator:
                         task.fallback_root, int(rows[k]), autocluster, amounts[k], used[k], task.override, task.asset)
 
         return resolve
+
+
+def _scattered(answers: tuple[np.ndarray, ...], positions: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    """Answers for ``positions`` of ``n`` rows spread over all ``n``: the others unmatched, as the
+    kernel leaves a row it rejects (no cost, no consumption, unranked)."""
+    matched, consumption, cost, rank = answers
+    full = (np.zeros(n, dtype=bool), np.full((n, consumption.shape[1]), np.nan), np.full(n, np.nan),
+            np.full((n, 3), UNRANKED))
+    for whole, part in zip(full, (matched, consumption, cost, rank)):
+        whole[positions] = part
+    return full
 
 
 def _by_leaf(leaf_ids: np.ndarray, positions: np.ndarray, allow_outside: bool = False):
