@@ -4,26 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from negotiatord.cycle.result import CycleResult
+from negotiatord.cycle.result import CycleResult, CycleStats
+
+
+def cycle_figures(stats: CycleStats, digits: int = 6) -> dict[str, Any]:
+    """A cycle's figures, as the dry run prints them and the daemon logs them."""
+    return {
+        "duration_s": round(stats.duration_s, digits),
+        "matches": stats.matches,
+        "rejections": stats.rejections,
+        "slots": stats.slots,
+        "jobs": stats.jobs,
+        "autoclusters": stats.autoclusters,
+        "pie_spins": stats.pie_spins,
+        "pool_size": stats.pool_size,
+        "pairs": stats.pairs,
+        "classad_fallbacks": stats.classad_fallbacks,
+        "phases_s": {name: round(seconds, digits) for name, seconds in stats.phase_s.items()},
+    }
 
 
 def cycle_document(result: CycleResult) -> dict[str, Any]:
     """The JSON document ``negotiatord negotiate`` prints; matches in the order they were made."""
-    stats = result.stats
     return {
-        "cycle": {
-            "duration_s": round(stats.duration_s, 6),
-            "matches": stats.matches,
-            "rejections": stats.rejections,
-            "slots": stats.slots,
-            "jobs": stats.jobs,
-            "autoclusters": stats.autoclusters,
-            "pie_spins": stats.pie_spins,
-            "pool_size": stats.pool_size,
-            "pairs": stats.pairs,
-            "classad_fallbacks": stats.classad_fallbacks,
-            "phases_s": {name: round(seconds, 6) for name, seconds in stats.phase_s.items()},
-        },
+        "cycle": cycle_figures(result.stats),
         "matches": [
             {"job": m.job, "slot": m.slot, "submitter": m.submitter, "group": m.group,
              "cost": m.cost, "consumed": m.consumed}

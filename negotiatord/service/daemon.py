@@ -30,6 +30,7 @@ from negotiatord.feed.intake import take_in
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
+from negotiatord.publish.report import cycle_figures
 from negotiatord.service.clock import DaemonClock
 from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner
 from negotiatord.service.heap import HeapKeeper
@@ -225,13 +226,11 @@ class Daemon:
         self.metrics.cycle_duration.observe(outcome.duration_s)
         self._announce(outcome)
         stats = outcome.result.stats
-        self.log.info("cycle", cycle=outcome.cycle_id, duration_s=round(outcome.duration_s, 4),
-                      matches=stats.matches, rejections=stats.rejections, slots=stats.slots,
-                      candidate_slots=outcome.candidate_slots, idle_jobs=outcome.idle_jobs,
-                      submitters=outcome.submitters, autoclusters=stats.autoclusters,
-                      pie_spins=stats.pie_spins, pool_size=stats.pool_size, pairs=stats.pairs,
-                      classad_fallbacks=stats.classad_fallbacks,
-                      phases_s={k: round(v, 4) for k, v in outcome.phases_s.items()})
+        # the whole cycle's duration and phases (snapshot, holds, commit too), not only negotiation's
+        figures = {**cycle_figures(stats, digits=4), "duration_s": round(outcome.duration_s, 4),
+                   "phases_s": {k: round(v, 4) for k, v in outcome.phases_s.items()}}
+        self.log.info("cycle", cycle=outcome.cycle_id, candidate_slots=outcome.candidate_slots,
+                      idle_jobs=outcome.idle_jobs, submitters=outcome.submitters, **figures)
         problems = outcome.result.problems
         if problems:
             self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
