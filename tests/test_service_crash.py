@@ -48,7 +48,7 @@ def _wait_for_phase(daemon: DaemonProcess, phase: str) -> None:
 def _published(daemon: DaemonProcess) -> list[tuple]:
     log = MatchLog(daemon.state / "matches.sqlite")
     try:
-        return [(m.seq, m.cycle, m.job, m.slot, m.cost) for m in log.since(0, 100000)]
+        return [(m.seq, m.cycle, m.match.job, m.match.slot, m.match.cost) for m in log.since(0, 100000)]
     finally:
         log.close()
 

@@ -69,8 +69,8 @@ def test_matches_are_visible_only_once_published(tmp_path):
     assert log.since(0, 10) == []                     # staged, not published
     _commit(accountant, 1, 2.0)
     assert log.publish(1) == 2
-    assert [m.job for m in log.since(0, 10)] == ["a", "b"]
-    assert [m.job for m in log.since(1, 10)] == ["b"] and log.bounds() == (1, 2)
+    assert [m.match.job for m in log.since(0, 10)] == ["a", "b"]
+    assert [m.match.job for m in log.since(1, 10)] == ["b"] and log.bounds() == (1, 2)
 
 
 def test_a_crash_after_the_accountant_commit_publishes_at_restart(tmp_path):
@@ -81,7 +81,7 @@ def test_a_crash_after_the_accountant_commit_publishes_at_restart(tmp_path):
     log.close()                                       # killed before publish
     accountant, log = _open(tmp_path)
     assert log.recover(accountant.last_cycle_id()) == (1, 0)
-    assert [(m.cycle, m.job) for m in log.since(0, 10)] == [(1, "a")]
+    assert [(m.cycle, m.match.job) for m in log.since(0, 10)] == [(1, "a")]
 
 
 def test_a_crash_before_the_accountant_commit_drops_the_staged_matches(tmp_path):
@@ -99,7 +99,7 @@ def test_a_crash_before_the_accountant_commit_drops_the_staged_matches(tmp_path)
     log.stage(2, 2100.0, [_match("d")])
     _commit(accountant, 2, 1.0)
     log.publish(2)
-    assert [(m.seq, m.job) for m in log.since(0, 10)] == [(1, "a"), (4, "d")]
+    assert [(m.seq, m.match.job) for m in log.since(0, 10)] == [(1, "a"), (4, "d")]
     assert accountant.charges(1) == {"alice@site": 1.0} and accountant.charges(2) == {"alice@site": 1.0}
 
 
@@ -111,7 +111,7 @@ def test_pruning_forgets_only_old_published_matches(tmp_path):
     log.publish(2)
     log.stage(3, 50.0, [_match("staged")])
     assert log.prune(150.0) == 1
-    assert [m.job for m in log.since(0, 10)] == ["new"]
+    assert [m.match.job for m in log.since(0, 10)] == ["new"]
 
 
 def test_a_foreign_database_is_refused_naming_the_file(tmp_path):
@@ -137,11 +137,10 @@ def test_a_cycle_commits_its_charges_and_publishes_its_matches_together(tmp_path
     outcome = CycleRunner(accountant, log).run(view, settings, 1790000000, prune_before=0.0)
     assert outcome.cycle_id == 1 and outcome.result.matches
     published = log.since(0, 10000)
-    assert [(m.job, m.slot, m.cost) for m in published] == \
-        [(m.job, m.slot, m.cost) for m in outcome.result.matches]
+    assert [p.match for p in published] == list(outcome.result.matches)
     charged: dict[str, float] = {}
-    for m in published:
-        charged[m.submitter] = charged.get(m.submitter, 0.0) + m.cost
+    for p in published:
+        charged[p.match.submitter] = charged.get(p.match.submitter, 0.0) + p.match.cost
     stored = accountant.charges(1)
     for submitter, cost in charged.items():
         assert stored[submitter] == pytest.approx(cost)
@@ -167,7 +166,7 @@ def test_a_failed_attempt_at_a_cycle_leaves_nothing_to_publish_with_the_retry(tm
     log.stage(1, 1100.0, [_match("retry")])            # the next cycle reuses the id
     _commit(accountant, 1, 1.0)
     log.publish(1)
-    assert [m.job for m in log.since(0, 10)] == ["retry"]
+    assert [m.match.job for m in log.since(0, 10)] == ["retry"]
 
 
 def test_a_cycle_without_a_usable_accountant_publishes_nothing(tmp_path, sample_view):

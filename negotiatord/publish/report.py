@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from negotiatord.cycle.result import CycleResult, CycleStats
+from negotiatord.cycle.result import CycleResult, CycleStats, Match
 
 
 def cycle_figures(stats: CycleStats, digits: int = 6) -> dict[str, Any]:
@@ -24,15 +24,17 @@ def cycle_figures(stats: CycleStats, digits: int = 6) -> dict[str, Any]:
     }
 
 
+def match_document(match: Match) -> dict[str, Any]:
+    """One match, as the dry run prints it and the daemon publishes it (with its sequence number)."""
+    return {"job": match.job, "slot": match.slot, "submitter": match.submitter, "group": match.group,
+            "cost": match.cost, "consumed": match.consumed}
+
+
 def cycle_document(result: CycleResult) -> dict[str, Any]:
     """The JSON document ``negotiatord negotiate`` prints; matches in the order they were made."""
     return {
         "cycle": cycle_figures(result.stats),
-        "matches": [
-            {"job": m.job, "slot": m.slot, "submitter": m.submitter, "group": m.group,
-             "cost": m.cost, "consumed": m.consumed}
-            for m in result.matches
-        ],
+        "matches": [match_document(m) for m in result.matches],
         "rejections": [{"job": r.job, "submitter": r.submitter, "reason": r.reason} for r in result.rejections],
         "groups": [
             {"name": g.name, "quota": g.quota, "allocated": g.allocated, "usage": g.usage,

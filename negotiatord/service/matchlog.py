@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from negotiatord.cycle.result import Match
+from negotiatord.publish.report import match_document
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -59,17 +60,10 @@ class PublishedMatch:
     seq: int
     cycle: int
     time: float
-    job: str
-    slot: str
-    submitter: str
-    group: str
-    cost: float
-    consumed: dict[str, float]
+    match: Match
 
     def document(self) -> dict[str, Any]:
-        return {"seq": self.seq, "cycle": self.cycle, "time": self.time, "job": self.job,
-                "slot": self.slot, "submitter": self.submitter, "group": self.group,
-                "cost": self.cost, "consumed": self.consumed}
+        return {"seq": self.seq, "cycle": self.cycle, "time": self.time, **match_document(self.match)}
 
 
 class MatchLog:
@@ -166,7 +160,8 @@ class MatchLog:
         rows = self._reader.execute(
             f"SELECT {_COLUMNS} FROM matches WHERE published = 1 AND seq > ? ORDER BY seq LIMIT ?",
             (after, limit)).fetchall()
-        return [PublishedMatch(*row[:8], consumed=json.loads(row[8])) for row in rows]
+        return [PublishedMatch(seq, cycle, at, Match(job, slot, submitter, group, cost, json.loads(consumed)))
+                for seq, cycle, at, job, slot, submitter, group, cost, consumed in rows]
 
     def bounds(self) -> tuple[int, int]:
         """(first, last) published sequence numbers still kept; (0, 0) when there are none."""
