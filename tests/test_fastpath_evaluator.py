@@ -214,3 +214,20 @@ def test_ospool_shaped_pool_claimed_slots_too(ospool):
         claimed_matches += int((expected.matched & ~table.candidate).sum())
     assert claimed_matches > 20
     assert fast.stats.fallbacks == 0
+
+
+def test_a_daemons_next_cycle_reads_no_unchanged_ad_again_and_decides_the_same(ospool, monkeypatch):
+    """What the fast path read of an ad is kept on its Slot or Job, which a daemon's snapshot
+    builder keeps for an unchanged ad: the next cycle interns it without asking the ad."""
+    from negotiatord.fastpath import columns
+    from negotiatord.pool.builder import SnapshotBuilder
+
+    config = load_settings(CONFIG_PATH)
+    builder = SnapshotBuilder()
+    first = negotiate(builder.build(ospool.slot_ads, ospool.job_ads, config), AccountantState(), config, ospool.now)
+    read, describe = [], columns.describe
+    monkeypatch.setattr(columns, "describe", lambda *args: read.append(args[1]) or describe(*args))
+    snapshot = builder.build(ospool.slot_ads, ospool.job_ads, config)
+    again = negotiate(snapshot, AccountantState(), config, ospool.now)
+    assert read == []
+    assert again.matches == first.matches and len(first.matches) > 10

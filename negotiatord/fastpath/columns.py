@@ -258,24 +258,31 @@ class SlotColumns:
 
 
 class JobCells:
-    """The cells of one job ad (an autocluster's representative), read on demand."""
+    """The cells of one job ad (an autocluster's representative), read on demand; what the ad
+    holds is described once per ad in ``described`` (a daemon's unchanged Job keeps it)."""
 
-    def __init__(self, ad: classad2.ClassAd, cells: CellTable, now: int) -> None:
+    def __init__(self, ad: classad2.ClassAd, cells: CellTable, now: int,
+                 described: dict[str, Description] | None = None) -> None:
         self._ad = ad
         self._cells = cells
         self._now = now
         self._read: dict[str, int] = {}
+        self._described = {} if described is None else described
 
     def cell(self, name: str) -> int:
         found = self._read.get(name)
         if found is None:
-            value = self._ad.get(name, _MISSING)
-            if value is _MISSING and name == "currenttime":
-                found = current_time_cell(self._ad, self._cells, self._now)
-            else:
-                found = self._cells.from_classad(self._ad, name, value)
-            self._read[name] = found
+            found = self._read[name] = self._cell(name)
         return found
+
+    def _cell(self, name: str) -> int:
+        description = self._described.get(name)
+        if description is None:
+            value = self._ad.get(name, _MISSING)
+            if value is _MISSING and name == "currenttime":       # the cycle's clock: not kept
+                return current_time_cell(self._ad, self._cells, self._now)
+            description = self._described[name] = describe(self._ad, name, value)
+        return self._cells.intern(description)
 
     def shape(self, name: str) -> int:
         return self._cells.shape(self.cell(name))

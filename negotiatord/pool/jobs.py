@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import classad2
 
@@ -20,6 +20,9 @@ class Job:
     prio: int                                 # JobPrio
     queue_order: tuple[int, int, int]         # (ClusterId, ProcId, position in input)
     concurrency_limits: tuple[tuple[str, float], ...]
+    # the fast path's reading of the ad's attributes (fastpath.columns.describe), filled as it asks:
+    # a daemon's unchanged job keeps its Job, so each ad is read once, not once per cycle
+    described: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def order(self) -> tuple[int, int, int, int]:
