@@ -211,11 +211,16 @@ class SlotColumns:
 
     def _read(self, slot: Slot, name: str) -> int:
         """An attribute of the slot's ad or a pseudo-attribute kept beside it (Consumption<asset>,
-        SlotWeight), described once per ad: a daemon's unchanged slots outlive cycles."""
+        SlotWeight)."""
+        return self._cells.intern(self._description(slot, name))
+
+    def _description(self, slot: Slot, name: str) -> Description:
+        """What the slot holds for ``name``, described once per ad: a daemon's unchanged slots
+        outlive cycles."""
         description = slot.described.get(name)
         if description is None:
             description = slot.described[name] = self._describe(slot, name)
-        return self._cells.intern(description)
+        return description
 
     @staticmethod
     def _describe(slot: Slot, name: str) -> Description:
@@ -242,19 +247,21 @@ class SlotColumns:
         found: list[int] = []
         for row in rows:
             slot = slots[row]
-            value = slot.ad.get(name, _MISSING)
             names = listed.get(slot.assets)
             if names is None:
                 names = listed[slot.assets] = frozenset(a.lower() for a in slot.assets)
-            if value is _MISSING and name == "currenttime":
-                found.append(current_time_cell(slot.ad, cells, self._now))
-            elif name not in names:
-                found.append(cells.from_classad(slot.ad, name, value))
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            if name not in names:
+                found.append(self._current_time(slot) if name == "currenttime" else self._read(slot, name))
+            elif _is_number(self._description(slot, name)):
                 found.append(asset)
             else:
                 found.append(cells.other(f"asset {name} is not a numeric literal"))
         return found
+
+
+def _is_number(description: Description) -> bool:
+    kind, value = description
+    return kind == LITERAL and value[0] in (INT, REAL)
 
 
 class JobCells:

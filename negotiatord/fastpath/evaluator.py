@@ -55,6 +55,7 @@ REQUIREMENTS = {
 }
 JOB_RANK_SPEC = RootSpec("job_rank", JOB, "rank", None, Mode(), K.SINK_RANK_ZERO)
 _NO_CODE = np.zeros((0, 8), dtype=np.int64)
+_PRUNE_FROM = 16        # rows; on fewer, pruning first costs more than the kernel rows it saves
 
 
 @dataclass
@@ -282,7 +283,8 @@ class FastEvaluator:
         except NeedsFallback:
             return None
         cp, base, integer = offer.consumption_policy, offer.base, offer.integer
-        fits = None if stack.python_roots else self._fitting(stack, job_tables, offer, amounts)
+        prune = stack.known_consumption.any and not stack.python_roots and n >= _PRUNE_FROM
+        fits = self._fitting(stack, job_tables, offer, amounts) if prune else None
         if fits is not None:          # the kernel sees only the rows whose known consumption fits
             urows, cp, amounts, base, integer = urows[fits], cp[fits], amounts[fits], base[fits], integer[fits]
             frame.dy = triple((frame.dy[0].shape[0], max(len(fits), 1)))

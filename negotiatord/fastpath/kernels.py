@@ -553,6 +553,38 @@ def sufficient_assets(used, amounts):
     return ok
 
 
+@njit(**_JIT)
+def consumption_misfits(prunable, known_kind, known_index, root_leaf, urows, cp, base, amounts, job_sc_base,
+                        sc_t, sc_i, sc_f, st_t, st_i, st_f, misfit):
+    """bounds.py: mark the rows where a Consumption leaf whose value is an operand read as is
+    (``known_kind`` K_SC or K_ST at ``known_index``) gives a consumption that does not fit, as
+    assess_rows' stage 1 would. Returns the rows marked, or -1 when a scalar is missing."""
+    n, assets = amounts.shape
+    marked = 0
+    for k in range(n):
+        if not cp[k]:
+            continue
+        for c in range(assets):
+            if not prunable[c] or base[k, c] != base[k, c]:
+                continue
+            leaf = root_leaf[c, urows[k]]
+            if leaf < 0:
+                continue
+            if known_kind[c, leaf] == K_SC:
+                if job_sc_base[leaf] < 0:
+                    return -1
+                r = job_sc_base[leaf] + known_index[c, leaf]
+                used = _sink(SINK_CONSUME, sc_t[r, 0], sc_i[r, 0], sc_f[r, 0])
+            else:
+                r = known_index[c, leaf]
+                used = _sink(SINK_CONSUME, st_t[r, urows[k]], st_i[r, urows[k]], st_f[r, urows[k]])
+            if used < 0 or used > amounts[k, c]:
+                misfit[k] = True
+                marked += 1
+                break
+    return marked
+
+
 # -- a whole assessment in one call ------------------------------------------------------------------
 #
 # Roots, in this order: Consumption<asset> for each table asset, then the ones below. Leaves are a
