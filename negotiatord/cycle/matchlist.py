@@ -59,7 +59,7 @@ class MatchList:
         while self._head < len(self._rows):
             head, row = self._head, int(self._rows[self._head])
             if not state.available[row]:
-                self._head += 1
+                self._head = self._next_on_offer(head)
                 continue
             if self._version[head] != state.version[row] and not self._reassess(head):
                 self._head += 1
@@ -67,6 +67,12 @@ class MatchList:
             return Candidate(row, tuple(float(v) for v in self._rank[head]), float(self._cost[head]),
                              self._consumption[head], int(self._version[head]))
         return None
+
+    def _next_on_offer(self, start: int) -> int:
+        """The first position from ``start`` whose slot is still on offer (the end if none): one
+        numpy pass, as a list may trail hundreds of slots taken since it was built."""
+        offered = self._state.available[self._rows[start:]]
+        return start + (int(offered.argmax()) if offered.any() else len(offered))
 
     def taken(self, candidate: Candidate) -> None:
         """``candidate`` (the current head) got a job; place it for the next job of this request."""

@@ -125,15 +125,16 @@ class _Cycle:
         return ConcurrencyLedger(self.settings, running_limits)
 
     def _submitters(self) -> dict[str, Submitter]:
-        autocluster_of = {job.id: ac for ac in self.snapshot.autoclusters for job in ac.jobs}
-        by_name: dict[str, list[Job]] = defaultdict(list)
-        for job in self.snapshot.jobs:
-            by_name[job.submitter].append(job)
+        """The submitters with idle jobs, in the order their first jobs came in."""
+        autoclusters: dict[str, list[Autocluster]] = {name: [] for name in dict.fromkeys(
+            job.submitter for job in self.snapshot.jobs)}
+        for autocluster in self.snapshot.autoclusters:
+            autoclusters[autocluster.submitter].append(autocluster)
         submitters = {}
-        for name, jobs in by_name.items():
+        for name, own in autoclusters.items():
             group = self.groups.group_of(name)
             submitter = Submitter(name, group, self.accountant.effective_priority(name, group, self.settings))
-            submitter.add_jobs(sorted(jobs, key=lambda j: j.order), autocluster_of)
+            submitter.add_autoclusters(own)
             submitters[name] = submitter
         return submitters
 

@@ -28,9 +28,17 @@ class Submitter:
     requests: list[Request] = field(default_factory=list)
     share_limit: float = 0.0                      # its share of the group's allocation
 
-    def add_jobs(self, jobs: Iterable[Job], autocluster_of: dict[str, Autocluster]) -> None:
-        """Append jobs (already in schedd order), merging runs of one autocluster into a request."""
-        for job in jobs:
+    def add_autoclusters(self, autoclusters: Iterable[Autocluster]) -> None:
+        """Requests in schedd job order from the submitter's autoclusters (each in job order):
+        runs of consecutive jobs of one autocluster. When the autoclusters' jobs do not
+        interleave (the usual case: a cluster's jobs share an autocluster), each is one run,
+        found without going through its jobs."""
+        ordered = sorted(autoclusters, key=lambda ac: ac.jobs[0].order)
+        if all(a.jobs[-1].order < b.jobs[0].order for a, b in zip(ordered, ordered[1:])):
+            self.requests.extend(Request(ac, deque(ac.jobs)) for ac in ordered)
+            return
+        autocluster_of = {job.id: ac for ac in ordered for job in ac.jobs}
+        for job in sorted((job for ac in ordered for job in ac.jobs), key=lambda j: j.order):
             autocluster = autocluster_of[job.id]
             if self.requests and self.requests[-1].autocluster.id == autocluster.id:
                 self.requests[-1].jobs.append(job)

@@ -270,25 +270,25 @@ class FastEvaluator:
         job_tables = self._job_tables(job, stack)
         rows, urows = offer.rows, offer.urows
         n = len(rows)
-        frame = Frame(n, urows, triple(1), st=space.st)
-        frame.dy = triple((3 * self._assets + len(space.python_rows), max(n, 1)))
-        for r in stack.python_roots:
-            for leaf_id, positions in _by_leaf(stack.leaf_of[r, urows], np.arange(n), allow_outside=True):
-                leaf = space.leaves[leaf_id]
-                if leaf.python_inputs and leaf.plan is not None and not self._python_inputs(leaf, positions,
-                                                                                             job, frame):
-                    return None
+        inputs = 3 * self._assets + len(space.python_rows)      # dynamic input rows
+        fits = None
+        if stack.python_roots:        # classad2 steps' values, computed before the kernel reads them
+            frame = Frame(n, urows, triple(1), st=space.st, dy=triple((inputs, max(n, 1))))
+            if not self._python_inputs_of(stack, job, frame):
+                return None
+            dy = frame.dy
+        elif stack.known_consumption.any and n >= _PRUNE_FROM:
+            fits = self._fitting(stack, job_tables, offer, amounts)
         try:
             job_ok = self._job_ok(job, stack, urows)
         except NeedsFallback:
             return None
         cp, base, integer = offer.consumption_policy, offer.base, offer.integer
-        prune = stack.known_consumption.any and not stack.python_roots and n >= _PRUNE_FROM
-        fits = self._fitting(stack, job_tables, offer, amounts) if prune else None
         if fits is not None:          # the kernel sees only the rows whose known consumption fits
             urows, cp, amounts, base, integer = urows[fits], cp[fits], amounts[fits], base[fits], integer[fits]
-            frame.dy = triple((frame.dy[0].shape[0], max(len(fits), 1)))
-        answers = self._kernel(stack, job_tables, job_ok, frame, urows, cp, amounts, base, integer)
+        if not stack.python_roots:
+            dy = triple((inputs, max(len(urows), 1)))
+        answers = self._kernel(stack, job_tables, job_ok, dy, urows, cp, amounts, base, integer)
         if answers is None:
             return None
         if fits is not None:
@@ -306,7 +306,19 @@ class FastEvaluator:
         self.stats.pruned_pairs += int(misfit.sum())
         return np.flatnonzero(~misfit)
 
-    def _kernel(self, stack: _Stack, job_tables: JobTables, job_ok: np.ndarray, frame: Frame, urows: np.ndarray,
+    def _python_inputs_of(self, stack: _Stack, job: _JobState, frame: Frame) -> bool:
+        """Fill the classad2-step inputs of every leaf the frame's rows reach; False if one needs
+        a fallback."""
+        space = self._match_space
+        for r in stack.python_roots:
+            for leaf_id, positions in _by_leaf(stack.leaf_of[r, frame.urows], np.arange(frame.n), allow_outside=True):
+                leaf = space.leaves[leaf_id]
+                if leaf.python_inputs and leaf.plan is not None and not self._python_inputs(leaf, positions,
+                                                                                             job, frame):
+                    return False
+        return True
+
+    def _kernel(self, stack: _Stack, job_tables: JobTables, job_ok: np.ndarray, dy: Triple, urows: np.ndarray,
                 cp: np.ndarray, amounts: np.ndarray, base: np.ndarray,
                 integer: np.ndarray) -> tuple[np.ndarray, ...] | None:
         """kernels.assess_rows over these rows: (matched, consumption, cost, rank), or None when
@@ -322,7 +334,7 @@ class FastEvaluator:
         cost, rank = np.empty(n), np.empty((n, 3))
         ok = K.assess_rows(urows, cp, amounts, base, integer, stack.leaf_of, stack.python_leaves, tables.leaves,
                            tables.segments, tables.static_ok, job_ok, job_tables.sc_base, job_tables.scalar_ok,
-                           tables.code, *job_tables.scalars, *self._match_space.st, *self._registers, *frame.dy,
+                           tables.code, *job_tables.scalars, *self._match_space.st, *self._registers, *dy,
                            strings.lower(), strings.ranks(), *conv, matched, consumption, cost, rank)
         return (matched, consumption, cost, rank) if ok else None
 
