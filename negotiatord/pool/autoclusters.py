@@ -9,17 +9,30 @@ ConcurrencyLimits, and whatever an expression-valued significant attribute reads
 
 Jobs are grouped first by the attributes read unconditionally, then each group is split by the
 guarded attributes its jobs actually reach, until what a group's first job reaches is shared by all.
+
+A daemon needs the autoclusters of every idle job (255k on an OSPool-sized pool) every cycle,
+while only a few ads change in between. So what a job's ad says (its signatures, the values of its
+guard conditions) is worked out once per ad in a :class:`ClusteringJob`; signatures are interned by
+a :class:`SignatureBook`, so grouping hashes object identities and each distinct signature's
+references are read once; and :class:`Autoclusters` keeps the grouping as a tree, which the next
+cycle updates with the jobs that left and joined instead of grouping every job again.
 """
 
 from __future__ import annotations
 
+from bisect import insort
+from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from functools import cached_property
+from itertools import groupby
+from operator import attrgetter
+from typing import Callable, Iterable, Iterator
+from weakref import WeakValueDictionary
 
 import classad2
 
 from negotiatord.pool.jobs import Job
-from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, own_references
+from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, condition_value, own_references
 
 JOB_SIDE_ATTRIBUTES = ("Requirements", "Rank", "ConcurrencyLimits")
 
@@ -49,7 +62,7 @@ class Significance:
 
 def significance(slot_reads: set[JobRead], assets: Iterable[str]) -> Significance:
     """Unconditional attributes (slot reads without guards, job-side attributes, requests) and
-    the guarded reads not already among them. :func:`form_autoclusters` adds what
+    the guarded reads not already among them. :meth:`Autoclusters.form` adds what
     expression-valued attributes read in turn."""
     wanted = {r.attribute.lower(): r.attribute for r in slot_reads if not r.guards}
     for name in (*JOB_SIDE_ATTRIBUTES, *(f"Request{a}" for a in assets)):
@@ -59,76 +72,344 @@ def significance(slot_reads: set[JobRead], assets: Iterable[str]) -> Significanc
     return Significance(tuple(sorted(wanted.values(), key=str.lower)), guarded)
 
 
-SignatureOf = Callable[[Job, tuple[str, ...]], tuple]
+# -- what a job's ad says, worked out once per ad --------------------------------------------------
 
 
-def signature(job: Job, names: tuple[str, ...]) -> tuple:
-    """Hashable stand-ins for the values of ``names`` in ``job``: each literal with its ClassAd type
-    (1, 1.0 and true differ), each expression as its canonical text."""
-    return tuple(_stand_in(job.ad.get(name)) for name in names)
+@dataclass(frozen=True, eq=False)
+class Signature:
+    """The values of some attributes of a job, as hashable stand-ins: each literal with its ClassAd
+    type (1, 1.0 and true differ), each expression as its canonical text.
+
+    Interned by a :class:`SignatureBook`: equal values are one object, so signatures compare and
+    hash by identity.
+    """
+
+    values: tuple
+
+    @cached_property
+    def references(self) -> tuple[str, ...]:
+        """The names its expressions read in their own ad, in value order. Asked of the closure's
+        signatures only (as forming autoclusters always did: not every value need parse)."""
+        return tuple(dict.fromkeys(ref for value in self.values if isinstance(value, str)
+                                   for ref in own_references(value)))
+
+
+class SignatureBook:
+    """The interned signatures of the jobs a builder knows. Held weakly: a signature no job holds
+    any more (its ads were replaced or left the queue) is forgotten."""
+
+    def __init__(self) -> None:
+        self._interned: WeakValueDictionary[tuple, Signature] = WeakValueDictionary()
+
+    def signature(self, ad: classad2.ClassAd, names: tuple[str, ...]) -> Signature:
+        values = tuple(map(_stand_in, map(_reader(ad), names)))
+        signature = self._interned.get(values)
+        if signature is None:
+            signature = self._interned[values] = Signature(values)
+        return signature
+
+
+def _reader(ad: classad2.ClassAd) -> Callable[[str], object]:
+    """``ad.get``, at half the cost of a missing attribute (ClassAd's is the Mapping default, a
+    second Python frame around the lookup): most significant attributes are missing from a job."""
+    lookup = ad.__getitem__
+
+    def get(name: str) -> object:
+        try:
+            return lookup(name)
+        except KeyError:
+            return None
+    return get
+
+
+_LITERAL_KINDS = {type(None): "NoneType", bool: "bool", int: "int", float: "float", classad2.Value: "Value",
+                  str: "string"}
 
 
 def _stand_in(value: object) -> object:
-    if value is None or isinstance(value, (bool, int, float, classad2.Value)):
+    kind = _LITERAL_KINDS.get(type(value))     # the common types at the cost of one lookup
+    if kind is not None:
+        return (kind, value)
+    if isinstance(value, (bool, int, float, classad2.Value)):
         return (type(value).__name__, value)
     if isinstance(value, str):
         return ("string", value)
     return str(value)
 
 
-def form_autoclusters(jobs: Sequence[Job], significant: Significance,
-                      signature_of: SignatureOf = signature) -> tuple[list[Autocluster], Significance]:
-    """Group each submitter's jobs by their significant attributes' values.
+class ClusteringJob:
+    """An idle job and what forming autoclusters learns from its ad: its signatures by attribute
+    names, the values of guard conditions, what its expression-valued attributes read.
 
-    Returns the autoclusters (ids follow first appearance in job order, so the same input gives
-    the same ids) and the significance grown by what expression-valued attributes read.
-    ``signature_of`` may memoise :func:`signature` across cycles.
+    All of it depends on the ad alone, so a daemon's builder keeps this while the job's ad object
+    is unchanged (HTCondor's schedd likewise keeps a job's autocluster until a significant
+    attribute changes) and only renumbers the job when its position in the queue moves.
     """
-    ordered = sorted(jobs, key=lambda j: (j.submitter, j.order))
-    names: list[str] = []
-    signatures: list[tuple] = [() for _ in ordered]
-    known: set[str] = set()
-    pending = tuple(significant.unconditional)
-    while pending:                      # closure: RequestMemory = f(MemoryUsage) reads MemoryUsage
-        known |= {name.lower() for name in pending}
-        names += pending
-        added: dict[str, str] = {}
-        for index, job in enumerate(ordered):
-            values = signature_of(job, pending)
-            signatures[index] += values
-            for value in values:
-                if isinstance(value, str):
-                    for ref in own_references(value):
-                        if ref.lower() not in known:
-                            added.setdefault(ref.lower(), ref)
-        pending = tuple(added.values())
-    groups: dict[tuple, list[Job]] = {}
-    for job, values in zip(ordered, signatures):
-        groups.setdefault((job.submitter, *values), []).append(job)
-    clusters = [c for group in groups.values() for c in _refine(group, significant.guarded, known, signature_of)]
-    clusters.sort(key=lambda c: (c[0].submitter, c[0].order))
-    autoclusters = [Autocluster(id=i, submitter=c[0].submitter, jobs=tuple(c)) for i, c in enumerate(clusters)]
-    return autoclusters, Significance(tuple(sorted(names, key=str.lower)), significant.guarded)
+
+    __slots__ = ("job", "submitter", "rank", "_book", "_signatures", "_conditions")
+
+    def __init__(self, job: Job, book: SignatureBook) -> None:
+        self._book = book
+        self._signatures: dict[tuple[str, ...], Signature] = {}
+        self._conditions: dict[str, object] | None = None     # only a group's first job is asked
+        self.renumber(job)
+
+    def renumber(self, job: Job) -> None:
+        """Take ``job``, read from the same ad at another position in the queue."""
+        self.job = job
+        self.submitter = job.submitter
+        self.rank = (job.submitter, job.order)      # the order autoclusters keep
+
+    def signature(self, names: tuple[str, ...]) -> Signature:
+        signature = self._signatures.get(names)
+        if signature is None:
+            signature = self._signatures[names] = self._book.signature(self.job.ad, names)
+        return signature
+
+    def reached(self, reads: Iterable[JobRead]) -> set[str]:
+        """The attributes of ``reads`` whose guards are open for this job, and what those holding
+        an expression read in turn; only :data:`ANY_ATTRIBUTE` if any of them is that."""
+        live = {read.attribute for read in reads if read.is_live(self._condition)}
+        if ANY_ATTRIBUTE in live:
+            return {ANY_ATTRIBUTE}
+        return live.union(*(self._references_of(name) for name in live))
+
+    def _condition(self, condition: str) -> object:
+        """A guard condition's value for this job, remembered: the job may be the first of a group
+        and of its first part, asked about the same guards."""
+        if self._conditions is None:
+            self._conditions = {}
+        if condition not in self._conditions:
+            self._conditions[condition] = condition_value(condition, self.job.ad)
+        return self._conditions[condition]
+
+    def _references_of(self, name: str) -> frozenset[str]:
+        value = self.job.ad.get(name)
+        return own_references(str(value)) if isinstance(value, classad2.ExprTree) else frozenset()
 
 
-def _refine(group: list[Job], guarded: tuple[JobRead, ...], known: set[str],
-            signature_of: SignatureOf) -> list[list[Job]]:
-    """Split ``group`` (jobs equal in every ``known`` attribute) by the guarded attributes its first
-    job reaches, until nothing new is reached; a job that may read any attribute stands alone."""
-    first = group[0].ad
-    live = {r.attribute for r in guarded if r.attribute.lower() not in known and r.is_live_for(first)}
-    if ANY_ATTRIBUTE in live:
-        return [[job] for job in group]
-    reached = set(live)
-    for name in live:
-        value = first.get(name)
-        if isinstance(value, classad2.ExprTree):
-            reached |= own_references(str(value))
-    new = tuple(sorted((name for name in reached if name.lower() not in known), key=str.lower))
-    if not new:
-        return [group]
-    parts: dict[tuple, list[Job]] = {}
-    for job in group:
-        parts.setdefault(signature_of(job, new), []).append(job)
-    known = known | {name.lower() for name in new}
-    return [cluster for part in parts.values() for cluster in _refine(part, guarded, known, signature_of)]
+# -- forming autoclusters, and keeping them from cycle to cycle -------------------------------------
+
+JOB = attrgetter("job")
+_RANK = attrgetter("rank")
+_SUBMITTER = attrgetter("submitter")
+_ALONE = (ANY_ATTRIBUTE,)       # the split of jobs that may read any attribute: each stands alone
+
+
+class Autoclusters:
+    """The idle jobs' autoclusters, kept from cycle to cycle.
+
+    Forming them (:meth:`form`) is the algorithm of this module's docstring. It leaves a tree: the
+    closure groups (one submitter's jobs equal in every unconditional attribute and what those
+    read), each split as its first job decides (:class:`_Node`) down to the autoclusters. A
+    daemon's next cycle mostly sees the same jobs, a few ads replaced, so :meth:`update` takes the
+    jobs that left and joined into the tree and reconsiders only the nodes they touched: the
+    result is what :meth:`form` would give, without touching the other 250k jobs.
+    """
+
+    def __init__(self) -> None:
+        self.signatures = SignatureBook()
+        self._significance: Significance | None = None
+        self._passes: list[tuple[str, ...]] = []    # the closure's names, pass by pass
+        self._known: frozenset[str] = frozenset()   # all of them, lower-cased
+        self._groups: dict[tuple, _Node] = {}       # closure groups by submitter and pass signatures
+
+    def form(self, jobs: Iterable[ClusteringJob],
+             significant: Significance) -> tuple[list[Autocluster], Significance]:
+        """Group each submitter's jobs by their significant attributes' values.
+
+        Returns the autoclusters (ids follow first appearance in job order, so the same input
+        gives the same ids) and the significance grown by what expression-valued attributes read.
+        """
+        groups = _split_by_submitter(sorted(jobs, key=_RANK))
+        self._significance, self._passes = significant, []
+        known: set[str] = set()
+        pending = tuple(significant.unconditional)
+        while pending:                  # closure: RequestMemory = f(MemoryUsage) reads MemoryUsage
+            known |= {name.lower() for name in pending}
+            self._passes.append(pending)
+            groups = _split(groups, pending)
+            pending = _new_references([group[0] for group in groups], pending, known)
+        self._known = frozenset(known)
+        reads = _undecided(significant.guarded, self._known)
+        self._groups = {self._group_key(group[0]): _Node.grown(group, self._known, reads) for group in groups}
+        return self._result()
+
+    def update(self, significant: Significance, leaving: Iterable[ClusteringJob],
+               joining: Iterable[ClusteringJob]) -> tuple[list[Autocluster], Significance] | None:
+        """As :meth:`form` over the jobs of the last result less ``leaving`` plus ``joining`` (the
+        others keep their relative order), or None if the significance or the closure changed:
+        then only :meth:`form` can tell."""
+        if significant != self._significance:
+            return None
+        touched: set[_Node] = set()
+        leavers = set(leaving)
+        for job in leavers:
+            self._groups[self._group_key(job)].reach(job, touched)
+        for job in joining:
+            key = self._group_key(job)
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = _Node(self._known, _undecided(significant.guarded, self._known))
+            group.reach(job, touched, joining=True)
+        for key, group in list(self._groups.items()):
+            if not group.settle(touched, leavers):
+                del self._groups[key]
+        return self._result() if self._closure_holds() else None
+
+    def _group_key(self, job: ClusteringJob) -> tuple:
+        return (job.submitter, *(job.signature(names) for names in self._passes))
+
+    def _closure_holds(self) -> bool:
+        """Whether the closure, worked out again over the current jobs, passes as it did: every job
+        of a closure group has its first job's values, so the groups' first jobs are asked."""
+        firsts = sorted((group.first for group in self._groups.values()), key=_RANK)
+        known: set[str] = set()
+        pending = self._significance.unconditional
+        for names in self._passes:
+            if pending != names:
+                return False
+            known |= {name.lower() for name in names}
+            pending = _new_references(firsts, names, known)
+        return not pending
+
+    def _result(self) -> tuple[list[Autocluster], Significance]:
+        leaves = sorted((leaf for group in self._groups.values() for leaf in group.leaves()),
+                        key=lambda leaf: leaf.first.rank)
+        autoclusters = [Autocluster(id=i, submitter=leaf.first.submitter, jobs=tuple(map(JOB, leaf.members)))
+                        for i, leaf in enumerate(leaves)]
+        names = [name for names in self._passes for name in names]
+        return autoclusters, Significance(tuple(sorted(names, key=str.lower)), self._significance.guarded)
+
+
+class _Node:
+    """Jobs equal in every attribute of ``known``: split further by the guarded attributes its
+    first job reaches (``split``), or a leaf, an autocluster, when it reaches none.
+
+    Kept from cycle to cycle, a node is reconsidered only when jobs joined or left below it, and
+    split again only when its first job changed and splits differently.
+    """
+
+    __slots__ = ("known", "reads", "first", "split", "children", "members")
+
+    def __init__(self, known: frozenset[str], reads: tuple[JobRead, ...]) -> None:
+        self.known = known
+        self.reads = reads                          # the guarded reads ``known`` leaves undecided
+        self.first: ClusteringJob | None = None     # its first job, as of the last settle
+        self.split: tuple[str, ...] = ()            # () for a leaf; _ALONE: one leaf per job
+        self.children: dict[object, _Node] = {}     # by the jobs' signature over ``split``
+        self.members: list[ClusteringJob] = []      # a leaf's jobs, in job order
+
+    @classmethod
+    def grown(cls, jobs: list[ClusteringJob], known: frozenset[str], reads: tuple[JobRead, ...]) -> _Node:
+        node = cls(known, reads)
+        node._grow(jobs, node._split_for(jobs[0]))
+        return node
+
+    def _split_for(self, first: ClusteringJob) -> tuple[str, ...]:
+        reached = first.reached(self.reads)
+        if ANY_ATTRIBUTE in reached:
+            return _ALONE
+        return tuple(sorted((name for name in reached if name.lower() not in self.known), key=str.lower))
+
+    def _grow(self, jobs: list[ClusteringJob], split: tuple[str, ...]) -> None:
+        """Split ``jobs`` (in job order) by ``split``, then each part as its first job decides."""
+        self.first, self.split, self.children, self.members = jobs[0], split, {}, []
+        if not split:
+            self.members = jobs
+        elif split is _ALONE:
+            self.children = {job: _Node.grown([job], self.known, ()) for job in jobs}
+        else:
+            known = self.known | {name.lower() for name in split}
+            reads = _undecided(self.reads, known)
+            self.children = {part[0].signature(split): _Node.grown(part, known, reads)
+                             for part in _split([jobs], split)}
+
+    def _child_for(self, job: ClusteringJob) -> _Node:
+        """The child ``job`` belongs in, a new empty one (a leaf until settled) if there is none."""
+        key = job if self.split is _ALONE else job.signature(self.split)
+        child = self.children.get(key)
+        if child is None:
+            if self.split is _ALONE:
+                child = _Node(self.known, ())
+            else:
+                known = self.known | {name.lower() for name in self.split}
+                child = _Node(known, _undecided(self.reads, known))
+            self.children[key] = child
+        return child
+
+    def reach(self, job: ClusteringJob, touched: set[_Node], joining: bool = False) -> None:
+        """Walk down to ``job``'s leaf, marking the way for :meth:`settle`; a joining job is put in
+        its place there (a leaving one is dropped by settle)."""
+        node = self
+        while node.split:
+            touched.add(node)
+            node = node._child_for(job)
+        touched.add(node)
+        if joining:
+            insort(node.members, job, key=_RANK)
+
+    def settle(self, touched: set[_Node], leavers: set[ClusteringJob]) -> bool:
+        """Drop ``leavers`` below, then split again where a new first job splits differently from
+        the one before. False if no job is left."""
+        if self not in touched:
+            return True
+        if not self.split:
+            if leavers:
+                self.members = [job for job in self.members if job not in leavers]
+            first = self.members[0] if self.members else None
+        else:
+            for key, child in list(self.children.items()):
+                if not child.settle(touched, leavers):
+                    del self.children[key]
+            first = min((child.first for child in self.children.values()), key=_RANK, default=None)
+        if first is None:
+            return False
+        if first is not self.first:
+            split = self._split_for(first)
+            if split == self.split:
+                self.first = first
+            else:
+                self._grow(sorted((job for leaf in self.leaves() for job in leaf.members), key=_RANK), split)
+        return True
+
+    def leaves(self) -> Iterator[_Node]:
+        if not self.split:
+            yield self
+        else:
+            for child in self.children.values():
+                yield from child.leaves()
+
+
+def _undecided(reads: Iterable[JobRead], known: frozenset[str]) -> tuple[JobRead, ...]:
+    return tuple(read for read in reads if read.attribute.lower() not in known)
+
+
+def _split_by_submitter(ordered: list[ClusteringJob]) -> list[list[ClusteringJob]]:
+    return [list(jobs) for _, jobs in groupby(ordered, key=_SUBMITTER)]    # ordered by submitter first
+
+
+def _split(groups: Iterable[list[ClusteringJob]], names: tuple[str, ...]) -> list[list[ClusteringJob]]:
+    """Each group split by its jobs' values of ``names``. Groups and their jobs stay in job order:
+    a group's first job is the first job with its values, as forming one group at a time would
+    find it."""
+    parts: list[list[ClusteringJob]] = []
+    for group in groups:
+        by_signature: defaultdict[Signature, list[ClusteringJob]] = defaultdict(list)
+        for job in group:
+            by_signature[job.signature(names)].append(job)
+        parts += by_signature.values()
+    parts.sort(key=lambda part: part[0].rank)
+    return parts
+
+
+def _new_references(firsts: Iterable[ClusteringJob], names: tuple[str, ...], known: set[str]) -> tuple[str, ...]:
+    """The names the values of ``names`` read and ``known`` lacks, spelled as the first job reading
+    them does. ``firsts`` are the first jobs of groups whose jobs share their values of ``names``,
+    in job order: the first job with some values is among them, so each group is asked once."""
+    added: dict[str, str] = {}
+    for job in firsts:
+        for ref in job.signature(names).references:
+            if ref.lower() not in known:
+                added.setdefault(ref.lower(), ref)
+    return tuple(added.values())

@@ -2,19 +2,29 @@
 
 A collector feed replaces an ad object when the ad is updated, so an ad object seen in the last
 cycle holds the same ad: its slot or job record, the job attributes a slot's expressions read and
-a job's significant-attribute values carry over. This is what keeps a daemon's snapshot cheap on
-a 45k-slot, 255k-job pool (HTCondor's schedd likewise caches each job's autocluster id until a
-significant attribute changes). A settings reload drops the slot work, which depends on the config.
+a job's significant-attribute values carry over. So do the autoclusters: the builder hands them the
+jobs that left and joined, and only the groups those touch are reconsidered. This is what keeps a
+daemon's snapshot cheap on a 45k-slot, 255k-job pool (HTCondor's schedd likewise caches each job's
+autocluster id until a significant attribute changes). A settings reload drops the slot work,
+which depends on the config.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 import classad2
+import numpy as np
 
-from negotiatord.pool.autoclusters import form_autoclusters, signature, significance
+from negotiatord.pool.autoclusters import (
+    JOB,
+    Autocluster,
+    Autoclusters,
+    ClusteringJob,
+    Significance,
+    significance,
+)
 from negotiatord.pool.jobs import Job, prepare_job
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.significance import JobRead, job_reads
@@ -25,25 +35,92 @@ from negotiatord.settings import Settings
 DUPLICATE = "appears more than once; the last ad is used"
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class _SlotEntry:
+    """One ad of the slot ads as the last cycle read it: a slot, a problem, or not a Machine ad."""
+
     ad: classad2.ClassAd
-    slot: Slot | LeftOut | None              # None: not a Machine ad
+    slot: Slot | None = None
+    problem: LeftOut | None = None
+    candidate: bool = False                  # the slot is offered to idle jobs
     reads: set[JobRead] | None = None        # job attributes its expressions read, once asked
 
 
-@dataclass
+_OTHER, _IDLE, _NOT_IDLE, _PROBLEM = range(4)        # what a job ad is to a cycle
+
+
+@dataclass(slots=True, eq=False)
 class _JobEntry:
+    """One Job ad as the last cycle read it: an idle job, a problem, or neither (not idle)."""
+
     ad: classad2.ClassAd
-    job: Job | LeftOut | None                # None: not idle, or not a Job ad
-    signatures: dict[tuple[str, ...], tuple] = field(default_factory=dict)   # by attribute names
+    position: int                            # among the Job ads of the input, from 1
+    job: ClusteringJob | None = None         # the idle job, with what autoclustering learnt
+    problem: LeftOut | None = None
+
+    @property
+    def kind(self) -> int:
+        return _IDLE if self.job is not None else _PROBLEM if self.problem is not None else _NOT_IDLE
+
+
+@dataclass(eq=False)
+class _JobQueue:
+    """One cycle's job ads in input order, as columns.
+
+    The next cycle finds each of its ads here by ``id`` (``ads`` keeps them alive, so no other ad
+    can have that id meanwhile) and so reuses the entries of unchanged ads. It does that, and
+    finds the ads that are new or gone, with array operations: a Python step for each of 255k ads
+    would cost more than the rest of the snapshot.
+    """
+
+    ads: list[classad2.ClassAd]
+    keys: np.ndarray                  # id(ad)
+    entries: np.ndarray               # its _JobEntry (object); None for an ad that is not a Job ad
+    jobs: np.ndarray                  # its idle job (object), else None
+    kinds: np.ndarray                 # int8: _IDLE, _NOT_IDLE, _PROBLEM, or _OTHER (not a Job ad)
+    positions: np.ndarray             # among the Job ads, from 1; 0 for other ads
+    job_ids: set[str] | None = None   # the idle jobs' ids, if no ad and no job id came twice
+
+    @classmethod
+    def empty(cls) -> _JobQueue:
+        no_objects, no_ints = np.empty(0, dtype=object), np.empty(0, np.int64)
+        return cls([], no_ints, no_objects, no_objects, np.empty(0, np.int8), no_ints, set())
+
+    def rows_of(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's row here, -1 for keys not here."""
+        if not len(self.keys):
+            return np.full(len(keys), -1, np.int64)
+        order = np.argsort(self.keys)
+        at = np.searchsorted(self.keys, keys, sorter=order).clip(max=len(order) - 1)
+        return np.where(self.keys[order[at]] == keys, order[at], -1)
+
+    def idle_jobs(self) -> list[ClusteringJob]:
+        return list(self.jobs[self.kinds == _IDLE])
+
+    def problems(self) -> list[LeftOut]:
+        return [entry.problem for entry in self.entries[self.kinds == _PROBLEM]]
+
+    def count(self, kind: int) -> int:
+        return int(np.count_nonzero(self.kinds == kind))
+
+
+@dataclass
+class _IdleJobs:
+    """The idle jobs of one cycle's job ads, and how they differ from the last cycle's."""
+
+    jobs: list[ClusteringJob]            # in input order (the last ad of a job id counts)
+    non_idle: int
+    leaving: list[ClusteringJob]         # idle jobs of the last cycle whose ads are gone
+    joining: list[ClusteringJob]         # idle jobs of new ads
+    comparable: bool                     # the others are the last cycle's, in the same order, each once
 
 
 class SnapshotBuilder:
     def __init__(self) -> None:
         self._settings: Settings | None = None
         self._slots: dict[int, _SlotEntry] = {}
-        self._jobs: dict[int, _JobEntry] = {}
+        self._queue = _JobQueue.empty()
+        self._autoclusters = Autoclusters()
 
     def build(self, slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd],
               settings: Settings) -> Snapshot:
@@ -51,69 +128,131 @@ class SnapshotBuilder:
             self._settings, self._slots = settings, {}
         problems: list[LeftOut] = []
         slot_entries = self._slot_entries(slot_ads, settings, problems)
-        jobs, non_idle = self._idle_jobs(job_ads, problems)
+        idle = self._idle_jobs(job_ads, problems)
         table = SlotTable.from_slots([entry.slot for entry in slot_entries])
         rank_exprs = [classad2.ExprTree(e) for e in (settings.pre_job_rank, settings.post_job_rank) if e]
         reads: set[JobRead] = set()
         for entry in slot_entries:
-            if entry.slot.is_candidate:
+            if entry.candidate:
                 reads |= self._reads(entry, rank_exprs)
-        autoclusters, significant = form_autoclusters(jobs, significance(reads, table.assets), self._signature)
+        autoclusters, significant = self._autoclustered(idle, significance(reads, table.assets))
         return Snapshot(
             table=table,
-            jobs=tuple(jobs),
+            jobs=tuple(map(JOB, idle.jobs)),
             autoclusters=tuple(autoclusters),
             significant_attributes=significant.names,
             problems=tuple(problems),
-            non_idle_jobs=non_idle,
+            non_idle_jobs=idle.non_idle,
         )
+
+    def _autoclustered(self, idle: _IdleJobs, significant: Significance) -> tuple[list[Autocluster], Significance]:
+        """The last cycle's autoclusters updated with the jobs that left and joined, if that can tell
+        (see :meth:`Autoclusters.update`), else formed afresh."""
+        formed = self._autoclusters.update(significant, idle.leaving, idle.joining) if idle.comparable else None
+        return formed or self._autoclusters.form(idle.jobs, significant)
 
     def _slot_entries(self, ads: Iterable[classad2.ClassAd], settings: Settings,
                       problems: list[LeftOut]) -> list[_SlotEntry]:
+        """The slots by name (the last ad of a name counts), reading only the ads not seen last cycle:
+        entries are filed by ``id(ad)`` and keep their ads alive, so no other ad has that id."""
+        known = self._slots
         kept: dict[int, _SlotEntry] = {}
         by_name: dict[str, _SlotEntry] = {}
         for ad in ads:
-            entry = self._slots.get(id(ad))
-            if entry is None or entry.ad is not ad:
-                entry = _SlotEntry(ad, prepare_slot(ad, settings) if _is_a(ad, "Machine") else None)
-            kept[id(ad)] = entry
-            if entry.slot is None:
-                continue
-            if isinstance(entry.slot, LeftOut):
-                problems.append(entry.slot)
-                continue
-            if entry.slot.name in by_name:
-                problems.append(LeftOut("slot", entry.slot.name, "Name", DUPLICATE))
-            by_name[entry.slot.name] = entry
+            key = id(ad)
+            entry = known.get(key)
+            if entry is None:
+                entry = _read_slot(ad, settings)
+            kept[key] = entry
+            if entry.slot is not None:
+                if entry.slot.name in by_name:
+                    problems.append(LeftOut("slot", entry.slot.name, "Name", DUPLICATE))
+                by_name[entry.slot.name] = entry
+            elif entry.problem is not None:
+                problems.append(entry.problem)
         self._slots = kept
         return list(by_name.values())
 
-    def _idle_jobs(self, ads: Iterable[classad2.ClassAd], problems: list[LeftOut]) -> tuple[list[Job], int]:
-        kept: dict[int, _JobEntry] = {}
-        by_id: dict[str, Job] = {}
+    def _idle_jobs(self, ads: Iterable[classad2.ClassAd], problems: list[LeftOut]) -> _IdleJobs:
+        """The idle jobs, how many are not idle, and which changed since the last cycle.
+
+        When each ad and each job id comes once, as it does from a collector feed, the answers are
+        array operations on the queue's columns plus a step for each new or moved ad; otherwise
+        :meth:`_idle_jobs_one_by_one` works them out.
+        """
+        last = self._queue
+        queue, rows = self._read_queue(list(ads))
+        self._queue = queue
+        leaving, joining = _changes(last, queue, rows)
+        if last.job_ids is not None and _each_once(queue.keys, rows):
+            queue.job_ids = _ids_after(last.job_ids, leaving, joining)
+        if queue.job_ids is None:
+            return _IdleJobs(*self._idle_jobs_one_by_one(queue, problems), leaving, joining, comparable=False)
+        moved = np.flatnonzero((rows >= 0) & (_taken(last.positions, rows, 0) != queue.positions))
+        for row in moved.tolist():          # an earlier ad left or joined
+            self._renumber(queue.entries[row], int(queue.positions[row]))
+        problems += queue.problems()
+        return _IdleJobs(queue.idle_jobs(), queue.count(_NOT_IDLE), leaving, joining, comparable=_in_order(rows))
+
+    def _read_queue(self, ads: list[classad2.ClassAd]) -> tuple[_JobQueue, np.ndarray]:
+        """The queue of ``ads``, reusing the last cycle's entries (not yet renumbered) and reading
+        the new ads; and each ad's row in the last cycle's queue (-1: new)."""
+        last = self._queue
+        keys = np.fromiter(map(id, ads), np.int64, len(ads))
+        rows = last.rows_of(keys)
+        new = np.flatnonzero(rows < 0).tolist()
+        kinds = _taken(last.kinds, rows, _OTHER)
+        for row in new:
+            kinds[row] = _NOT_IDLE if _is_a(ads[row], "Job") else _OTHER     # told apart once read
+        positions = np.where(kinds != _OTHER, np.cumsum(kinds != _OTHER), 0)
+        entries, jobs = _taken(last.entries, rows, None), _taken(last.jobs, rows, None)
+        for row in new:
+            if kinds[row] != _OTHER:
+                entry = entries[row] = self._read_job(ads[row], int(positions[row]))
+                kinds[row], jobs[row] = entry.kind, entry.job
+        return _JobQueue(ads, keys, entries, jobs, kinds, positions), rows
+
+    def _idle_jobs_one_by_one(self, queue: _JobQueue, problems: list[LeftOut]) -> tuple[list[ClusteringJob], int]:
+        """As HTCondor reads a queue: a job id seen again replaces the job, keeping its place, and
+        is reported. Also right when an ad comes twice, or after a cycle where one did."""
+        by_id: dict[str, ClusteringJob] = {}
         non_idle = 0
-        position = 0
-        for ad in ads:
-            entry = self._jobs.get(id(ad))
-            if entry is None or entry.ad is not ad:
-                if not _is_a(ad, "Job"):
-                    continue
-                entry = _JobEntry(ad, prepare_job(ad, position + 1))
-            position += 1
-            if isinstance(entry.job, Job) and entry.job.queue_order[-1] != position:
-                entry.job = replace(entry.job, queue_order=(*entry.job.queue_order[:-1], position))
-            kept[id(ad)] = entry
-            job = entry.job
-            if job is None:
-                non_idle += 1
-            elif isinstance(job, LeftOut):
-                problems.append(job)
+        once = _each_once(queue.keys, None)
+        for entry, position in zip(queue.entries.tolist(), queue.positions.tolist()):
+            if entry is None:
+                continue
+            if entry.position != position:
+                self._renumber(entry, position)
+            if entry.job is not None:
+                job_id = entry.job.job.id
+                if job_id in by_id:
+                    problems.append(LeftOut("job", job_id, "GlobalJobId", DUPLICATE))
+                    once = False
+                by_id[job_id] = entry.job
+            elif entry.problem is not None:
+                problems.append(entry.problem)
             else:
-                if job.id in by_id:
-                    problems.append(LeftOut("job", job.id, "GlobalJobId", DUPLICATE))
-                by_id[job.id] = job
-        self._jobs = kept
+                non_idle += 1
+        queue.job_ids = set(by_id) if once else None
         return list(by_id.values()), non_idle
+
+    def _read_job(self, ad: classad2.ClassAd, position: int) -> _JobEntry:
+        entry = _JobEntry(ad, position)
+        outcome = prepare_job(ad, position)
+        if isinstance(outcome, Job):
+            entry.job = ClusteringJob(outcome, self._autoclusters.signatures)
+        else:
+            entry.problem = outcome
+        return entry
+
+    def _renumber(self, entry: _JobEntry, position: int) -> None:
+        """Move an unchanged ad's job to ``position``, keeping what autoclustering learnt from it."""
+        entry.position = position
+        if entry.job is not None:
+            job = entry.job.job
+            entry.job.renumber(replace(job, queue_order=(*job.queue_order[:-1], position)))
+        elif entry.problem is not None:       # a problem may name the job by its position
+            entry.problem = self._read_job(entry.ad, position).problem
 
     def _reads(self, entry: _SlotEntry, rank_exprs: list[classad2.ExprTree]) -> set[JobRead]:
         if entry.reads is None:
@@ -123,11 +262,55 @@ class SnapshotBuilder:
                 entry.reads |= job_reads(expr, slot.ad)
         return entry.reads
 
-    def _signature(self, job: Job, names: tuple[str, ...]) -> tuple:
-        known = self._jobs[id(job.ad)].signatures
-        if names not in known:
-            known[names] = signature(job, names)
-        return known[names]
+
+def _read_slot(ad: classad2.ClassAd, settings: Settings) -> _SlotEntry:
+    if not _is_a(ad, "Machine"):
+        return _SlotEntry(ad)
+    slot = prepare_slot(ad, settings)
+    if isinstance(slot, LeftOut):
+        return _SlotEntry(ad, problem=slot)
+    return _SlotEntry(ad, slot, candidate=slot.is_candidate)
+
+
+def _taken(column: np.ndarray, rows: np.ndarray, missing: object) -> np.ndarray:
+    """``column`` at ``rows``, ``missing`` where the row is -1."""
+    taken = np.full(len(rows), missing, dtype=column.dtype)
+    stayed = rows >= 0
+    taken[stayed] = column[rows[stayed]]
+    return taken
+
+
+def _changes(last: _JobQueue, queue: _JobQueue, rows: np.ndarray) -> tuple[list[ClusteringJob], list[ClusteringJob]]:
+    """The idle jobs of the last cycle's ads that are gone, and of the new ads (``rows``: each of
+    ``queue``'s ads' row in ``last``, -1 if new)."""
+    gone = np.ones(len(last.keys), bool)
+    gone[rows[rows >= 0]] = False
+    return list(last.jobs[gone & (last.kinds == _IDLE)]), list(queue.jobs[(rows < 0) & (queue.kinds == _IDLE)])
+
+
+def _in_order(rows: np.ndarray) -> bool:
+    """Whether the ads seen last cycle come in the same order (``rows``: where they were, -1 for
+    new ads)."""
+    return bool(np.all(np.diff(rows[rows >= 0]) > 0))
+
+
+def _each_once(keys: np.ndarray, rows: np.ndarray | None) -> bool:
+    """Whether no ad comes twice: ``rows`` (where the ads were last cycle, -1 for new ones), when
+    they are increasing, say so of all but the new ads."""
+    if rows is not None and _in_order(rows):
+        keys = keys[rows < 0]
+    return len(np.unique(keys)) == len(keys)
+
+
+def _ids_after(ids: set[str], leaving: list[ClusteringJob], joining: list[ClusteringJob]) -> set[str] | None:
+    """The last cycle's idle job ids (``ids``, taken over) less the leaving plus the joining jobs',
+    or None if a joining job's id is there already."""
+    ids.difference_update(job.job.id for job in leaving)
+    for job in joining:
+        if job.job.id in ids:
+            return None
+        ids.add(job.job.id)
+    return ids
 
 
 def _is_a(ad: classad2.ClassAd, my_type: str) -> bool:

@@ -12,7 +12,7 @@ from negotiatord.pool.problems import LeftOut
 IDLE = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)        # 255k of them: no per-job __dict__
 class Job:
     id: str                                   # GlobalJobId, else ClusterId.ProcId
     ad: classad2.ClassAd

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import Callable
 
 import classad2
 
@@ -57,9 +58,6 @@ class Guard:
     condition: str   # canonical text of a condition that reads only the job
     open_when: OpenWhen
 
-    def is_open_for(self, job: classad2.ClassAd) -> bool:
-        return self.open_when.is_open(_condition(self.condition).eval(_EMPTY, job))
-
 
 @dataclass(frozen=True)
 class JobRead:
@@ -69,7 +67,17 @@ class JobRead:
     guards: tuple[Guard, ...] = ()
 
     def is_live_for(self, job: classad2.ClassAd) -> bool:
-        return all(guard.is_open_for(job) for guard in self.guards)
+        return self.is_live(lambda condition: condition_value(condition, job))
+
+    def is_live(self, value_of: Callable[[str], object]) -> bool:
+        """Whether every guard is open, given the job's value of each guard condition (which a
+        caller deciding many reads on one job can remember)."""
+        return all(guard.open_when.is_open(value_of(guard.condition)) for guard in self.guards)
+
+
+def condition_value(condition: str, job: classad2.ClassAd) -> object:
+    """The value of a job-side guard condition (canonical text) for ``job``."""
+    return _condition(condition).eval(_EMPTY, job)
 
 
 def job_reads(expr: classad2.ExprTree | None, slot: classad2.ClassAd) -> set[JobRead]:
@@ -81,9 +89,22 @@ def job_reads(expr: classad2.ExprTree | None, slot: classad2.ClassAd) -> set[Job
     if expr is None:
         return set()
     try:
-        return set(_resolve(str(expr), slot, (), set()))
+        return set(map(_shared, _resolve(str(expr), slot, (), set())))
     except ParseError:
-        return {JobRead(name) for name in map(_job_attribute, slot.externalRefs(expr)) if name}
+        return {_shared(JobRead(name)) for name in map(_job_attribute, slot.externalRefs(expr)) if name}
+
+
+_SHARED_READS: dict[JobRead, JobRead] = {}
+_SHARED_READS_MAX = 65536
+
+
+def _shared(read: JobRead) -> JobRead:
+    """One object for equal reads. Thousands of slots read the same attributes, and a cycle
+    unions all candidate slots' reads: the same object is found by identity, while equal ones
+    are compared field by field in Python."""
+    if len(_SHARED_READS) >= _SHARED_READS_MAX:
+        _SHARED_READS.clear()
+    return _SHARED_READS.setdefault(read, read)
 
 
 @lru_cache(maxsize=16384)
