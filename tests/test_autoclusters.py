@@ -13,7 +13,8 @@ import classad2
 import pytest
 
 from negotiatord.evaluation.clock import frozen_ad
-from negotiatord.pool.significance import ANY_ATTRIBUTE, job_reads
+from negotiatord.pool.autoclusters import significance
+from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, job_reads
 from negotiatord.pool.snapshot import Snapshot
 from tests.builders import jobs, settings
 
@@ -104,3 +105,12 @@ def test_attributes_called_dead_never_change_a_slot_expression(ospool_slots):
                     assert repr(after) == repr(before), (slot["Name"], name, value)
                     checked += 1
     assert checked > 100
+
+
+def test_an_attribute_spelled_two_ways_is_named_the_same_way_in_every_process():
+    """Slot expressions may spell an attribute differently (RequestCpus, RequestCPUs); the name
+    kept is the first in sorted order, not whichever a set happens to yield under this process's
+    hash seed."""
+    reads = {JobRead(name) for name in ("RequestCpus", "requestcpus", "RequestCPUs")}
+    named = significance(reads, ["Cpus"]).unconditional
+    assert [name for name in named if name.lower() == "requestcpus"] == ["RequestCPUs"]

@@ -57,14 +57,16 @@ class Significance:
     @property
     def names(self) -> tuple[str, ...]:
         guarded = {r.attribute for r in self.guarded}
-        return tuple(sorted({*self.unconditional, *guarded}, key=str.lower))
+        return tuple(sorted({*self.unconditional, *guarded}, key=lambda name: (name.lower(), name)))
 
 
 def significance(slot_reads: set[JobRead], assets: Iterable[str]) -> Significance:
     """Unconditional attributes (slot reads without guards, job-side attributes, requests) and
     the guarded reads not already among them. :meth:`Autoclusters.form` adds what
     expression-valued attributes read in turn."""
-    wanted = {r.attribute.lower(): r.attribute for r in slot_reads if not r.guards}
+    wanted: dict[str, str] = {}
+    for attribute in sorted({r.attribute for r in slot_reads if not r.guards}):
+        wanted.setdefault(attribute.lower(), attribute)     # the same spelling whatever the hash seed
     for name in (*JOB_SIDE_ATTRIBUTES, *(f"Request{a}" for a in assets)):
         wanted.setdefault(name.lower(), name)
     guarded = tuple(sorted((r for r in slot_reads if r.guards and r.attribute.lower() not in wanted),
