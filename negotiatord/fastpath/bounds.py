@@ -4,11 +4,12 @@ On a consumption-policy slot HTCondor's ``cp_sufficient_assets`` rejects the mat
 consumption of some asset is negative, not a number, or more than the slot has left. Where every
 compiled ``Consumption<asset>`` leaf of a stack is a value known before the assessment (a job-only
 value such as ``quantize(RequestMemory, {128})``, or a slot literal), that test is a comparison
-of columns: it is made here, in numpy, so the kernel is handed only the rows that may fit. At
-OSPool scale most offered p-slots are fragments (cores free, memory not) that most requests do
-not fit. The rows pruned are exactly those the kernel's own first stage would reject (the same
-conversion, :func:`kernels._sink` with SINK_CONSUME, and the same comparison, in
-:func:`kernels.consumption_misfits`), so no answer changes.
+of columns, made in one small kernel before the assessment, so the assessment kernel is handed
+only the rows that may fit. At OSPool scale most offered p-slots are fragments (cores free,
+memory not) that most requests do not fit. The rows pruned are exactly those the assessment
+kernel's own first stage would reject (the same conversion, :func:`kernels._sink` with
+SINK_CONSUME, and the same comparison, in :func:`kernels.consumption_misfits`), so no answer
+changes.
 """
 
 from __future__ import annotations

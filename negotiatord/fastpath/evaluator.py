@@ -5,6 +5,7 @@ answers.
 An ``assess`` call runs in stages, each one kernel call over the rows still in the running, so a
 row stops costing anything at the first thing that rules it out:
 
+0. rows a consumption known beforehand does not fit are left out (bounds.py);
 1. consumption-policy slots: every Consumption<asset> (MY = slot, TARGET = job, a missing
    Request<asset> reads 0), then HTCondor's cp_sufficient_assets;
 2. the slot's Requirements, then 3. the job's Requirements, with Request<asset> replaced by the
