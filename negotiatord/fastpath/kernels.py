@@ -532,6 +532,13 @@ def _asset_inputs_at(positions, count, amounts, base, base_is_int, used, dy_t, d
                 dy_t[w, k], dy_i[w, k], dy_f[w, k] = _preserve_integer(a - u)
 
 
+@njit(inline="always", **_JIT)
+def _misfits(used, left):
+    """A consumption that rules the slot out in cp_sufficient_assets: negative (a failed
+    consumption is FAILED_CONSUMPTION) or more than the slot has ``left``."""
+    return used < 0 or used > left
+
+
 @njit(**_JIT)
 def sufficient_assets(used, amounts):
     """HTCondor's cp_sufficient_assets per row: each consumption fits and is >= 0, one is > 0.
@@ -545,7 +552,7 @@ def sufficient_assets(used, amounts):
             u = used[k, c]
             if u != u:
                 continue
-            if u < 0 or u > amounts[k, c]:
+            if _misfits(u, amounts[k, c]):
                 fits = False
             if u > 0:
                 some = True
@@ -578,7 +585,7 @@ def consumption_misfits(prunable, known_kind, known_index, root_leaf, urows, cp,
             else:
                 r = known_index[c, leaf]
                 used = _sink(SINK_CONSUME, st_t[r, urows[k]], st_i[r, urows[k]], st_f[r, urows[k]])
-            if used < 0 or used > amounts[k, c]:
+            if _misfits(used, amounts[k, c]):
                 misfit[k] = True
                 marked += 1
                 break
@@ -699,7 +706,7 @@ def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_pytho
             k = positions[p]
             u = out_f[OUT_ROWS + c, k]
             used[k, c] = u
-            if u < 0 or u > amounts[k, c]:
+            if _misfits(u, amounts[k, c]):
                 misfit[k] = True
     if any_cp:      # the overrides and what is left, for the rows that go on to Requirements
         count = 0
