@@ -181,7 +181,6 @@ class FastEvaluator:
         self._now = now
         self.stats = FastPathStats()
         self._assets = len(table.assets)
-        self._asset_column = {a.lower(): i for i, a in enumerate(table.assets)}
         self._fallback = ReferenceFallback(table, settings, now)
         self._consumption = [
             RootSpec(f"consumption_{a.lower()}", SLOT, CONSUMPTION_PREFIX + a.lower(), None,
@@ -271,23 +270,23 @@ class FastEvaluator:
         job_tables = self._job_tables(job, stack)
         rows, urows = offer.rows, offer.urows
         n = len(rows)
+        try:
+            job_ok = self._job_ok(job, stack, urows)
+        except NeedsFallback:
+            return None
         inputs = 3 * self._assets + len(space.python_rows)      # dynamic input rows
+        cp, base, integer = offer.consumption_policy, offer.base, offer.integer
         fits = None
         if stack.python_roots:        # classad2 steps' values, computed before the kernel reads them
             frame = Frame(n, urows, triple(1), st=space.st, dy=triple((inputs, max(n, 1))))
             if not self._python_inputs_of(stack, job, frame):
                 return None
             dy = frame.dy
-        elif stack.known_consumption.any and n >= _PRUNE_FROM:
-            fits = self._fitting(stack, job_tables, offer, amounts)
-        try:
-            job_ok = self._job_ok(job, stack, urows)
-        except NeedsFallback:
-            return None
-        cp, base, integer = offer.consumption_policy, offer.base, offer.integer
-        if fits is not None:          # the kernel sees only the rows whose known consumption fits
-            urows, cp, amounts, base, integer = urows[fits], cp[fits], amounts[fits], base[fits], integer[fits]
-        if not stack.python_roots:
+        else:
+            if stack.known_consumption.any and n >= _PRUNE_FROM:
+                fits = self._fitting(stack, job_tables, offer, amounts)
+            if fits is not None:      # the kernel sees only the rows whose known consumption fits
+                urows, cp, amounts, base, integer = urows[fits], cp[fits], amounts[fits], base[fits], integer[fits]
             dy = triple((inputs, max(len(urows), 1)))
         answers = self._kernel(stack, job_tables, job_ok, dy, urows, cp, amounts, base, integer)
         if answers is None:
