@@ -33,7 +33,6 @@ ABSENT, LITERAL, ASSET, EXPR, OTHER = "absent", "literal", "asset", "expr", "oth
 CONSUMPTION_PREFIX = "__consumption_"   # pseudo-attributes: a slot's expressions kept beside its ad
 SLOT_WEIGHT = "__slotweight"
 _MISSING = object()
-_PLAIN_TYPES = (bool, int, str)   # exact types whose ad.get() value alone decides the cell
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,6 @@ class CellTable:
         self._i: list[int] = []
         self._f: list[float] = []
         self._arrays: tuple[np.ndarray, ...] | None = None
-        self._plain: dict[tuple[type, object], int] = {}   # (type, value) -> cell, for _PLAIN_TYPES
         self.absent = self._intern(("absent",), Cell(ABSENT))
 
     def literal(self, value: Value) -> int:
@@ -84,16 +82,6 @@ class CellTable:
 
     def other(self, description: str) -> int:
         return self._intern(("other", description), Cell(OTHER, text=description))
-
-    def from_classad(self, ad: classad2.ClassAd, name: str, value: object) -> int:
-        """The cell for ``value``, which is ``ad.get(name)``."""
-        plain = type(value) in _PLAIN_TYPES
-        found = self._plain.get((type(value), value)) if plain else None
-        if found is None:
-            found = self.intern(describe(ad, name, value))
-            if plain:
-                self._plain[(type(value), value)] = found
-        return found
 
     def intern(self, description: Description) -> int:
         """The cell of what :func:`describe` found."""
@@ -237,7 +225,7 @@ class SlotColumns:
         value = slot.ad.get("currenttime", _MISSING)
         if value is _MISSING:
             return current_time_cell(slot.ad, self._cells, self._now)
-        return self._cells.from_classad(slot.ad, "currenttime", value)
+        return self._cells.intern(describe(slot.ad, "currenttime", value))
 
     def _read_asset(self, name: str, rows: np.ndarray) -> list[int]:
         """An asset column (SlotWeight reads one over the whole pool): the ASSET cell where the
