@@ -319,25 +319,26 @@ class _Node:
         self.first, self.split, self.children, self.members = jobs[0], split, {}, []
         if not split:
             self.members = jobs
-        elif split is _ALONE:
-            self.children = {job: _Node.grown([job], self.known, ()) for job in jobs}
+            return
+        scope = self._child_scope()
+        if split is _ALONE:
+            self.children = {job: _Node.grown([job], *scope) for job in jobs}
         else:
-            known = self.known | {name.lower() for name in split}
-            reads = _undecided(self.reads, known)
-            self.children = {part[0].signature(split): _Node.grown(part, known, reads)
-                             for part in _split([jobs], split)}
+            self.children = {part[0].signature(split): _Node.grown(part, *scope) for part in _split([jobs], split)}
+
+    def _child_scope(self) -> tuple[frozenset[str], tuple[JobRead, ...]]:
+        """What a child of the split knows, and the guarded reads that leaves undecided."""
+        if self.split is _ALONE:
+            return self.known, ()
+        known = self.known | {name.lower() for name in self.split}
+        return known, _undecided(self.reads, known)
 
     def _child_for(self, job: ClusteringJob) -> _Node:
         """The child ``job`` belongs in, a new empty one (a leaf until settled) if there is none."""
         key = job if self.split is _ALONE else job.signature(self.split)
         child = self.children.get(key)
         if child is None:
-            if self.split is _ALONE:
-                child = _Node(self.known, ())
-            else:
-                known = self.known | {name.lower() for name in self.split}
-                child = _Node(known, _undecided(self.reads, known))
-            self.children[key] = child
+            child = self.children[key] = _Node(*self._child_scope())
         return child
 
     def reach(self, job: ClusteringJob, touched: set[_Node], joining: bool = False) -> None:
