@@ -217,17 +217,18 @@ def test_ospool_shaped_pool_claimed_slots_too(ospool):
 
 
 def test_a_daemons_next_cycle_reads_no_unchanged_ad_again_and_decides_the_same(ospool, monkeypatch):
-    """What the fast path read of an ad is kept on its Slot or Job, which a daemon's snapshot
-    builder keeps for an unchanged ad: the next cycle interns it without asking the ad."""
+    """What the fast path read of an ad is kept on its Slot or MatchmakingAd, which a daemon's
+    snapshot builder keeps for an unchanged ad: the next cycle interns it without asking the ad."""
     from negotiatord.fastpath import columns
     from negotiatord.pool.builder import SnapshotBuilder
 
     config = load_settings(CONFIG_PATH)
     builder = SnapshotBuilder()
-    first = negotiate(builder.build(ospool.slot_ads, ospool.job_ads, config), AccountantState(), config, ospool.now)
+    job_ads = list(ospool.job_ads)                  # the same ad objects both cycles, as a store's
+    first = negotiate(builder.build(ospool.slot_ads, job_ads, config), AccountantState(), config, ospool.now)
     read, describe = [], columns.describe
     monkeypatch.setattr(columns, "describe", lambda *args: read.append(args[1]) or describe(*args))
-    snapshot = builder.build(ospool.slot_ads, ospool.job_ads, config)
+    snapshot = builder.build(ospool.slot_ads, job_ads, config)
     again = negotiate(snapshot, AccountantState(), config, ospool.now)
     assert read == []
     assert again.matches == first.matches and len(first.matches) > 10

@@ -57,7 +57,7 @@ def texts(ads):
 
 def test_counts_and_every_ad_prints_and_parses_back(pool):
     assert len(pool.slot_ads) == SLOTS and len(pool.job_ads) == JOBS
-    for ad in pool.slot_ads + pool.job_ads:
+    for ad in [*pool.slot_ads, *pool.job_ads]:
         again = classad2.parseOne(ad.printOld(), classad2.ParserType.Old)
         assert {k: str(ad.lookup(k)) for k in ad.keys()} == {k: str(again.lookup(k)) for k in again.keys()}
 
@@ -134,16 +134,17 @@ def test_jobs_keep_real_requirements_and_are_idle(pool):
     assert len({ad["GlobalJobId"] for ad in pool.job_ads}) == JOBS
 
 
-def _replay_with_classad2(snapshot, result, now):
-    """Re-check every match with classad2, in match order, on the slot as it was then."""
+def _replay_with_classad2(snapshot, result, now, job_ads):
+    """Re-check every match with classad2, in match order, on the slot as it was then, with the
+    job's own ad (the cycle matched its autocluster's representative)."""
     by_name = {slot.name: slot for slot in snapshot.table.slots}
-    jobs = {job.id: job for job in snapshot.jobs}
+    own_ads = {ad["GlobalJobId"]: ad for ad in job_ads}
     left = {name: dict(zip(slot.assets, slot.amounts)) for name, slot in by_name.items()}
     taken = set()
     for match in result.matches:
         slot = by_name[match.slot]
         slot_ad = classad2.ClassAd({k: slot.ad.lookup(k) for k in slot.ad.keys()})
-        job_ad = classad2.ClassAd({k: jobs[match.job].ad.lookup(k) for k in jobs[match.job].ad.keys()})
+        job_ad = own_ads[match.job]
         if slot.has_consumption_policy:
             for asset, amount in match.consumed.items():
                 assert 0 <= amount <= left[match.slot][asset], (match, asset)
@@ -164,7 +165,7 @@ def test_small_pool_negotiates_and_classad2_agrees_with_every_match(pool, settin
     result = negotiate(snapshot, AccountantState(), settings, pool.now)
     assert result.matches
     assert any(c > 1 for c in Counter(m.slot for m in result.matches).values()), "no p-slot took two jobs"
-    _replay_with_classad2(snapshot, result, pool.now)
+    _replay_with_classad2(snapshot, result, pool.now, pool.job_ads)
 
 
 def test_legacy_baseline_takes_one_job_per_slot_and_classad2_agrees(pool, settings):
@@ -173,7 +174,7 @@ def test_legacy_baseline_takes_one_job_per_slot_and_classad2_agrees(pool, settin
     result = negotiate(snapshot, AccountantState(), legacy, pool.now)
     assert result.matches
     assert max(Counter(m.slot for m in result.matches).values()) == 1
-    _replay_with_classad2(snapshot, result, pool.now)
+    _replay_with_classad2(snapshot, result, pool.now, pool.job_ads)
 
 
 def test_matchmaking_detail_negotiates_exactly_like_the_full_ads(settings):

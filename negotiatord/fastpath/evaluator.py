@@ -579,7 +579,7 @@ class FastEvaluator:
         if state is None:
             if old_semantics() != self._context.old_semantics:
                 self._reset(not self._context.old_semantics)
-            representative = autocluster.jobs[0]
+            representative = autocluster.representative
             cells = JobCells(representative.ad, self._context.cells, self._now, representative.described)
             state = self._jobs[autocluster.id] = _JobState(cells, JobScalars(self._context, cells))
         return state

@@ -12,9 +12,9 @@ guarded attributes its jobs actually reach, until what a group's first job reach
 
 A daemon needs the autoclusters of every idle job (255k on an OSPool-sized pool) every cycle,
 while only a few ads change in between. So what a job's ad says (its signatures, the values of its
-guard conditions) is worked out once per ad in a :class:`ClusteringJob`; signatures are interned by
-a :class:`SignatureBook`, so grouping hashes object identities and each distinct signature's
-references are read once; and :class:`Autoclusters` keeps the grouping as a tree, which the next
+guard conditions) is worked out once per ad in a :class:`~negotiatord.pool.job_ads.MatchmakingAd`;
+signatures are interned by a :class:`~negotiatord.pool.job_ads.SignatureBook`, so grouping hashes
+object identities and each distinct signature's references are read once; and :class:`Autoclusters` keeps the grouping as a tree, which the next
 cycle updates with the jobs that left and joined instead of grouping every job again.
 """
 
@@ -22,17 +22,16 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import defaultdict
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
-from typing import Callable, Iterable, Iterator
-from weakref import WeakValueDictionary
+from typing import Iterable, Iterator
 
 import classad2
 
+from negotiatord.pool.job_ads import MatchmakingAd, Signature, SignatureBook, reads_identity
 from negotiatord.pool.jobs import Job
-from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, condition_value, own_references
+from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead
 
 JOB_SIDE_ATTRIBUTES = ("Requirements", "Rank", "ConcurrencyLimits")
 
@@ -42,11 +41,12 @@ class Autocluster:
     id: int
     submitter: str
     jobs: tuple[Job, ...]           # in the submitter's job order
+    representative: MatchmakingAd = field(compare=False, repr=False)   # every job here matches as it does
 
     @property
     def ad(self) -> classad2.ClassAd:
         """The representative job ad: every job here evaluates identically against every slot."""
-        return self.jobs[0].ad
+        return self.representative.ad
 
 
 @dataclass(frozen=True)
@@ -74,86 +74,22 @@ def significance(slot_reads: set[JobRead], assets: Iterable[str]) -> Significanc
     return Significance(tuple(sorted(wanted.values(), key=str.lower)), guarded)
 
 
-# -- what a job's ad says, worked out once per ad --------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class Signature:
-    """The values of some attributes of a job, as hashable stand-ins: each literal with its ClassAd
-    type (1, 1.0 and true differ), each expression as its canonical text.
-
-    Interned by a :class:`SignatureBook`: equal values are one object, so signatures compare and
-    hash by identity.
-    """
-
-    values: tuple
-
-    @cached_property
-    def references(self) -> tuple[str, ...]:
-        """The names its expressions read in their own ad, in value order. Asked of the closure's
-        signatures only (as forming autoclusters always did: not every value need parse)."""
-        return tuple(dict.fromkeys(ref for value in self.values if isinstance(value, str)
-                                   for ref in own_references(value)))
-
-
-class SignatureBook:
-    """The interned signatures of the jobs a builder knows. Held weakly: a signature no job holds
-    any more (its ads were replaced or left the queue) is forgotten."""
-
-    def __init__(self) -> None:
-        self._interned: WeakValueDictionary[tuple, Signature] = WeakValueDictionary()
-
-    def signature(self, ad: classad2.ClassAd, names: tuple[str, ...]) -> Signature:
-        values = tuple(map(_stand_in, map(_reader(ad), names)))
-        signature = self._interned.get(values)
-        if signature is None:
-            signature = self._interned[values] = Signature(values)
-        return signature
-
-
-def _reader(ad: classad2.ClassAd) -> Callable[[str], object]:
-    """``ad.get``, at half the cost of a missing attribute (ClassAd's is the Mapping default, a
-    second Python frame around the lookup): most significant attributes are missing from a job."""
-    lookup = ad.__getitem__
-
-    def get(name: str) -> object:
-        try:
-            return lookup(name)
-        except KeyError:
-            return None
-    return get
-
-
-_LITERAL_KINDS = {type(None): "NoneType", bool: "bool", int: "int", float: "float", classad2.Value: "Value",
-                  str: "string"}
-
-
-def _stand_in(value: object) -> object:
-    kind = _LITERAL_KINDS.get(type(value))     # the common types at the cost of one lookup
-    if kind is not None:
-        return (kind, value)
-    if isinstance(value, (bool, int, float, classad2.Value)):
-        return (type(value).__name__, value)
-    if isinstance(value, str):
-        return ("string", value)
-    return str(value)
+# -- a job as autoclustering sees it -----------------------------------------------------------
 
 
 class ClusteringJob:
-    """An idle job and what forming autoclusters learns from its ad: its signatures by attribute
-    names, the values of guard conditions, what its expression-valued attributes read.
+    """An idle job and the :class:`MatchmakingAd` it is clustered by: its own ad, or one it shares
+    with every job equal in all the attributes a cycle can read (:class:`SharedAds`).
 
-    All of it depends on the ad alone, so a daemon's builder keeps this while the job's ad object
-    is unchanged (HTCondor's schedd likewise keeps a job's autocluster until a significant
-    attribute changes) and only renumbers the job when its position in the queue moves.
+    A daemon's builder keeps it while the job's ad object is unchanged (HTCondor's schedd likewise
+    keeps a job's autocluster until a significant attribute changes) and only renumbers the job
+    when its position in the queue moves.
     """
 
-    __slots__ = ("job", "submitter", "rank", "_book", "_signatures", "_conditions")
+    __slots__ = ("job", "ad", "submitter", "rank")
 
-    def __init__(self, job: Job, book: SignatureBook) -> None:
-        self._book = book
-        self._signatures: dict[tuple[str, ...], Signature] = {}
-        self._conditions: dict[str, object] | None = None     # only a group's first job is asked
+    def __init__(self, job: Job, ad: MatchmakingAd) -> None:
+        self.ad = ad
         self.renumber(job)
 
     def renumber(self, job: Job) -> None:
@@ -163,31 +99,17 @@ class ClusteringJob:
         self.rank = (job.submitter, job.order)      # the order autoclusters keep
 
     def signature(self, names: tuple[str, ...]) -> Signature:
-        signature = self._signatures.get(names)
-        if signature is None:
-            signature = self._signatures[names] = self._book.signature(self.job.ad, names)
-        return signature
+        if self.ad.shared and reads_identity(names):
+            return self.ad.signature_as(names, self.job)
+        return self.ad.signature(names)
 
     def reached(self, reads: Iterable[JobRead]) -> set[str]:
         """The attributes of ``reads`` whose guards are open for this job, and what those holding
         an expression read in turn; only :data:`ANY_ATTRIBUTE` if any of them is that."""
-        live = {read.attribute for read in reads if read.is_live(self._condition)}
+        live = {read.attribute for read in reads if read.is_live(self.ad.condition)}
         if ANY_ATTRIBUTE in live:
             return {ANY_ATTRIBUTE}
-        return live.union(*(self._references_of(name) for name in live))
-
-    def _condition(self, condition: str) -> object:
-        """A guard condition's value for this job, remembered: the job may be the first of a group
-        and of its first part, asked about the same guards."""
-        if self._conditions is None:
-            self._conditions = {}
-        if condition not in self._conditions:
-            self._conditions[condition] = condition_value(condition, self.job.ad)
-        return self._conditions[condition]
-
-    def _references_of(self, name: str) -> frozenset[str]:
-        value = self.job.ad.get(name)
-        return own_references(str(value)) if isinstance(value, classad2.ExprTree) else frozenset()
+        return live.union(*(self.ad.references_of(name) for name in live))
 
 
 # -- forming autoclusters, and keeping them from cycle to cycle -------------------------------------
@@ -278,7 +200,8 @@ class Autoclusters:
     def _result(self) -> tuple[list[Autocluster], Significance]:
         leaves = sorted((leaf for group in self._groups.values() for leaf in group.leaves()),
                         key=lambda leaf: leaf.first.rank)
-        autoclusters = [Autocluster(id=i, submitter=leaf.first.submitter, jobs=tuple(map(JOB, leaf.members)))
+        autoclusters = [Autocluster(id=i, submitter=leaf.first.submitter, jobs=tuple(map(JOB, leaf.members)),
+                                    representative=leaf.members[0].ad)
                         for i, leaf in enumerate(leaves)]
         names = [name for names in self._passes for name in names]
         return autoclusters, Significance(tuple(sorted(names, key=str.lower)), self._significance.guarded)

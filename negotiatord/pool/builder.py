@@ -12,7 +12,7 @@ which depends on the config.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable
+from typing import Callable, Iterable
 
 import classad2
 import numpy as np
@@ -25,6 +25,7 @@ from negotiatord.pool.autoclusters import (
     Significance,
     significance,
 )
+from negotiatord.pool.job_ads import MatchmakingAd, SharedAds
 from negotiatord.pool.jobs import Job, prepare_job
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.significance import JobRead, job_reads
@@ -53,7 +54,7 @@ _OTHER, _IDLE, _NOT_IDLE, _PROBLEM = range(4)        # what a job ad is to a cyc
 class _JobEntry:
     """One Job ad as the last cycle read it: an idle job, a problem, or neither (not idle)."""
 
-    ad: classad2.ClassAd
+    ad: classad2.ClassAd | None              # None in a builder that does not remember
     position: int                            # among the Job ads of the input, from 1
     job: ClusteringJob | None = None         # the idle job, with what autoclustering learnt
     problem: LeftOut | None = None
@@ -116,7 +117,15 @@ class _IdleJobs:
 
 
 class SnapshotBuilder:
-    def __init__(self) -> None:
+    """Snapshots of the ads it is given, cycle after cycle.
+
+    ``remember=False`` makes a builder for one-off builds, which keeps nothing for a next one: job
+    ads stream through it (each read and let go), and jobs equal in all a cycle reads share one ad
+    (:class:`~negotiatord.pool.job_ads.SharedAds`), so a 255k-job pool need not be held in memory.
+    """
+
+    def __init__(self, *, remember: bool = True) -> None:
+        self._remember = remember
         self._settings: Settings | None = None
         self._slots: dict[int, _SlotEntry] = {}
         self._queue = _JobQueue.empty()
@@ -128,14 +137,18 @@ class SnapshotBuilder:
             self._settings, self._slots = settings, {}
         problems: list[LeftOut] = []
         slot_entries = self._slot_entries(slot_ads, settings, problems)
-        idle = self._idle_jobs(job_ads, problems)
         table = SlotTable.from_slots([entry.slot for entry in slot_entries])
         rank_exprs = [classad2.ExprTree(e) for e in (settings.pre_job_rank, settings.post_job_rank) if e]
         reads: set[JobRead] = set()
         for entry in slot_entries:
             if entry.candidate:
                 reads |= self._reads(entry, rank_exprs)
-        autoclusters, significant = self._autoclustered(idle, significance(reads, table.assets))
+        significant = significance(reads, table.assets)
+        if self._remember:
+            idle = self._idle_jobs(job_ads, problems)
+        else:
+            idle = self._idle_jobs_streamed(job_ads, problems, significant)
+        autoclusters, significant = self._autoclustered(idle, significant)
         return Snapshot(
             table=table,
             jobs=tuple(map(JOB, idle.jobs)),
@@ -213,34 +226,36 @@ class SnapshotBuilder:
         return _JobQueue(ads, keys, entries, jobs, kinds, positions), rows
 
     def _idle_jobs_one_by_one(self, queue: _JobQueue, problems: list[LeftOut]) -> tuple[list[ClusteringJob], int]:
-        """As HTCondor reads a queue: a job id seen again replaces the job, keeping its place, and
-        is reported. Also right when an ad comes twice, or after a cycle where one did."""
-        by_id: dict[str, ClusteringJob] = {}
-        non_idle = 0
-        once = _each_once(queue.keys, None)
+        """As HTCondor reads a queue (:func:`_by_job_id`), renumbering moved ads' jobs first. Also
+        right when an ad comes twice, or after a cycle where one did."""
+        entries = []
         for entry, position in zip(queue.entries.tolist(), queue.positions.tolist()):
-            if entry is None:
-                continue
-            if entry.position != position:
-                self._renumber(entry, position)
-            if entry.job is not None:
-                job_id = entry.job.job.id
-                if job_id in by_id:
-                    problems.append(LeftOut("job", job_id, "GlobalJobId", DUPLICATE))
-                    once = False
-                by_id[job_id] = entry.job
-            elif entry.problem is not None:
-                problems.append(entry.problem)
-            else:
-                non_idle += 1
-        queue.job_ids = set(by_id) if once else None
+            if entry is not None:
+                if entry.position != position:
+                    self._renumber(entry, position)
+                entries.append(entry)
+        by_id, non_idle, repeated = _by_job_id(entries, problems)
+        queue.job_ids = set(by_id) if not repeated and _each_once(queue.keys, None) else None
         return list(by_id.values()), non_idle
 
-    def _read_job(self, ad: classad2.ClassAd, position: int) -> _JobEntry:
-        entry = _JobEntry(ad, position)
+    def _idle_jobs_streamed(self, ads: Iterable[classad2.ClassAd], problems: list[LeftOut],
+                            significant: Significance) -> _IdleJobs:
+        """A one-off build's idle jobs: each ad is read as it comes and only an ad the jobs that
+        are equal to it share is kept."""
+        shared = SharedAds(significant.unconditional, significant.guarded, self._autoclusters.signatures)
+        job_ads = (ad for ad in ads if _is_a(ad, "Job"))
+        entries = (self._read_job(ad, position, shared.of) for position, ad in enumerate(job_ads, 1))
+        by_id, non_idle, _ = _by_job_id(entries, problems)
+        return _IdleJobs(list(by_id.values()), non_idle, [], [], comparable=False)
+
+    def _read_job(self, ad: classad2.ClassAd, position: int,
+                  shared: Callable[[classad2.ClassAd], MatchmakingAd] | None = None) -> _JobEntry:
+        """``ad``'s entry. An idle job is clustered by the ad itself, or by the ad ``shared`` gives
+        for jobs equal to it."""
+        entry = _JobEntry(ad if self._remember else None, position)
         outcome = prepare_job(ad, position)
         if isinstance(outcome, Job):
-            entry.job = ClusteringJob(outcome, self._autoclusters.signatures)
+            entry.job = ClusteringJob(outcome, shared(ad) if shared else MatchmakingAd(ad, self._autoclusters.signatures))
         else:
             entry.problem = outcome
         return entry
@@ -300,6 +315,29 @@ def _each_once(keys: np.ndarray, rows: np.ndarray | None) -> bool:
     if rows is not None and _in_order(rows):
         keys = keys[rows < 0]
     return len(np.unique(keys)) == len(keys)
+
+
+def _by_job_id(entries: Iterable[_JobEntry], problems: list[LeftOut]) -> tuple[dict[str, ClusteringJob], int, bool]:
+    """The idle jobs by id, how many jobs are not idle, and whether a job id came twice.
+
+    As HTCondor reads a queue: a job id seen again replaces the job, keeping its place, and is
+    reported; problems are reported in queue order.
+    """
+    by_id: dict[str, ClusteringJob] = {}
+    non_idle = 0
+    repeated = False
+    for entry in entries:
+        if entry.job is not None:
+            job_id = entry.job.job.id
+            if job_id in by_id:
+                problems.append(LeftOut("job", job_id, "GlobalJobId", DUPLICATE))
+                repeated = True
+            by_id[job_id] = entry.job
+        elif entry.problem is not None:
+            problems.append(entry.problem)
+        else:
+            non_idle += 1
+    return by_id, non_idle, repeated
 
 
 def _ids_after(ids: set[str], leaving: list[ClusteringJob], joining: list[ClusteringJob]) -> set[str] | None:

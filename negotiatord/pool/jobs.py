@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import classad2
 
@@ -15,14 +15,10 @@ IDLE = 1
 @dataclass(frozen=True, slots=True)        # 255k of them: no per-job __dict__
 class Job:
     id: str                                   # GlobalJobId, else ClusterId.ProcId
-    ad: classad2.ClassAd
     submitter: str
     prio: int                                 # JobPrio
     queue_order: tuple[int, int, int]         # (ClusterId, ProcId, position in input)
     concurrency_limits: tuple[tuple[str, float], ...]
-    # the fast path's reading of the ad's attributes (fastpath.columns.describe), filled as it asks:
-    # a daemon's unchanged job keeps its Job, so each ad is read once, not once per cycle
-    described: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def order(self) -> tuple[int, int, int, int]:
@@ -88,7 +84,6 @@ def prepare_job(ad: classad2.ClassAd, position: int) -> Job | LeftOut | None:
     limits_text = evaluate_string(ad, "ConcurrencyLimits")
     return Job(
         id=identity,
-        ad=ad,
         submitter=submitter,
         prio=int(evaluate_number(ad, "JobPrio") or 0),
         queue_order=(

@@ -116,6 +116,11 @@ def own_references(text: str) -> frozenset[str]:
         return frozenset(ref for ref in classad2.ClassAd().externalRefs(classad2.ExprTree(text)) if "." not in ref)
 
 
+def condition_reads(condition: str) -> frozenset[str]:
+    """The job attributes a guard condition (canonical text, as in :class:`Guard`) reads."""
+    return frozenset(reference.name for reference in _analysis(condition))
+
+
 # -- per slot: resolving the symbolic references of cached analyses --------------------------------
 
 

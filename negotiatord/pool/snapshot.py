@@ -116,8 +116,9 @@ class Snapshot:
     @classmethod
     def build(cls, slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd],
               settings: Settings) -> Snapshot:
-        """A one-off snapshot (the dry run, tests, benchmarks); a daemon keeps a
-        :class:`~negotiatord.pool.builder.SnapshotBuilder` to reuse per-ad work across cycles."""
+        """A one-off snapshot (the dry run, tests, benchmarks): job ads may come from an iterator
+        and are let go once read. A daemon keeps a :class:`~negotiatord.pool.builder.SnapshotBuilder`
+        to reuse per-ad work across cycles."""
         from negotiatord.pool.builder import SnapshotBuilder   # the builder makes Snapshots
 
-        return SnapshotBuilder().build(slot_ads, job_ads, settings)
+        return SnapshotBuilder(remember=False).build(slot_ads, job_ads, settings)

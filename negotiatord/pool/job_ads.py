@@ -1,0 +1,205 @@
+"""What autoclustering and matchmaking read of a job's ad, and one ad for jobs equal in all of it.
+
+A :class:`MatchmakingAd` is the ad a job is clustered and matched by, with what was read of it:
+signatures over attribute names (interned by a :class:`SignatureBook`, so equal values are one
+object), guard condition values, and the fast path's reading of its attributes.
+
+A one-off build (``Snapshot.build``: the dry run, benchmarks) reads every job ad once and needs
+no ad for a next cycle. Holding all of them would cost ~1.1 GiB of classad2 ads on a 255k-job
+pool, while the jobs of a cluster mostly differ only in ``ProcId`` and ``GlobalJobId``, which
+the cycle rarely reads. :class:`SharedAds` gives such jobs one :class:`MatchmakingAd`, the first
+one's, and lets the other ads go; what autoclustering asks of their identity is answered from
+each job's own record. HTCondor's negotiator likewise sees one job ad per autocluster, the one
+its schedd sends. A daemon's builder keeps each ad's own, since it keeps the ads anyway.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, Iterable
+from weakref import WeakValueDictionary
+
+import classad2
+
+from negotiatord.pool.jobs import Job
+from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, condition_reads, condition_value, own_references
+
+
+@dataclass(frozen=True, eq=False)
+class Signature:
+    """The values of some attributes of a job, as hashable stand-ins: each literal with its ClassAd
+    type (1, 1.0 and true differ), each expression as its canonical text.
+
+    Interned by a :class:`SignatureBook`: equal values are one object, so signatures compare and
+    hash by identity.
+    """
+
+    values: tuple
+
+    @cached_property
+    def references(self) -> tuple[str, ...]:
+        """The names its expressions read in their own ad, in value order. Asked of the closure's
+        signatures only (as forming autoclusters always did: not every value need parse)."""
+        return tuple(dict.fromkeys(ref for value in self.values if isinstance(value, str)
+                                   for ref in own_references(value)))
+
+
+class SignatureBook:
+    """The interned signatures of the jobs a builder knows. Held weakly: a signature no job holds
+    any more (its ads were replaced or left the queue) is forgotten."""
+
+    def __init__(self) -> None:
+        self._interned: WeakValueDictionary[tuple, Signature] = WeakValueDictionary()
+
+    def signature(self, ad: classad2.ClassAd, names: tuple[str, ...],
+                  own: dict[str, object] | None = None) -> Signature:
+        """The signature of ``ad`` over ``names``, with the values of ``own`` (by lower-cased
+        name) in place of the ad's."""
+        read = _reader(ad)
+        if own:
+            read = _overlaid(own, read)
+        values = tuple(map(_stand_in, map(read, names)))
+        signature = self._interned.get(values)
+        if signature is None:
+            signature = self._interned[values] = Signature(values)
+        return signature
+
+
+class MatchmakingAd:
+    """A job ad and what was read of it. All of it depends on the ad alone, so a daemon's builder
+    keeps it while the job's ad object is unchanged, and jobs given one ``shared`` ad by
+    :class:`SharedAds` share what was read too."""
+
+    __slots__ = ("ad", "shared", "described", "_book", "_signatures", "_conditions")
+
+    def __init__(self, ad: classad2.ClassAd, book: SignatureBook, *, shared: bool = False) -> None:
+        self.ad = ad
+        self.shared = shared
+        # the fast path's reading of the ad's attributes (fastpath.columns.describe), filled as it asks
+        self.described: dict[str, tuple] = {}
+        self._book = book
+        self._signatures: dict[tuple[str, ...], Signature] = {}
+        self._conditions: dict[str, object] | None = None     # only a group's first job is asked
+
+    def signature(self, names: tuple[str, ...]) -> Signature:
+        signature = self._signatures.get(names)
+        if signature is None:
+            signature = self._signatures[names] = self._book.signature(self.ad, names)
+        return signature
+
+    def signature_as(self, names: tuple[str, ...], job: Job) -> Signature:
+        """The signature over ``names`` of ``job``'s own ad, which differs from this shared one
+        only in the identity its record keeps (:func:`_plain_identity`)."""
+        return self._book.signature(self.ad, names, {"procid": job.queue_order[1], "globaljobid": job.id})
+
+    def condition(self, condition: str) -> object:
+        """A guard condition's value for this ad, remembered: the ad may be the first of a group
+        and of its first part, asked about the same guards."""
+        if self._conditions is None:
+            self._conditions = {}
+        if condition not in self._conditions:
+            self._conditions[condition] = condition_value(condition, self.ad)
+        return self._conditions[condition]
+
+    def references_of(self, name: str) -> frozenset[str]:
+        """The names the value of ``name`` reads in this ad, if it is an expression."""
+        value = self.ad.get(name)
+        return own_references(str(value)) if isinstance(value, classad2.ExprTree) else frozenset()
+
+
+IDENTITY = ("ProcId", "GlobalJobId")      # what the jobs of one cluster differ in
+_IDENTITY = frozenset(name.lower() for name in IDENTITY)
+_WATCHED = _IDENTITY | {ANY_ATTRIBUTE}
+_IDENTITY_LINES = re.compile(r"^(?:ProcId|GlobalJobId) = .*\n?", re.M | re.I)
+_UNSEEN = object()
+
+
+class SharedAds:
+    """One :class:`MatchmakingAd` for all job ads equal in everything but their :data:`IDENTITY`,
+    where nothing the cycle evaluates for them reads it.
+
+    Nothing does unless a significant attribute is read unconditionally, a guard condition reads
+    it, a guarded read of it (or of any attribute) is open for the job (the OSPool catalog clause
+    reads ``GlobalJobID`` for cataloged jobs only), or one of the job's expressions reads it: such
+    jobs keep their own ads. Forming autoclusters may still split shared jobs by their identity,
+    when another job's expression makes it significant: :class:`ClusteringJob` reads it from the
+    job's own record then. Valid for one significance only: a one-off build's.
+    """
+
+    def __init__(self, unconditional: Iterable[str], guarded: Iterable[JobRead], book: SignatureBook) -> None:
+        guarded = tuple(guarded)
+        conditions = {guard.condition for read in guarded for guard in read.guards}
+        read_always = _lower(unconditional).union(*(_lower(condition_reads(c)) for c in conditions))
+        self._shares = read_always.isdisjoint(_WATCHED)
+        self._watched = tuple(read for read in guarded if read.attribute.lower() in _WATCHED)
+        self._book = book
+        self._by_text: dict[str, MatchmakingAd | None] = {}     # None: ads of that text keep their own
+
+    def of(self, ad: classad2.ClassAd) -> MatchmakingAd:
+        if self._shares and _plain_identity(ad):
+            text = _IDENTITY_LINES.sub("", ad.printOld())      # the cheapest full reading of an ad
+            shared = self._by_text.get(text, _UNSEEN)
+            if shared is _UNSEEN:
+                shared = self._by_text[text] = MatchmakingAd(ad, self._book, shared=True) if self._shareable(ad) else None
+            if shared is not None:
+                return shared
+        return MatchmakingAd(ad, self._book)
+
+    def _shareable(self, ad: classad2.ClassAd) -> bool:
+        """Whether nothing evaluated for ``ad`` reads its identity: no guarded read of it is open
+        and none of its expressions reads it (ads of the same text answer the same)."""
+        if any(read.is_live_for(ad) for read in self._watched):
+            return False
+        return not any(_IDENTITY & _lower(own_references(str(ad.lookup(name)))) for name in ad.keys())
+
+
+def reads_identity(names: tuple[str, ...]) -> bool:
+    return not _IDENTITY.isdisjoint(map(str.lower, names))
+
+
+def _plain_identity(ad: classad2.ClassAd) -> bool:
+    """Whether ``ad``'s identity is an integer ProcId and a GlobalJobId string, as its
+    :class:`~negotiatord.pool.jobs.Job` record keeps them."""
+    proc, global_id = ad.get("ProcId"), ad.get("GlobalJobId")
+    return type(proc) is int and isinstance(global_id, str) and bool(global_id)
+
+
+def _lower(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(name.lower() for name in names)
+
+
+def _overlaid(own: dict[str, object], read: Callable[[str], object]) -> Callable[[str], object]:
+    def get(name: str) -> object:
+        key = name.lower()
+        return own[key] if key in own else read(name)
+    return get
+
+
+def _reader(ad: classad2.ClassAd) -> Callable[[str], object]:
+    """``ad.get``, at half the cost of a missing attribute (ClassAd's is the Mapping default, a
+    second Python frame around the lookup): most significant attributes are missing from a job."""
+    lookup = ad.__getitem__
+
+    def get(name: str) -> object:
+        try:
+            return lookup(name)
+        except KeyError:
+            return None
+    return get
+
+
+_LITERAL_KINDS = {type(None): "NoneType", bool: "bool", int: "int", float: "float", classad2.Value: "Value",
+                  str: "string"}
+
+
+def _stand_in(value: object) -> object:
+    kind = _LITERAL_KINDS.get(type(value))     # the common types at the cost of one lookup
+    if kind is not None:
+        return (kind, value)
+    if isinstance(value, (bool, int, float, classad2.Value)):
+        return (type(value).__name__, value)
+    if isinstance(value, str):
+        return ("string", value)
+    return str(value)
