@@ -5,13 +5,16 @@ pool_generator.py and, each scenario in a forked child process (so each starts f
 pool, its peak memory is its own and a run over budget is stopped, not waited for):
 
 * cycle: Snapshot.build + negotiatord.cycle.negotiate.negotiate under benchmarks/ospool_like.conf
-  (consumption policy on: p-slots take several jobs per cycle), then "every matchable slot
+  (consumption policy on: p-slots take several jobs per cycle; the slot ads are in memory from
+  the start, the job ads are read as they come, as from a feed, and the one-off build keeps one
+  per autocluster), then "every matchable slot
   filled?": the evaluator is asked, on a sample of the slots still on offer after the cycle,
   whether any job left unmatched would still match them;
 * legacy: the same cycle with CONSUMPTION_POLICY off, HTCondor's one match per p-slot per cycle:
   the baseline measured in the same run;
 * daemon: two cycles as the daemon runs them, snapshots from a SnapshotBuilder that keeps per-ad
-  work, with 5% of the ads updated in between: the steady-state cycle of a running daemon;
+  work, with 5% of the ads updated in between: the steady-state cycle of a running daemon, which
+  holds every job ad as its store does;
 * pairs: (autocluster, slot) assessments per second of the fast path and of the classad2
   reference evaluator on the same ads, and the ratio.
 
@@ -250,7 +253,7 @@ def describe_cycle(name: str, figures: Result) -> list[str]:
         f"{figures['matches']} matches on {figures['matched_slots']} slots "
         f"(of {figures['candidates']} candidates); {figures['autoclusters']} autoclusters; "
         f"{figures['pie_spins']} pie spins",
-        f"      peak RSS {figures['rss_peak_mib']:.0f} MiB (pool ads at start {figures['rss_start_mib']:.0f} MiB, "
+        f"      peak RSS {figures['rss_peak_mib']:.0f} MiB (slot ads at start {figures['rss_start_mib']:.0f} MiB, "
         f"snapshot + cycle +{figures['rss_peak_mib'] - figures['rss_start_mib']:.0f} MiB)",
         "      phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in figures["phases_s"].items()),
         "      rejections: " + (", ".join(f"{k}: {v}" for k, v in figures["rejections"].items()) or "none"),
@@ -277,7 +280,8 @@ def describe_daemon(figures: Result) -> list[str]:
         return (f"snapshot {f['snapshot_s']:.2f} s + negotiate {f['negotiate_s']:.2f} s = "
                 f"{f['snapshot_s'] + f['negotiate_s']:.2f} s, {f['matches']} matches")
     return [f"  daemon cycles (SnapshotBuilder): first {cycle(figures['first'])}; "
-            f"next, after {CHURN:.0%} of the ads were updated: {cycle(figures['next'])}"]
+            f"next, after {CHURN:.0%} of the ads were updated: {cycle(figures['next'])}; "
+            f"peak RSS {figures['rss_peak_mib']:.0f} MiB with every job ad held"]
 
 
 def describe_pairs(figures: Result) -> list[str]:

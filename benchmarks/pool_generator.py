@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, Sequence
 
 import classad2
 import numpy as np
@@ -98,10 +98,11 @@ STATIC_IDLE_SHARE = 0.1
 @dataclass
 class GeneratedPool:
     """A generated pool: Machine ads (p-slots each followed by their claimed children, then static
-    slots), idle job ads in schedd order, and the ``now`` they were generated for."""
+    slots), idle job ads in schedd order (made as they are read: :class:`JobAds`), and the ``now``
+    they were generated for."""
 
     slot_ads: list[classad2.ClassAd]
-    job_ads: list[classad2.ClassAd]
+    job_ads: JobAds
     now: int                       # the cycle's time(): run the cycle with this value
     seed: int
     submitters: tuple[str, ...]    # accounting customers with idle jobs or running work
@@ -117,6 +118,50 @@ class GeneratedPool:
         _write_long_form(jobs, self.job_ads)
         (directory / "now").write_text(f"{self.now}\n")
         return slots, jobs
+
+
+@dataclass(frozen=True)
+class _Cluster:
+    """One submitted cluster: its jobs' ads differ only in ProcId and GlobalJobId."""
+
+    values: dict[str, object]
+    size: int
+    global_id_prefix: str          # "<schedd>#<cluster>."
+    queued: int
+
+    def ad(self, proc: int) -> classad2.ClassAd:
+        ad = classad2.ClassAd(self.values)
+        ad["ProcId"] = proc
+        ad["GlobalJobId"] = f"{self.global_id_prefix}{proc}#{self.queued}"
+        return ad
+
+
+class JobAds(Sequence[classad2.ClassAd]):
+    """The idle job ads in schedd order, each made when it is read (a new object every time).
+
+    A negotiator gets its job ads from outside (a schedd or a collector feed) rather than holding
+    them from the start: 255k job ads held as classad2 objects would be 1.1 GiB of the
+    benchmark's own memory, which a one-off cycle reading them as they come need not hold.
+    """
+
+    def __init__(self, clusters: list[_Cluster]) -> None:
+        self._clusters = clusters
+        self._starts = np.cumsum([0] + [c.size for c in clusters])
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def __getitem__(self, index: int) -> classad2.ClassAd:      # type: ignore[override]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        at = int(np.searchsorted(self._starts, index, side="right")) - 1
+        return self._clusters[at].ad(index - int(self._starts[at]))
+
+    def __iter__(self) -> Iterator[classad2.ClassAd]:
+        for cluster in self._clusters:
+            for proc in range(cluster.size):
+                yield cluster.ad(proc)
 
 
 def _write_long_form(path: Path, ads: Iterable[classad2.ClassAd]) -> None:
@@ -555,13 +600,13 @@ class _Request:
 
 
 def _job_ads(shapes: _Shapes, rng: np.random.Generator, count: int, now: int, detail: str,
-             submitters: list[_Submitter]) -> list[classad2.ClassAd]:
+             submitters: list[_Submitter]) -> JobAds:
     per_submitter = rng.multinomial(count, [s.weight for s in submitters])
-    ads: list[classad2.ClassAd] = []
+    clusters: list[_Cluster] = []
     for submitter, jobs in zip(submitters, per_submitter):
         if jobs:
-            ads += _submitter_jobs(shapes, rng, submitter, int(jobs), now, detail)
-    return ads
+            clusters += _submitter_clusters(shapes, rng, submitter, int(jobs), now, detail)
+    return JobAds(clusters)
 
 
 def _cluster_sizes(rng: np.random.Generator, jobs: int) -> list[int]:
@@ -607,24 +652,20 @@ def _repertoire(shapes: _Shapes, rng: np.random.Generator, submitter: _Submitter
     return made
 
 
-def _submitter_jobs(shapes: _Shapes, rng: np.random.Generator, submitter: _Submitter, jobs: int, now: int,
-                    detail: str) -> list[classad2.ClassAd]:
+def _submitter_clusters(shapes: _Shapes, rng: np.random.Generator, submitter: _Submitter, jobs: int, now: int,
+                        detail: str) -> list[_Cluster]:
     sizes = _cluster_sizes(rng, jobs)
     repertoire = _repertoire(shapes, rng, submitter, len(sizes))
     template = shapes.jobs[submitter.template]
     schedd = submitter.access_point.schedd
-    ads = []
+    clusters = []
     for size in sizes:
         request = repertoire[rng.integers(len(repertoire))]
         cluster = submitter.take_cluster_id()
         queued = now - int(rng.integers(60, 14 * 86400))
         values = _cluster_values(template, detail, submitter, request, rng, cluster, queued)
-        for proc in range(size):
-            ad = classad2.ClassAd(values)
-            ad["ProcId"] = proc
-            ad["GlobalJobId"] = f"{schedd}#{cluster}.{proc}#{queued}"
-            ads.append(ad)
-    return ads
+        clusters.append(_Cluster(values, size, f"{schedd}#{cluster}.", queued))
+    return clusters
 
 
 def _cluster_values(template: _JobTemplate, detail: str, submitter: _Submitter, request: _Request,
