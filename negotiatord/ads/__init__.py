@@ -1,6 +1,6 @@
 """Reading slot, job and submitter ClassAds from files and request bodies."""
 
 from .batch import AdBatch, AdFormatError, AdProblem
-from .reader import iter_ads, parse_ads, read_ads
+from .reader import iter_ads, parse_ads, read_ads, stream_ads
 
-__all__ = ["AdBatch", "AdFormatError", "AdProblem", "iter_ads", "parse_ads", "read_ads"]
+__all__ = ["AdBatch", "AdFormatError", "AdProblem", "iter_ads", "parse_ads", "read_ads", "stream_ads"]

@@ -48,17 +48,25 @@ def parse_ads(text: str, source: str = "<text>") -> AdBatch:
 def iter_ads(text: str, source: str = "<text>") -> Iterator[tuple[int, classad2.ClassAd | AdProblem]]:
     """The ads of `text` one at a time with their 1-based positions, for
     callers that digest each ad and need not hold them all (a 255k-job dump
-    takes gigabytes as ClassAds)."""
-    for position, piece in enumerate(_pieces(text.removeprefix("\ufeff"), source), 1):
-        if piece.ad is not None:
-            yield position, piece.ad
-        else:
-            yield position, AdProblem(source, position, piece.line, piece.reason)
+    takes gigabytes as ClassAds). Input that cannot be read as ClassAds at all
+    raises AdFormatError here, before the first ad."""
+    pieces = _pieces(text.removeprefix("\ufeff"), source)
+    return ((position, _outcome(piece, source, position)) for position, piece in enumerate(pieces, 1))
 
 
 def read_ads(path: Path) -> AdBatch:
     """All ads in the file at `path`, gunzipped first if it is gzip data
     (whatever its name)."""
+    return parse_ads(_file_text(path), source=str(path))
+
+
+def stream_ads(path: Path) -> Iterator[tuple[int, classad2.ClassAd | AdProblem]]:
+    """The ads in the file at `path` one at a time, as :func:`iter_ads`."""
+    return iter_ads(_file_text(path), source=str(path))
+
+
+def _file_text(path: Path) -> str:
+    """The text of the file at `path`, gunzipped first if it is gzip data."""
     path = Path(path)
     data = path.read_bytes()
     if data.startswith(_GZIP_MAGIC):
@@ -67,11 +75,14 @@ def read_ads(path: Path) -> AdBatch:
         except (OSError, EOFError, zlib.error) as error:
             raise AdFormatError(f"{path}: damaged gzip data: {error}") from error
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise AdFormatError(f"{path}:{line}: not UTF-8 text (byte {error.start}: {error.reason})") from error
-    return parse_ads(text, source=str(path))
+
+
+def _outcome(piece: Piece, source: str, position: int) -> classad2.ClassAd | AdProblem:
+    return piece.ad if piece.ad is not None else AdProblem(source, position, piece.line, piece.reason)
 
 
 def _pieces(text: str, source: str) -> Iterator[Piece]:

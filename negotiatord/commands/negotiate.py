@@ -11,11 +11,13 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
+import classad2
 import structlog
 
 from negotiatord.accountant import AccountantState, AccountantStore
-from negotiatord.ads import AdBatch, AdFormatError, read_ads
+from negotiatord.ads import AdFormatError, AdProblem, stream_ads
 from negotiatord.cycle.negotiate import negotiate
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.evaluator import FastEvaluator
@@ -45,14 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config)
-        slots = _read(args.slots)
-        jobs = _read(args.jobs)
+        slots, jobs = _Ads(stream_ads(args.slots)), _Ads(stream_ads(args.jobs))
+        slot_ads = list(slots)
         accountant = _accountant(args.accountant)
     except (ConfigError, AdFormatError, OSError, ValueError) as err:
         print(f"negotiatord: {err}", file=sys.stderr)
         return EXIT_UNUSABLE
     now = args.now if args.now is not None else int(time.time())
-    snapshot = Snapshot.build(slots.ads, jobs.ads, settings)
+    snapshot = Snapshot.build(slot_ads, jobs, settings)        # job ads are let go once read
     evaluator = EVALUATORS[args.evaluator](snapshot.table, settings, now)
     result = negotiate(snapshot, accountant, settings, now, evaluator)
     for problem in result.problems:
@@ -62,14 +64,24 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(cycle_document(result), indent=1))
     else:
         print(cycle_table(result))
-    return EXIT_BAD_ADS if slots.problems or jobs.problems else 0
+    return EXIT_BAD_ADS if slots.malformed or jobs.malformed else 0
 
 
-def _read(path: Path) -> AdBatch:
-    batch = read_ads(path)
-    for problem in batch.problems:
-        log.error("malformed ad skipped", problem=str(problem))
-    return batch
+class _Ads:
+    """The ads of a file, one at a time, each malformed one reported and counted as it goes by:
+    a 255k-job file is negotiated without holding its ads (gigabytes as ClassAds)."""
+
+    def __init__(self, outcomes: Iterator[tuple[int, classad2.ClassAd | AdProblem]]) -> None:
+        self._outcomes = outcomes
+        self.malformed = 0
+
+    def __iter__(self) -> Iterator[classad2.ClassAd]:
+        for _, outcome in self._outcomes:
+            if isinstance(outcome, AdProblem):
+                log.error("malformed ad skipped", problem=str(outcome))
+                self.malformed += 1
+            else:
+                yield outcome
 
 
 def _accountant(path: Path | None) -> AccountantState:
