@@ -44,6 +44,12 @@ def test_jobs_differing_only_in_their_identity_share_one_ad():
     assert ads.of(job(3, Unread=1)) is not first       # any other difference: an ad of its own kind
 
 
+def test_what_only_looks_like_an_identity_still_tells_jobs_apart():
+    ads = shared_ads()
+    assert ads.of(job(0, Note='a\nProcId = 5"')) is not ads.of(job(1, Note='a\nProcId = 6"'))
+    assert ads.of(job(2, Nested=classad2.ClassAd({"ProcId": 1}))) is not ads.of(job(3, Nested=classad2.ClassAd({"ProcId": 2})))
+
+
 def test_a_job_whose_expression_reads_its_identity_keeps_its_own_ad():
     ads = shared_ads()
     reading = [ads.of(job(proc, Arguments=classad2.ExprTree("ProcId * 2"))) for proc in (0, 1)]

@@ -112,7 +112,9 @@ class MatchmakingAd:
 IDENTITY = ("ProcId", "GlobalJobId")      # what the jobs of one cluster differ in
 _IDENTITY = frozenset(name.lower() for name in IDENTITY)
 _WATCHED = _IDENTITY | {ANY_ATTRIBUTE}
-_IDENTITY_LINES = re.compile(r"^(?:ProcId|GlobalJobId) = .*\n?", re.M | re.I)
+# an identity attribute's line in printJson's output: top-level attributes are indented by two
+# spaces, nested ones deeper, and strings escape their newlines, so no other line starts so
+_IDENTITY_LINES = re.compile(r'^  "(?:ProcId|GlobalJobId)": .*\n?', re.M | re.I)
 _UNSEEN = object()
 
 
@@ -139,7 +141,7 @@ class SharedAds:
 
     def of(self, ad: classad2.ClassAd) -> MatchmakingAd:
         if self._shares and _plain_identity(ad):
-            text = _IDENTITY_LINES.sub("", ad.printOld())      # the cheapest full reading of an ad
+            text = _IDENTITY_LINES.sub("", ad.printJson())     # about the cheapest full reading of an ad
             shared = self._by_text.get(text, _UNSEEN)
             if shared is _UNSEEN:
                 shared = self._by_text[text] = MatchmakingAd(ad, self._book, shared=True) if self._shareable(ad) else None
