@@ -143,6 +143,15 @@ def test_malformed_ads_are_reported_and_the_rest_negotiated(tmp_path):
     assert result["matches"]
 
 
+def test_a_job_file_that_holds_no_classads_is_refused_before_any_cycle(tmp_path):
+    jobs = tmp_path / "jobs.xml"
+    jobs.write_text('<?xml version="1.0"?><classads></classads>')
+    run = negotiatord("negotiate", "--config", str(CONFIG), "--slots", "samples/slots.ads", "--jobs", str(jobs))
+    assert run.returncode == 2
+    assert "jobs.xml" in run.stderr and "XML" in run.stderr
+    assert run.stdout == ""
+
+
 def test_config_error_names_file_and_line(tmp_path):
     config = tmp_path / "bad.conf"
     config.write_text("GROUP_NAMES = group_a\nSLOT_WEIGHT = $(\n")
