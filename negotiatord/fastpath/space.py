@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.columns import CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.columns import CellTable, JobCells, SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler import GUARD, Builder, Mode, guard_key, lower, probe_class, resolve
 from negotiatord.fastpath.engine import Frame, Triple, encode, run_plan, triple
 from negotiatord.fastpath.ir import CONST, IRGraph
@@ -274,7 +274,7 @@ class Space:
         ok, computed = found
         # sorted and deduplicated, so the results line up with the rows they are written to
         # (urows is in the call's order, which is not the universe's once non-candidates joined)
-        missing = np.unique(urows[~computed[urows]])
+        missing = distinct_rows(urows[~computed[urows]], len(self.rows))
         if len(missing):
             ok[missing] = self._run_job_static(leaf, scalars, missing)
             computed[missing] = True
