@@ -22,12 +22,14 @@ class JobScalars:
         self._context = context
         self._job = job
         self._values: dict[int, tuple[int, int, float]] = {}
+        self._input_keys: dict[int, tuple] = {}      # job or clock node -> _input_key
         self.clock = 0
 
     def set_clock(self, second: int) -> None:
         if second != self.clock:
             graph = self._context.graph
             self._values = {n: v for n, v in self._values.items() if not graph[n].uses_clock}
+            self._input_keys.clear()
             self.clock = second
 
     def triple(self, nodes: list[int]) -> Triple:
@@ -81,9 +83,13 @@ class JobScalars:
         return ir.payload
 
     def _input_key(self, node: int) -> tuple:
-        """A job or clock input as a memo key: reals by their repr, so 0.0 and -0.0 stay apart."""
-        tag, payload = self._input(node)
-        return (tag, repr(payload) if tag == REAL else payload)
+        """A job or clock input as a memo key: reals by their repr, so 0.0 and -0.0 stay apart.
+        Kept per input: a job's nodes read the same few attributes over and over."""
+        found = self._input_keys.get(node)
+        if found is None:
+            tag, payload = self._input(node)
+            found = self._input_keys[node] = (tag, repr(payload) if tag == REAL else payload)
+        return found
 
 
 def _inputs(context: Context, node: int) -> tuple[int, ...]:
