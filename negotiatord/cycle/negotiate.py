@@ -19,6 +19,7 @@ No I/O happens here: the daemon and the trace replayer run the very same functio
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from negotiatord.accountant import AccountantState
+from negotiatord.cycle.collector import collector_paused
 from negotiatord.cycle.concurrency import ConcurrencyLedger
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
@@ -61,8 +63,10 @@ def negotiate(
     """Decide this cycle's matches. ``now`` is the cycle's ``time()``.
 
     ``evaluator`` answers the job-slot questions; by default the compiled fast path, which gives
-    the classad2 reference's answers (``ClassAdEvaluator`` may be passed to check that)."""
-    return _Cycle(snapshot, accountant, settings, now, evaluator).run()
+    the classad2 reference's answers (``ClassAdEvaluator`` may be passed to check that). The
+    garbage collector is paused meanwhile (:mod:`negotiatord.cycle.collector`)."""
+    with collector_paused():
+        return _Cycle(snapshot, accountant, settings, now, evaluator).run()
 
 
 class _Cycle:
@@ -78,6 +82,7 @@ class _Cycle:
         self.problems: list[str] = [str(p) for p in snapshot.problems]
         self.usage: dict[str, float] = defaultdict(float)       # customer -> weighted usage
         self.own_usage: dict[str, float] = defaultdict(float)   # group -> its own submitters' usage
+        self.accounts: dict[str, tuple[str, list[str]]] = {}    # customer -> its group and lineage
         self.charges: dict[str, float] = defaultdict(float)
         self.matches: list[Match] = []
         self.rejections: list[Rejection] = []
@@ -116,10 +121,10 @@ class _Cycle:
 
     def _count_running_work(self) -> ConcurrencyLedger:
         running_limits = []
-        for row, slot in enumerate(self.table.slots):
-            if slot.claim is None or np.isnan(self.state.weights[row]):
+        for slot, weight in zip(self.table.slots, self.state.weights.tolist()):
+            if slot.claim is None or math.isnan(weight):
                 continue
-            self._charge_usage(slot.claim.customer, float(self.state.weights[row]))
+            self._charge_usage(slot.claim.customer, weight)
             if slot.claim.concurrency_limits:
                 running_limits.append(slot.claim.concurrency_limits)
         return ConcurrencyLedger(self.settings, running_limits)
@@ -304,11 +309,20 @@ class _Cycle:
     def _charge_usage(self, customer: str, weight: float) -> None:
         """Usage counts for the customer, its group and every ancestor group; the group's own
         submitters' usage is what its allocation is measured against."""
-        group = self.groups.group_of(customer)
+        group, lineage = self._account(customer)
         self.usage[customer] += weight
         self.own_usage[group] += weight
-        for ancestor in self.groups.lineage(group):
+        for ancestor in lineage:
             self.usage[ancestor] += weight
+
+    def _account(self, customer: str) -> tuple[str, list[str]]:
+        """The customer's group and that group's lineage, worked out once per customer: an
+        OSPool-sized pool has 40k claimed slots and a few hundred customers."""
+        found = self.accounts.get(customer)
+        if found is None:
+            group = self.groups.group_of(customer)
+            found = self.accounts[customer] = (group, self.groups.lineage(group))
+        return found
 
     def _exhaust(self, request: Request, submitter: Submitter) -> None:
         self.exhausted.add(request.autocluster.id)
