@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Callable, Iterable
 from weakref import WeakValueDictionary
 
@@ -157,6 +157,7 @@ class SharedAds:
         return not any(_IDENTITY & _lower(own_references(str(ad.lookup(name)))) for name in ad.keys())
 
 
+@lru_cache(maxsize=1024)        # asked for every shared job and each few names autoclustering reads
 def reads_identity(names: tuple[str, ...]) -> bool:
     return not _IDENTITY.isdisjoint(map(str.lower, names))
 
