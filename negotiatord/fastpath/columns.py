@@ -191,7 +191,8 @@ class SlotColumns:
         self._cells = cells
         self._now = now
         self._columns: dict[str, np.ndarray] = {}
-        self._listed: dict[tuple[str, ...], dict[str, int]] = {}   # a slot's assets -> lower-cased name -> position
+        # a slot's assets -> each one's lower-cased name -> its position among them
+        self._listed: dict[tuple[str, ...], dict[str, int]] = {}
 
     def column(self, name: str, rows: np.ndarray) -> np.ndarray:
         """Cell ids of attribute ``name`` (lower case) for table rows ``rows``."""

@@ -14,8 +14,9 @@ A daemon needs the autoclusters of every idle job (255k on an OSPool-sized pool)
 while only a few ads change in between. So what a job's ad says (its signatures, the values of its
 guard conditions) is worked out once per ad in a :class:`~negotiatord.pool.job_ads.MatchmakingAd`;
 signatures are interned by a :class:`~negotiatord.pool.job_ads.SignatureBook`, so grouping hashes
-object identities and each distinct signature's references are read once; and :class:`Autoclusters` keeps the grouping as a tree, which the next
-cycle updates with the jobs that left and joined instead of grouping every job again.
+object identities and each distinct signature's references are read once; and
+:class:`Autoclusters` keeps the grouping as a tree, which the next cycle updates with the jobs that
+left and joined instead of grouping every job again.
 """
 
 from __future__ import annotations

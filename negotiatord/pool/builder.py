@@ -255,7 +255,8 @@ class SnapshotBuilder:
         entry = _JobEntry(ad if self._remember else None, position)
         outcome = prepare_job(ad, position)
         if isinstance(outcome, Job):
-            entry.job = ClusteringJob(outcome, shared(ad) if shared else MatchmakingAd(ad, self._autoclusters.signatures))
+            matchmaking_ad = shared(ad) if shared else MatchmakingAd(ad, self._autoclusters.signatures)
+            entry.job = ClusteringJob(outcome, matchmaking_ad)
         else:
             entry.problem = outcome
         return entry
@@ -317,7 +318,8 @@ def _each_once(keys: np.ndarray, rows: np.ndarray | None) -> bool:
     return len(np.unique(keys)) == len(keys)
 
 
-def _by_job_id(entries: Iterable[_JobEntry], problems: list[LeftOut]) -> tuple[dict[str, ClusteringJob], int, bool]:
+def _by_job_id(entries: Iterable[_JobEntry],
+               problems: list[LeftOut]) -> tuple[dict[str, ClusteringJob], int, bool]:
     """The idle jobs by id, how many jobs are not idle, and whether a job id came twice.
 
     As HTCondor reads a queue: a job id seen again replaces the job, keeping its place, and is

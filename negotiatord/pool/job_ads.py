@@ -144,7 +144,8 @@ class SharedAds:
             text = _IDENTITY_LINES.sub("", ad.printJson())     # about the cheapest full reading of an ad
             shared = self._by_text.get(text, _UNSEEN)
             if shared is _UNSEEN:
-                shared = self._by_text[text] = MatchmakingAd(ad, self._book, shared=True) if self._shareable(ad) else None
+                shareable = self._shareable(ad)
+                shared = self._by_text[text] = MatchmakingAd(ad, self._book, shared=True) if shareable else None
             if shared is not None:
                 return shared
         return MatchmakingAd(ad, self._book)
