@@ -212,3 +212,11 @@ def test_bad_sizes_are_refused():
         generate_pool(0, 10)
     with pytest.raises(ValueError, match="detail"):
         generate_pool(10, 10, detail="some")
+
+
+def test_job_ads_made_on_reading_are_the_same_ads_by_index_slice_or_iteration(pool):
+    listed = [ad.printOld() for ad in pool.job_ads]
+    assert [ad.printOld() for ad in pool.job_ads[5:40:7]] == listed[5:40:7]
+    assert pool.job_ads[-1].printOld() == listed[-1] and pool.job_ads[0].printOld() == listed[0]
+    with pytest.raises(IndexError):
+        pool.job_ads[len(listed)]
