@@ -274,11 +274,10 @@ class FastEvaluator:
             job_ok = self._job_ok(job, stack, urows)
         except NeedsFallback:
             return None
-        inputs = 3 * self._assets + len(space.python_rows)      # dynamic input rows
         cp, base, integer = offer.consumption_policy, offer.base, offer.integer
         fits = None
         if stack.python_roots:        # classad2 steps' values, computed before the kernel reads them
-            frame = Frame(n, urows, triple(1), st=space.st, dy=triple((inputs, max(n, 1))))
+            frame = Frame(n, urows, triple(1), st=space.st, dy=space.dynamic_inputs(n))
             if not self._python_inputs_of(stack, job, frame):
                 return None
             dy = frame.dy
@@ -287,7 +286,7 @@ class FastEvaluator:
                 fits = self._fitting(stack, job_tables, offer, amounts)
             if fits is not None:      # the kernel sees only the rows whose known consumption fits
                 urows, cp, amounts, base, integer = urows[fits], cp[fits], amounts[fits], base[fits], integer[fits]
-            dy = triple((inputs, max(len(urows), 1)))
+            dy = space.dynamic_inputs(len(urows))
         answers = self._kernel(stack, job_tables, job_ok, dy, urows, cp, amounts, base, integer)
         if answers is None:
             return None
@@ -506,17 +505,13 @@ class FastEvaluator:
     def _python_inputs(self, leaf: Leaf, positions: np.ndarray, job: _JobState | None, frame: Frame) -> bool:
         """Fill the leaf's classad2-step inputs for ``positions``; False if one needs a fallback."""
         space = self._match_space
-        first = 3 * self._assets
-        needed = first + len(space.python_rows)
-        if frame.dy[0].shape[0] < needed:
-            grown = triple((needed, frame.dy[0].shape[1]))
+        if frame.dy[0].shape[0] < space.dynamic_input_rows:       # classad2 steps compiled since
+            grown = space.dynamic_inputs(frame.dy[0].shape[1])
             for new, old in zip(grown, frame.dy):
                 new[: old.shape[0]] = old
             frame.dy = grown
-        scalars = self._scalars(job, leaf)
         try:
-            for step in leaf.python_inputs:
-                space.python.fill(step, positions, frame.urows, scalars, space.st, frame.dy, first + step.dst)
+            space.fill_python_inputs(leaf.python_inputs, positions, frame.urows, self._scalars(job, leaf), frame.dy)
         except NeedsFallback:
             return False
         return True

@@ -74,15 +74,12 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
         rows = np.flatnonzero(compiled.leaf_of == leaf_id)
         if leaf.plan is None:
             continue
+        # classad2 steps over job values and slot literals are kernel inputs, computed before the
+        # kernel runs, as the evaluator does (_python_inputs)
         frame = Frame(len(slots), np.arange(len(slots)), scalars.triple(leaf.scalar_nodes), st=space.st,
-                      out=triple((1, len(slots))))
-        # classad2 steps over job values and slot literals are kernel inputs (dynamic rows after
-        # the assets), computed before the kernel runs, as the evaluator does (_python_inputs)
-        frame.dy = triple((3 * context.assets + len(space.python_rows), max(len(slots), 1)))
+                      out=triple((1, len(slots))), dy=space.dynamic_inputs(len(slots)))
         try:
-            for step in leaf.python_inputs:
-                space.python.fill(step, rows, frame.urows, frame.sc, space.st, frame.dy,
-                                  3 * context.assets + step.dst)
+            space.fill_python_inputs(leaf.python_inputs, rows, frame.urows, frame.sc, frame.dy)
             run_plan(leaf.plan, rows, frame, strings, [(K.SINK_RAW, 0)])
         except NeedsFallback:
             continue

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from negotiatord.fastpath.engine import Frame, Triple, encode, run_plan, triple
 from negotiatord.fastpath.ir import CONST, IRGraph
 from negotiatord.fastpath.leaves import Leaf, collect, compile_leaf
 from negotiatord.fastpath.parser import Node
-from negotiatord.fastpath.pyinputs import PythonInputs
+from negotiatord.fastpath.pyinputs import PyStep, PythonInputs
 from negotiatord.fastpath.strings import StringTable
 from negotiatord.fastpath.tables import LeafTables
 from negotiatord.fastpath.values import BOOL, INT, REAL, UNDEF, Value
@@ -280,14 +280,31 @@ class Space:
             computed[missing] = True
         return ok[urows]
 
+    @property
+    def dynamic_input_rows(self) -> int:
+        """A frame's dynamic input rows: three per asset (the amounts offered, used and in the
+        slot's ad), then one per classad2 step (``python_rows``), whose values are computed before
+        the kernel reads them (:meth:`fill_python_inputs`)."""
+        return 3 * self.context.assets + len(self.python_rows)
+
+    def dynamic_inputs(self, n: int) -> Triple:
+        """Dynamic inputs over ``n`` positions (:attr:`dynamic_input_rows`)."""
+        return triple((self.dynamic_input_rows, max(n, 1)))
+
+    def fill_python_inputs(self, steps: Iterable[PyStep], positions: np.ndarray, urows: np.ndarray,
+                           scalars: Triple, dy: Triple) -> None:
+        """Compute classad2 steps' values at ``positions`` into their rows of ``dy`` (see
+        :meth:`dynamic_inputs`); raises NeedsFallback where classad2 cannot give a scalar."""
+        first = 3 * self.context.assets
+        for step in steps:
+            self.python.fill(step, positions, urows, scalars, self.st, dy, first + step.dst)
+
     def _run_job_static(self, leaf: Leaf, scalars: Triple, urows: np.ndarray) -> np.ndarray:
         plan = leaf.job_static
-        frame = Frame(len(urows), urows, scalars, st=self.st, out=triple((len(plan.results), len(urows))))
-        first = 3 * self.context.assets
-        frame.dy = triple((first + len(self.python_rows), len(urows)))
+        frame = Frame(len(urows), urows, scalars, st=self.st, out=triple((len(plan.results), len(urows))),
+                      dy=self.dynamic_inputs(len(urows)))
         positions = np.arange(len(urows))
-        for step in leaf.job_static_inputs.python:
-            self.python.fill(step, positions, urows, scalars, self.st, frame.dy, first + step.dst)
+        self.fill_python_inputs(leaf.job_static_inputs.python, positions, urows, scalars, frame.dy)
         run_plan(plan, positions, frame, self.context.strings, [(K.SINK_MATCH, j) for j in range(len(plan.results))])
         return (frame.out[2] == 1.0).all(axis=0)
 
