@@ -197,7 +197,9 @@ class SnapshotBuilder:
         queue, rows = self._read_queue(list(ads))
         self._queue = queue
         leaving, joining = _changes(last, queue, rows)
-        if last.job_ids is not None and _each_once(queue.keys, rows):
+        in_order = _in_order(rows)
+        # when the ads seen last cycle come in its order, they came once then, and so do now
+        if last.job_ids is not None and _each_once(queue.keys[rows < 0] if in_order else queue.keys):
             queue.job_ids = _ids_after(last.job_ids, leaving, joining)
         if queue.job_ids is None:
             return _IdleJobs(*self._idle_jobs_one_by_one(queue, problems), leaving, joining, comparable=False)
@@ -205,7 +207,7 @@ class SnapshotBuilder:
         for row in moved.tolist():          # an earlier ad left or joined
             self._renumber(queue.entries[row], int(queue.positions[row]))
         problems += queue.problems()
-        return _IdleJobs(queue.idle_jobs(), queue.count(_NOT_IDLE), leaving, joining, comparable=_in_order(rows))
+        return _IdleJobs(queue.idle_jobs(), queue.count(_NOT_IDLE), leaving, joining, comparable=in_order)
 
     def _read_queue(self, ads: list[classad2.ClassAd]) -> tuple[_JobQueue, np.ndarray]:
         """The queue of ``ads``, reusing the last cycle's entries (not yet renumbered) and reading
@@ -235,7 +237,7 @@ class SnapshotBuilder:
                     self._renumber(entry, position)
                 entries.append(entry)
         by_id, non_idle, repeated = _by_job_id(entries, problems)
-        queue.job_ids = set(by_id) if not repeated and _each_once(queue.keys, None) else None
+        queue.job_ids = set(by_id) if not repeated and _each_once(queue.keys) else None
         return list(by_id.values()), non_idle
 
     def _idle_jobs_streamed(self, ads: Iterable[classad2.ClassAd], problems: list[LeftOut],
@@ -268,7 +270,7 @@ class SnapshotBuilder:
             job = entry.job.job
             entry.job.renumber(replace(job, queue_order=(*job.queue_order[:-1], position)))
         elif entry.problem is not None:       # a problem may name the job by its position
-            entry.problem = self._read_job(entry.ad, position).problem
+            entry.problem = prepare_job(entry.ad, position)
 
     def _reads(self, entry: _SlotEntry, rank_exprs: list[classad2.ExprTree]) -> set[JobRead]:
         if entry.reads is None:
@@ -310,11 +312,8 @@ def _in_order(rows: np.ndarray) -> bool:
     return bool(np.all(np.diff(rows[rows >= 0]) > 0))
 
 
-def _each_once(keys: np.ndarray, rows: np.ndarray | None) -> bool:
-    """Whether no ad comes twice: ``rows`` (where the ads were last cycle, -1 for new ones), when
-    they are increasing, say so of all but the new ads."""
-    if rows is not None and _in_order(rows):
-        keys = keys[rows < 0]
+def _each_once(keys: np.ndarray) -> bool:
+    """Whether no ad (by ``id``) comes twice among ``keys``."""
     return len(np.unique(keys)) == len(keys)
 
 
