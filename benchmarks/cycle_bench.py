@@ -4,7 +4,7 @@ For each size (5k slots / 25k idle jobs, 15k / 85k, 45k / 255k) it generates a p
 pool_generator.py and, each scenario in a forked child process (so each starts from the same
 pool, its peak memory is its own and a run over budget is stopped, not waited for):
 
-* cycle: Snapshot.build + negotiatord.cycle.negotiate.negotiate under benchmarks/ospool_like.conf
+* cycle: Snapshot.build + negotiatord.runtime.run_cycle under benchmarks/ospool_like.conf
   (consumption policy on: p-slots take several jobs per cycle; the slot ads are in memory from
   the start, the job ads are read as they come, as from a feed, and the one-off build keeps one
   per autocluster), then "every matchable slot
@@ -47,11 +47,11 @@ import numpy as np
 from pool_generator import CONFIG_PATH, DATA, GeneratedPool, generate_pool
 
 from negotiatord.accountant import AccountantState
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.commands.negotiate import EVALUATORS
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.snapshot import Snapshot
+from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings, load_settings
 
 SIZES = {"small": (5_000, 25_000), "medium": (15_000, 85_000), "large": (45_000, 255_000)}
@@ -119,7 +119,7 @@ def cycle_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str,
     snapshot = Snapshot.build(pool.slot_ads, pool.job_ads, settings)
     built = time.perf_counter()
     evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
-    result = negotiate(snapshot, AccountantState(), settings, pool.now, evaluator)
+    result = run_cycle(snapshot, AccountantState(), settings, pool.now, evaluator)
     done = time.perf_counter()
     stats = result.stats
     figures: Result = {
@@ -152,7 +152,7 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
         snapshot = builder.build(slot_ads, job_ads, settings)
         built = time.perf_counter()
         evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
-        result = negotiate(snapshot, AccountantState(), settings, pool.now, evaluator)
+        result = run_cycle(snapshot, AccountantState(), settings, pool.now, evaluator)
         figures[label] = {"snapshot_s": built - started, "negotiate_s": time.perf_counter() - built,
                           "matches": result.stats.matches}
         rng = random.Random(2)

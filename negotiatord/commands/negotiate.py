@@ -18,11 +18,11 @@ import structlog
 
 from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.ads import AdFormatError, AdProblem, stream_ads
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.publish.report import cycle_document, cycle_table
+from negotiatord.runtime import run_cycle
 from negotiatord.settings import ConfigError, load_settings
 
 EVALUATORS = {"fast": FastEvaluator, "classad": ClassAdEvaluator}
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     now = args.now if args.now is not None else int(time.time())
     snapshot = Snapshot.build(slot_ads, jobs, settings)        # job ads are let go once read
     evaluator = EVALUATORS[args.evaluator](snapshot.table, settings, now)
-    result = negotiate(snapshot, accountant, settings, now, evaluator)
+    result = run_cycle(snapshot, accountant, settings, now, evaluator)
     for problem in result.problems:
         log.warning("left out of the cycle", problem=problem)
     log.info("cycle", **{k: v for k, v in cycle_document(result)["cycle"].items() if k != "phases_s"})

@@ -28,7 +28,6 @@ from typing import Callable, Iterator
 import numpy as np
 
 from negotiatord.accountant import AccountantState
-from negotiatord.cycle.collector import collector_paused
 from negotiatord.cycle.concurrency import ConcurrencyLedger
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
@@ -63,10 +62,8 @@ def negotiate(
     """Decide this cycle's matches. ``now`` is the cycle's ``time()``.
 
     ``evaluator`` answers the job-slot questions; by default the compiled fast path, which gives
-    the classad2 reference's answers (``ClassAdEvaluator`` may be passed to check that). The
-    garbage collector is paused meanwhile (:mod:`negotiatord.cycle.collector`)."""
-    with collector_paused():
-        return _Cycle(snapshot, accountant, settings, now, evaluator).run()
+    the classad2 reference's answers (``ClassAdEvaluator`` may be passed to check that)."""
+    return _Cycle(snapshot, accountant, settings, now, evaluator).run()
 
 
 class _Cycle:

@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance, customer_usage
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
 from negotiatord.feed.holds import Hold, holds_for
 from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.groups import GroupMap
+from negotiatord.runtime import run_cycle
 from negotiatord.service.matchlog import MatchLog
 from negotiatord.settings import ROOT_GROUP, Settings
 
@@ -67,7 +67,7 @@ class CycleRunner:
             phases["snapshot"] = time.perf_counter() - started
 
             self.phase = "negotiate"
-            result = negotiate(snapshot, state, settings, now)
+            result = run_cycle(snapshot, state, settings, now)
             phases.update(result.stats.phase_s)
 
             self.phase = "accountant"

@@ -31,9 +31,9 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.publish.report import cycle_figures
+from negotiatord.runtime import HeapKeeper
 from negotiatord.service.clock import DaemonClock
 from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner
-from negotiatord.service.heap import HeapKeeper
 from negotiatord.service.http import build_app
 from negotiatord.service.matchlog import MatchLog
 from negotiatord.service.metrics import ServiceMetrics

@@ -14,9 +14,9 @@ import time
 import classad2
 
 from negotiatord.accountant import AccountantState
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
 from negotiatord.pool.snapshot import Snapshot
+from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings
 
 _SLOTS = (
@@ -38,4 +38,4 @@ def load_fast_path(settings: Settings) -> CycleResult:
     """Run one cycle over the built-in two-slot pool, assessing the job against both slots."""
     slots = [classad2.ClassAd(text) for text in _SLOTS]
     snapshot = Snapshot.build(slots, [classad2.ClassAd(_JOB)], settings)
-    return negotiate(snapshot, AccountantState(), settings, int(time.time()))
+    return run_cycle(snapshot, AccountantState(), settings, int(time.time()))

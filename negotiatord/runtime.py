@@ -1,0 +1,106 @@
+"""Running negotiation cycles in a process: CPython's garbage collection kept out of their way.
+
+The cycle (:func:`negotiatord.cycle.negotiate.negotiate`) is a pure function of snapshot,
+accountant state, settings and time. What concerns the process it runs in is done here,
+around that call, the same way for every caller: the daemon, the dry run, the benchmarks.
+
+**Garbage collection.** A full collection walks every container object the process holds: with an
+OSPool-sized pool in memory (45k slot ads, 255k jobs, their records and autoclusters; ~900k
+tracked objects in a daemon holding 45k slots and 50k jobs) one takes 0.3-0.7 s while holding the
+GIL, in whichever thread triggered it. Nearly all of that heap lives for seconds or longer and is
+freed by reference counting when replaced, not by the cyclic garbage collector. Two measures, tied
+together by the process-wide ``gc`` switch and so kept in this one module:
+
+* While a cycle runs, automatic collection is paused (:func:`garbage_collection_paused`). The
+  allocations a cycle makes would trigger a full collection in most cycles, at a random point,
+  and the young collections in between cost another ~0.4 s at that scale; a cycle makes next to
+  no reference cycles. When it ends, what the cycle made is handed to the oldest generation
+  without being walked (``gc.freeze`` then ``gc.unfreeze``: moving the generations' lists, no
+  walk). Re-enabling collection alone would leave all of it to the next young collection, a
+  GIL-holding stall of ~0.2 s in whichever thread allocates next.
+* A long-running process (the daemon) freezes its surviving heap about once a second
+  (:class:`HeapKeeper`): frozen objects are left out of later collections, which then only see
+  what was made since. Cyclic garbage among frozen objects would wait, so every ``full_every``
+  cycles the heap is unfrozen and collected once.
+
+A cycle that ends in a process whose heap is frozen keeps it frozen, the cycle's objects with it.
+Pauses are counted: cycles running at the same time (tests, a replay beside the daemon) re-enable
+collection only when the last one ends, and only if it was enabled when the first began.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+from negotiatord.accountant import AccountantState
+from negotiatord.cycle.negotiate import negotiate
+from negotiatord.cycle.result import CycleResult
+from negotiatord.evaluation import PairEvaluator
+from negotiatord.pool.snapshot import Snapshot
+from negotiatord.settings import Settings
+
+# A full collection about once an hour at HTCondor's default NEGOTIATOR_INTERVAL of 60 s.
+FULL_COLLECTION_EVERY = 60
+
+_lock = threading.Lock()
+_paused = 0                 # cycles running with garbage collection paused
+_was_enabled = False        # whether automatic collection was enabled when the first of them began
+_was_frozen = False         # whether the process had frozen its heap when the first began
+
+
+def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
+              evaluator: PairEvaluator | None = None) -> CycleResult:
+    """Negotiate over ``snapshot`` at time ``now``, with garbage collection paused."""
+    with garbage_collection_paused():
+        return negotiate(snapshot, accountant, settings, now, evaluator)
+
+
+@contextmanager
+def garbage_collection_paused() -> Iterator[None]:
+    """Run the block with automatic garbage collection off (as it was, once no cycle needs it off)."""
+    global _paused, _was_enabled, _was_frozen
+    with _lock:
+        if _paused == 0:
+            _was_enabled, _was_frozen = gc.isenabled(), gc.get_freeze_count() > 0
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _paused -= 1
+            if _paused == 0:
+                gc.freeze()
+                if not _was_frozen:
+                    gc.unfreeze()
+                if _was_enabled:
+                    gc.enable()
+
+
+@dataclass
+class HeapKeeper:
+    """A long-running process's heap, frozen once a second and collected in full now and then."""
+
+    full_every: int = FULL_COLLECTION_EVERY
+    cycles: int = 0
+
+    def tick(self) -> None:
+        """Leave what exists now out of later collections (called about once a second)."""
+        gc.freeze()
+
+    def after_cycle(self) -> float | None:
+        """Every ``full_every`` cycles, collect everything once; returns the seconds it took,
+        None after the other cycles."""
+        self.cycles += 1
+        if self.cycles % self.full_every:
+            return None
+        started = time.perf_counter()
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        return time.perf_counter() - started

@@ -1,0 +1,107 @@
+"""Garbage collection around cycles.
+
+A cycle pauses automatic collection and leaves it as it found it, however cycles overlap; what the
+cycle made is handed to the oldest generation, not left to the next young collection. HeapKeeper:
+what exists at a tick is left out of later collections, and cyclic garbage among it is still
+collected every ``full_every`` cycles.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from negotiatord.runtime import HeapKeeper, garbage_collection_paused
+
+
+@pytest.fixture(autouse=True)
+def restore_collection():
+    enabled = gc.isenabled()
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+    (gc.enable if enabled else gc.disable)()
+
+
+# --- the pause around a cycle ----------------------------------------------------------------------
+
+def test_collection_is_off_during_a_cycle_and_back_on_after():
+    gc.enable()
+    with garbage_collection_paused():
+        assert not gc.isenabled()
+        made = [[] for _ in range(5000)]
+        assert gc.get_count()[0] >= 5000
+    assert gc.isenabled()
+    assert gc.get_count()[0] < 100, "the cycle's objects were left to the next young collection"
+    assert gc.get_freeze_count() == 0 and made
+
+
+def test_overlapping_cycles_restore_it_only_when_the_last_ends():
+    gc.enable()
+    first, second = garbage_collection_paused(), garbage_collection_paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_collection_switched_off_before_stays_off():
+    gc.disable()
+    with garbage_collection_paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_a_heap_frozen_before_the_cycle_stays_frozen_with_the_cycles_objects():
+    gc.freeze()                                         # as the daemon's heap keeper does
+    frozen = gc.get_freeze_count()
+    with garbage_collection_paused():
+        made = [[] for _ in range(100)]
+    assert gc.get_freeze_count() >= frozen + 100 and made
+
+
+def test_a_failing_cycle_restores_it_too():
+    gc.enable()
+    with pytest.raises(RuntimeError), garbage_collection_paused():
+        raise RuntimeError("cycle failed")
+    assert gc.isenabled()
+
+
+# --- the daemon's frozen heap ----------------------------------------------------------------------
+
+class Node:
+    def __init__(self) -> None:
+        self.partner: Node | None = None
+
+
+def cyclic_garbage() -> weakref.ref:
+    a, b = Node(), Node()
+    a.partner, b.partner = b, a
+    return weakref.ref(a)
+
+
+def test_frozen_cycles_wait_for_the_periodic_full_collection():
+    keeper = HeapKeeper(full_every=2)
+    garbage = cyclic_garbage()              # unreachable, but only the cyclic garbage collector frees it
+    keeper.tick()
+    assert gc.get_freeze_count() > 0
+    gc.collect()
+    assert garbage() is not None, "a frozen cycle is not collected"
+    assert keeper.after_cycle() is None     # cycle 1
+    assert garbage() is not None
+    paused = keeper.after_cycle()           # cycle 2: unfreeze and collect everything
+    assert paused is not None and paused >= 0
+    assert garbage() is None
+    assert gc.get_freeze_count() > 0        # and the survivors are frozen again
+
+
+def test_young_garbage_is_collected_between_full_collections():
+    keeper = HeapKeeper(full_every=100)
+    keeper.tick()
+    garbage = cyclic_garbage()              # made after the freeze: an ordinary young object
+    gc.collect()
+    assert garbage() is None
