@@ -1,8 +1,12 @@
-"""Running negotiation cycles in a process: CPython's garbage collection kept out of their way.
+"""Running negotiation cycles in a process: the evaluator a cycle is handed, and CPython's garbage
+collection kept out of its way.
 
 The cycle (:func:`negotiatord.cycle.negotiate.negotiate`) is a pure function of snapshot,
-accountant state, settings and time. What concerns the process it runs in is done here,
+accountant state, settings, time and evaluator. What concerns the process it runs in is done here,
 around that call, the same way for every caller: the daemon, the dry run, the benchmarks.
+
+**The evaluator.** :func:`run_cycle` hands the cycle the compiled fast path built for the snapshot
+(or the evaluator its caller brings: the classad2 reference, to check a cycle).
 
 **Garbage collection.** A full collection walks every container object the process holds: with an
 OSPool-sized pool in memory (45k slot ads, 255k jobs, their records and autoclusters; ~900k
@@ -41,6 +45,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import PairEvaluator
+from negotiatord.fastpath.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import Settings
 
@@ -55,8 +60,13 @@ _was_frozen = False         # whether the process had frozen its heap when the f
 
 def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
               evaluator: PairEvaluator | None = None) -> CycleResult:
-    """Negotiate over ``snapshot`` at time ``now``, with garbage collection paused."""
+    """Negotiate over ``snapshot`` at time ``now``, with garbage collection paused.
+
+    ``evaluator`` answers the cycle's job-slot questions; by default the fast path, built here for
+    the snapshot, inside the pause (building it reads the slots' attributes into columns)."""
     with garbage_collection_paused():
+        if evaluator is None:
+            evaluator = FastEvaluator(snapshot.table, settings, now)
         return negotiate(snapshot, accountant, settings, now, evaluator)
 
 

@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from negotiatord.accountant import AccountantState
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.pool.snapshot import Snapshot
+from negotiatord.runtime import run_cycle
 from tests.builders import expr, group, jobs, pslot, settings, static_slot
 
 NOW = 1_700_000_000
@@ -18,7 +18,7 @@ NOW = 1_700_000_000
 
 def run(slot_ads, job_ads, config=None):
     config = config or settings()
-    return negotiate(Snapshot.build(slot_ads, job_ads, config), AccountantState(), config, NOW)
+    return run_cycle(Snapshot.build(slot_ads, job_ads, config), AccountantState(), config, NOW)
 
 
 def per_slot(result):

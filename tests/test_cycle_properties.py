@@ -7,8 +7,8 @@ import classad2
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from negotiatord.accountant import AccountantState
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.pool.snapshot import Snapshot
+from negotiatord.runtime import run_cycle
 from tests.builders import expr, group, jobs, pslot, settings, static_slot
 
 NOW = 1_700_000_000
@@ -58,7 +58,7 @@ def build(slot_spec, job_spec, mode):
 
 
 def cycle(slot_ads, job_ads, config):
-    return negotiate(Snapshot.build(slot_ads, job_ads, config), AccountantState(), config, NOW)
+    return run_cycle(Snapshot.build(slot_ads, job_ads, config), AccountantState(), config, NOW)
 
 
 @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from negotiatord.accountant import AccountantState
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
+from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
 from tests.builders import expr, jobs, pslot, settings, static_slot
 
@@ -139,7 +139,7 @@ def test_awkward_pool(consumption_policy, ranks):
 
 
 def results_of(snapshot, config, now, evaluator):
-    result = negotiate(snapshot, AccountantState(), config, now, evaluator=evaluator)
+    result = run_cycle(snapshot, AccountantState(), config, now, evaluator=evaluator)
     return ([(m.job, m.slot, m.submitter, m.group, m.cost, m.consumed) for m in result.matches],
             [(r.job, r.reason) for r in result.rejections])
 
@@ -225,10 +225,10 @@ def test_a_daemons_next_cycle_reads_no_unchanged_ad_again_and_decides_the_same(o
     config = load_settings(CONFIG_PATH)
     builder = SnapshotBuilder()
     job_ads = list(ospool.job_ads)                  # the same ad objects both cycles, as a store's
-    first = negotiate(builder.build(ospool.slot_ads, job_ads, config), AccountantState(), config, ospool.now)
+    first = run_cycle(builder.build(ospool.slot_ads, job_ads, config), AccountantState(), config, ospool.now)
     read, describe = [], columns.describe
     monkeypatch.setattr(columns, "describe", lambda *args: read.append(args[1]) or describe(*args))
     snapshot = builder.build(ospool.slot_ads, job_ads, config)
-    again = negotiate(snapshot, AccountantState(), config, ospool.now)
+    again = run_cycle(snapshot, AccountantState(), config, ospool.now)
     assert read == []
     assert again.matches == first.matches and len(first.matches) > 10

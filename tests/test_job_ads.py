@@ -9,11 +9,11 @@ import pytest
 
 from benchmarks.pool_generator import CONFIG_PATH, generate_pool
 from negotiatord.accountant import AccountantState
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.job_ads import SharedAds, SignatureBook
 from negotiatord.pool.significance import ANY_ATTRIBUTE, Guard, JobRead, OpenWhen
 from negotiatord.pool.snapshot import Snapshot
+from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
 from tests.builders import pslot, settings
 
@@ -96,7 +96,7 @@ def test_one_off_snapshot_and_cycle_equal_those_with_every_own_ad(pool):
     own = SnapshotBuilder().build(pool.slot_ads, list(pool.job_ads), config)
     shared = Snapshot.build(pool.slot_ads, pool.job_ads, config)
     assert shared.jobs == own.jobs and shared.autoclusters == own.autoclusters
-    cycles = [negotiate(snapshot, AccountantState(), config, pool.now) for snapshot in (own, shared)]
+    cycles = [run_cycle(snapshot, AccountantState(), config, pool.now) for snapshot in (own, shared)]
     assert cycles[0].matches == cycles[1].matches and cycles[0].matches
 
 

@@ -13,13 +13,13 @@ import classad2
 import pytest
 
 from negotiatord.ads import read_ads
-from negotiatord.cycle.negotiate import negotiate
 from negotiatord.accountant import AccountantState
 from negotiatord.feed import AdKind, AdStore, take_in, take_in_text
 from negotiatord.feed.holds import holds_for
 from negotiatord.feed.pull import sort_ads
 from negotiatord.feed.store import Source
 from negotiatord.pool.snapshot import Snapshot
+from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
 
 from tests.service_harness import POOL, ROOT
@@ -141,7 +141,7 @@ def sample_store() -> tuple[AdStore, list, list]:
 
 def _cycle(store: AdStore, settings, now: int = 1790000000):
     view = store.view()
-    result = negotiate(Snapshot.build(view.slots.values(), view.jobs.values(), settings),
+    result = run_cycle(Snapshot.build(view.slots.values(), view.jobs.values(), settings),
                        AccountantState(), settings, now)
     return view, result
 

@@ -14,7 +14,10 @@ the README lists:
    rounds make matches (GROUP_QUOTA_MAX_ALLOCATION_ROUNDS);
 5. let submitters of GROUP_AUTOREGROUP groups compete for what is left, as the ``<none>`` group.
 
-No I/O happens here: the daemon and the trace replayer run the very same function.
+No I/O happens here, and nothing process-wide is touched: the evaluator that answers the job-slot
+questions is handed in, and the garbage-collection policy around the call is the caller's
+(:mod:`negotiatord.runtime`), so the daemon, the dry run and a trace replayer run the very same
+function.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ from negotiatord.cycle.requests import Request, Submitter
 from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match, Rejection, SubmitterReport
 from negotiatord.cycle.state import EPSILON, PoolState
 from negotiatord.evaluation import PairEvaluator
-from negotiatord.fastpath.evaluator import FastEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.groups import GroupMap
 from negotiatord.pool.jobs import Job
@@ -57,22 +59,23 @@ def negotiate(
     accountant: AccountantState,
     settings: Settings,
     now: int,
-    evaluator: PairEvaluator | None = None,
+    evaluator: PairEvaluator,
 ) -> CycleResult:
     """Decide this cycle's matches. ``now`` is the cycle's ``time()``.
 
-    ``evaluator`` answers the job-slot questions; by default the compiled fast path, which gives
-    the classad2 reference's answers (``ClassAdEvaluator`` may be passed to check that)."""
-    return _Cycle(snapshot, accountant, settings, now, evaluator).run()
+    ``evaluator`` answers the job-slot questions about ``snapshot``'s slots at ``now`` (it is built
+    for both): the compiled fast path, or the classad2 reference (``ClassAdEvaluator``) whose
+    answers the fast path gives, to check that."""
+    return _Cycle(snapshot, accountant, settings, evaluator).run()
 
 
 class _Cycle:
-    def __init__(self, snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
-                 evaluator: PairEvaluator | None) -> None:
+    def __init__(self, snapshot: Snapshot, accountant: AccountantState, settings: Settings,
+                 evaluator: PairEvaluator) -> None:
         self.snapshot = snapshot
         self.table = snapshot.table
         self.settings = settings
-        self.evaluator = evaluator or FastEvaluator(snapshot.table, settings, now)
+        self.evaluator = evaluator
         self.groups = GroupMap(settings)
         self.accountant = accountant
         self.phases: dict[str, float] = {}
