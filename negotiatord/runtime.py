@@ -6,7 +6,10 @@ accountant state, settings, time and evaluator. What concerns the process it run
 around that call, the same way for every caller: the daemon, the dry run, the benchmarks.
 
 **The evaluator.** :func:`run_cycle` hands the cycle the compiled fast path built for the snapshot
-(or the evaluator its caller brings: the classad2 reference, to check a cycle).
+(or the evaluator its caller brings: the classad2 reference, to check a cycle). numba loads a
+kernel the first time it is called, holding the GIL for a few hundred milliseconds (or compiles
+it, on an install's very first start); :func:`load_fast_path` has that happen over a built-in
+two-slot pool, before a daemon serves, rather than inside its first real cycle.
 
 **Garbage collection.** A full collection walks every container object the process holds: with an
 OSPool-sized pool in memory (45k slot ads, 255k jobs, their records and autoclusters; ~900k
@@ -41,6 +44,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
+import classad2
+
 from negotiatord.accountant import AccountantState
 from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
@@ -51,6 +56,22 @@ from negotiatord.settings import Settings
 
 # A full collection about once an hour at HTCondor's default NEGOTIATOR_INTERVAL of 60 s.
 FULL_COLLECTION_EVERY = 60
+
+# The pool load_fast_path negotiates over: a partitionable slot with a consumption policy (and a
+# START reading time()), a static slot, and one job both slots can take.
+_WARMUP_SLOTS = (
+    """[Name = "warmup-pslot"; MyType = "Machine"; State = "Unclaimed"; PartitionableSlot = true;
+        Cpus = 4; Memory = 8192; Disk = 100000; MachineResources = "Cpus Memory Disk";
+        ConsumptionCpus = quantize(TARGET.RequestCpus, {1}); ConsumptionMemory = TARGET.RequestMemory;
+        ConsumptionDisk = TARGET.RequestDisk; SlotWeight = Cpus; Rank = 0;
+        Requirements = START; START = TARGET.RequestMemory <= MY.Memory && time() > 0]""",
+    """[Name = "warmup-static"; MyType = "Machine"; State = "Unclaimed"; Cpus = 1; Memory = 2048;
+        Disk = 10000; MachineResources = "Cpus Memory Disk"; SlotWeight = Cpus; Rank = 0;
+        Requirements = START; START = TARGET.RequestMemory <= MY.Memory]""",
+)
+_WARMUP_JOB = """[MyType = "Job"; ClusterId = 1; ProcId = 0; JobStatus = 1; Owner = "warmup";
+           User = "warmup@localhost"; RequestCpus = 1; RequestMemory = 1024; RequestDisk = 1000;
+           Requirements = TARGET.Memory >= RequestMemory && TARGET.Cpus >= RequestCpus; Rank = TARGET.Memory]"""
 
 _lock = threading.Lock()
 _paused = 0                 # cycles running with garbage collection paused
@@ -68,6 +89,14 @@ def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Setting
         if evaluator is None:
             evaluator = FastEvaluator(snapshot.table, settings, now)
         return negotiate(snapshot, accountant, settings, now, evaluator)
+
+
+def load_fast_path(settings: Settings) -> CycleResult:
+    """Run one cycle over the built-in two-slot pool, assessing the job against both slots, so
+    that the fast path's kernels are loaded before the first real cycle."""
+    slots = [classad2.ClassAd(text) for text in _WARMUP_SLOTS]
+    snapshot = Snapshot.build(slots, [classad2.ClassAd(_WARMUP_JOB)], settings)
+    return run_cycle(snapshot, AccountantState(), settings, int(time.time()))
 
 
 @contextmanager

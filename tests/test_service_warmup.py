@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from negotiatord.service.warmup import load_fast_path
+from negotiatord.runtime import load_fast_path
 from negotiatord.settings import load_settings
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "default.conf"

@@ -31,7 +31,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.publish.report import cycle_figures
-from negotiatord.runtime import HeapKeeper
+from negotiatord.runtime import HeapKeeper, load_fast_path
 from negotiatord.service.clock import DaemonClock
 from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner
 from negotiatord.service.http import build_app
@@ -41,7 +41,6 @@ from negotiatord.service.paths import StatePaths
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
 from negotiatord.service.systemd import SystemdNotifier
 from negotiatord.service.timing import CycleTiming
-from negotiatord.service.warmup import load_fast_path
 from negotiatord.service.token import TokenError, load_token
 from negotiatord.settings import ConfigError, Settings, load_settings
 from negotiatord.settings.model import ServiceSettings
