@@ -15,10 +15,10 @@ import pytest
 from negotiatord.ads import read_ads
 from negotiatord.accountant import AccountantState
 from negotiatord.feed import AdKind, AdStore, take_in, take_in_text
-from negotiatord.feed.holds import holds_for
 from negotiatord.feed.pull import sort_ads
 from negotiatord.feed.store import Source
 from negotiatord.pool.snapshot import Snapshot
+from negotiatord.publish.holds import apply_holds, holds_for
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
 
@@ -153,7 +153,7 @@ def test_matched_jobs_and_slots_are_held_as_their_owners_will_advertise_them(sam
     store.update(AdKind.JOB, jobs, 0.0, LIFETIME)
     view, first = _cycle(store, settings)
     assert first.matches
-    store.apply_holds(holds_for(view, first.matches))
+    apply_holds(store, holds_for(view, first.matches))
 
     after, second = _cycle(store, settings)
     matched_jobs = {m.job for m in first.matches}
@@ -185,7 +185,7 @@ def test_re_advertising_a_held_ad_releases_it(sample_store, settings):
     store.update(AdKind.SLOT, slots, 0.0, LIFETIME)
     store.update(AdKind.JOB, jobs, 0.0, LIFETIME)
     view, first = _cycle(store, settings)
-    store.apply_holds(holds_for(view, first.matches))
+    apply_holds(store, holds_for(view, first.matches))
     job = first.matches[0].job
     fresh = dict(jobs)[job]
     assert job not in store.view().jobs
@@ -202,5 +202,5 @@ def test_an_ad_re_advertised_during_the_cycle_is_not_held(sample_store, settings
     job = first.matches[0].job
     newer = _ad(dict(jobs)[job].printOld())
     store.update(AdKind.JOB, [(job, newer)], 1.0, LIFETIME)     # arrives while the cycle commits
-    store.apply_holds(holds_for(view, first.matches))
+    apply_holds(store, holds_for(view, first.matches))
     assert store.view().jobs[job] is newer

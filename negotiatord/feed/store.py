@@ -5,8 +5,8 @@
   (``CollectorEngine::cleanHashTable``): the ad's own ``ClassAdLifetime``, else ``CLASSAD_LIFETIME``.
   Ads preloaded from files never expire: they stand in for a pool that is not reporting.
 * A job or slot matched by a committed cycle is *held* until its owner advertises it again:
-  later cycles see a stand-in (:mod:`~negotiatord.feed.holds`), or every cycle would hand out
-  the same matches again.
+  later cycles see the stand-in filed for it (:meth:`AdTable.hold`), or every cycle would hand
+  out the same matches again.
 
 Not thread-safe: the daemon touches a store only from its event loop. Cycles get a
 :class:`PoolView`, a copy of the current ads, and never see later changes.
@@ -21,15 +21,12 @@ from __future__ import annotations
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 import classad2
 
 from negotiatord.ads.values import evaluate_number
 from negotiatord.feed.kinds import AdKind
-
-if TYPE_CHECKING:
-    from negotiatord.feed.holds import Hold
 
 
 class Source(str, Enum):
@@ -201,11 +198,6 @@ class AdStore:
 
     def view(self) -> PoolView:
         return PoolView(self._tables[AdKind.SLOT].view(), self._tables[AdKind.JOB].view())
-
-    def apply_holds(self, holds: Iterable[Hold]) -> None:
-        """File the stand-ins (:mod:`~negotiatord.feed.holds`) a committed cycle made."""
-        for hold in holds:
-            self._tables[hold.kind].hold(hold.key, hold.seen, hold.stand_in, hold.extras)
 
     def counts(self) -> dict[str, int]:
         return {kind.value: len(table) for kind, table in self._tables.items()}

@@ -30,6 +30,7 @@ from negotiatord.feed.intake import take_in
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
+from negotiatord.publish.holds import apply_holds
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import HeapKeeper, load_fast_path
 from negotiatord.service.clock import DaemonClock
@@ -217,7 +218,7 @@ class Daemon:
             if view is not None:  # it may hold the last reference to ads replaced meanwhile
                 self.feed_api.bury(view.slots, view.jobs)
                 view = None
-        self.store.apply_holds(outcome.holds)
+        apply_holds(self.store, outcome.holds)
         outcome.holds.clear()
         self.history.add(outcome, started, self.clock.now())
         self.counters.cycles += 1

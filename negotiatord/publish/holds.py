@@ -13,21 +13,21 @@ so it stands in for them:
   weighs exactly the match's cost.
 
 Copying a slot ad costs a fraction of a millisecond, so stand-ins are made on the cycle's thread
-and only filed (:meth:`~negotiatord.feed.store.AdStore.apply_holds`) on the event loop.
+(:func:`holds_for`) and only filed in the ad store (:func:`apply_holds`) on the event loop.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import classad2
 
 from negotiatord.ads.values import evaluate_number, evaluate_string
 from negotiatord.cycle.result import Match
 from negotiatord.feed.kinds import AdKind
-from negotiatord.feed.store import PoolView
+from negotiatord.feed.store import AdStore, PoolView
 
 CLAIMED = "Claimed"
 
@@ -62,6 +62,13 @@ def holds_for(view: PoolView, matches: Sequence[Match]) -> list[Hold]:
             holds.append(Hold(AdKind.SLOT, name, slot, _claimed(_copy(slot), slot_matches[0],
                                                                  view.jobs.get(slot_matches[0].job))))
     return holds
+
+
+def apply_holds(store: AdStore, holds: Iterable[Hold]) -> None:
+    """File the stand-ins a committed cycle made; a job or slot advertised again since that cycle
+    saw it is not held (:meth:`~negotiatord.feed.store.AdTable.hold`)."""
+    for hold in holds:
+        store.table(hold.kind).hold(hold.key, hold.seen, hold.stand_in, hold.extras)
 
 
 def _copy(ad: classad2.ClassAd) -> classad2.ClassAd:
