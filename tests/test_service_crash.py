@@ -16,7 +16,7 @@ import classad2
 import pytest
 
 from negotiatord.accountant import AccountantStore
-from negotiatord.service.matchlog import MatchLog
+from negotiatord.publish.matchlog import MatchLog
 
 from tests.service_harness import NOW, POOL, DaemonProcess
 from tests.test_negotiate_command import as_ospool_user_would_submit, real_job_ads

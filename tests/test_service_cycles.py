@@ -16,8 +16,8 @@ from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.ads import read_ads
 from negotiatord.cycle.result import Match
 from negotiatord.feed import AdKind, AdStore, take_in
+from negotiatord.publish.matchlog import MatchLog, MatchLogError
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner
-from negotiatord.service.matchlog import MatchLog, MatchLogError
 from negotiatord.service.timing import CycleTiming
 from negotiatord.settings import load_settings
 

@@ -3,9 +3,9 @@
 The order matters (issue 4): load the accountant's state; build the snapshot and negotiate (the
 pure cycle); advance the state to the cycle's time with this cycle's usage (running work plus the
 new matches); then stage the matches, commit the state and the charges in one accountant
-transaction keyed by the cycle id, and publish the matches (see :mod:`~.matchlog` for why this
-cannot double-charge or publish an uncommitted match). Last, make the stand-ins that hold the
-matched jobs and slots until they are re-advertised (:mod:`negotiatord.publish.holds`).
+transaction keyed by the cycle id, and publish the matches (see :mod:`negotiatord.publish.matchlog`
+for why this cannot double-charge or publish an uncommitted match). Last, make the stand-ins that
+hold the matched jobs and slots until they are re-advertised (:mod:`negotiatord.publish.holds`).
 
 Everything here runs off the event loop. The only state shared with it is :attr:`CycleRunner.phase`
 (read for status) and :meth:`CycleRunner.abandon` (called at shutdown).
@@ -23,8 +23,8 @@ from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.groups import GroupMap
 from negotiatord.publish.holds import Hold, holds_for
+from negotiatord.publish.matchlog import MatchLog
 from negotiatord.runtime import run_cycle
-from negotiatord.service.matchlog import MatchLog
 from negotiatord.settings import ROOT_GROUP, Settings
 
 

@@ -31,12 +31,12 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.publish.holds import apply_holds
+from negotiatord.publish.matchlog import MatchLog
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import HeapKeeper, load_fast_path
 from negotiatord.service.clock import DaemonClock
 from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner
 from negotiatord.service.http import build_app
-from negotiatord.service.matchlog import MatchLog
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
