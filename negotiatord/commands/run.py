@@ -17,8 +17,7 @@ from negotiatord.accountant import AccountantStoreError
 from negotiatord.ads import AdFormatError, read_ads
 from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.matchlog import MatchLogError
-from negotiatord.service.clock import DaemonClock
-from negotiatord.service.daemon import Daemon, cycle_thread_alive
+from negotiatord.service.daemon import Daemon, DaemonClock, cycle_thread_alive
 from negotiatord.service.paths import StateDirError
 from negotiatord.service.token import TokenError
 from negotiatord.settings import ConfigError, load_settings

@@ -34,7 +34,6 @@ from negotiatord.publish.holds import apply_holds
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import HeapKeeper, load_fast_path
-from negotiatord.service.clock import DaemonClock
 from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
@@ -55,6 +54,23 @@ RESTART_ONLY = ("http_address", "http_port", "tls_certificate", "tls_key", "stat
                 "accountant_db", "token_file", "max_body_bytes")
 _SHOWN_PROBLEMS = 5
 CYCLE_THREAD = "negotiation-cycle"
+
+
+class DaemonClock:
+    """The daemon's wall clock: real time, or real time shifted to start at a given epoch.
+
+    ``negotiatord run --now EPOCH`` starts the clock at EPOCH and lets it run at the real rate. It
+    is for replaying captured ads and for tests: glidein START expressions compare ``time()`` with
+    the glidein's own end of life, so ads captured in the past only match at a time near their
+    capture. Every cycle's ``time()``, the accountant's decay and the reported times follow this
+    clock; ad lifetimes and cycle spacing use the monotonic clock and are unaffected.
+    """
+
+    def __init__(self, start_at: float | None = None) -> None:
+        self.offset = 0.0 if start_at is None else start_at - time.time()
+
+    def now(self) -> float:
+        return time.time() + self.offset
 
 
 class Daemon:
