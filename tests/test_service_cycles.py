@@ -17,8 +17,7 @@ from negotiatord.ads import read_ads
 from negotiatord.cycle.result import Match
 from negotiatord.feed import AdKind, AdStore, take_in
 from negotiatord.publish.matchlog import MatchLog, MatchLogError
-from negotiatord.service.cycles import CycleAbandoned, CycleRunner
-from negotiatord.service.timing import CycleTiming
+from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
 from negotiatord.settings import load_settings
 
 from tests.service_harness import ROOT

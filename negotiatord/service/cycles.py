@@ -1,18 +1,32 @@
-"""One negotiation cycle as the daemon runs it, on a worker thread, start to finish.
+"""The daemon's negotiation cycles: when the next one may start, and how one runs, start to finish.
 
-The order matters (issue 4): load the accountant's state; build the snapshot and negotiate (the
+**When**, by HTCondor's rules (``Matchmaker::negotiationTime``), in :class:`CycleTiming`:
+
+* ``NEGOTIATOR_INTERVAL``: a cycle starts this long after the previous one started (the manual:
+  "how often the condor_negotiator starts a negotiation cycle").
+* A reschedule request (``condor_reschedule``; here ``POST /v1/reschedule``) makes the next cycle
+  due at once (``RESCHEDULE_commandHandler`` resets the timer to 0).
+* Either way, no cycle starts within ``NEGOTIATOR_CYCLE_DELAY`` of the previous cycle's end
+  (time for startds to report their new state) nor within ``NEGOTIATOR_MIN_INTERVAL`` of the
+  previous cycle's start.
+* The first cycle is due at start-up (both "last" times start at 0 in HTCondor).
+
+Times are monotonic seconds, so a stepped wall clock cannot stall or rush cycles.
+
+**How**, in :class:`CycleRunner`, on a worker thread. The order matters (issue 4): load the accountant's state; build the snapshot and negotiate (the
 pure cycle); advance the state to the cycle's time with this cycle's usage (running work plus the
 new matches); then stage the matches, commit the state and the charges in one accountant
 transaction keyed by the cycle id, and publish the matches (see :mod:`negotiatord.publish.matchlog`
 for why this cannot double-charge or publish an uncommitted match). Last, make the stand-ins that
 hold the matched jobs and slots until they are re-advertised (:mod:`negotiatord.publish.holds`).
 
-Everything here runs off the event loop. The only state shared with it is :attr:`CycleRunner.phase`
+The runner works off the event loop. The only state shared with it is :attr:`CycleRunner.phase`
 (read for status) and :meth:`CycleRunner.abandon` (called at shutdown).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +40,28 @@ from negotiatord.publish.holds import Hold, holds_for
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import ROOT_GROUP, Settings
+
+
+@dataclass(frozen=True)
+class CycleTiming:
+    interval: float        # NEGOTIATOR_INTERVAL
+    min_interval: float    # NEGOTIATOR_MIN_INTERVAL
+    cycle_delay: float     # NEGOTIATOR_CYCLE_DELAY
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> CycleTiming:
+        return cls(settings.negotiator_interval, settings.negotiator_min_interval,
+                   settings.negotiator_cycle_delay)
+
+    def next_start(self, last_start: float | None, last_end: float | None, rescheduled: bool) -> float:
+        """The earliest time the next cycle may start (``-inf``: now)."""
+        due = -math.inf if last_start is None or rescheduled else last_start + self.interval
+        gates = [-math.inf]
+        if last_end is not None:
+            gates.append(last_end + self.cycle_delay)
+        if last_start is not None:
+            gates.append(last_start + self.min_interval)
+        return max(due, *gates)
 
 
 class CycleAbandoned(Exception):

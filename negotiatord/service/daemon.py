@@ -34,13 +34,12 @@ from negotiatord.publish.holds import apply_holds
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import HeapKeeper, load_fast_path
-from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner
+from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner, CycleTiming
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
 from negotiatord.service.systemd import SystemdNotifier
-from negotiatord.service.timing import CycleTiming
 from negotiatord.service.token import TokenError, load_token
 from negotiatord.settings import ConfigError, Settings, load_settings
 from negotiatord.settings.model import ServiceSettings
