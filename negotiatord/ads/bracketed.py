@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 from classad2 import ParserType
 
-from .classad_parse import failure_message, parse_one
-from .piece import LineCounter, Piece, snippet
+from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 _DOUBLE_QUOTED = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 _SINGLE_QUOTED = r"'[^'\\]*+(?:\\.[^'\\]*+)*+'"

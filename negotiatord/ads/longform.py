@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 import classad2
 from classad2 import ParserType
 
-from .classad_parse import failure_message, parse_one
-from .piece import LineCounter, Piece, snippet
+from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 # A line ending an ad: blank, a condor_history banner, or a `###` separator.
 # Matched from the newline that ends the previous line.

@@ -1,18 +1,51 @@
-"""The unit the format readers hand to `reader`: one ad-sized stretch of input
-and what classad2 made of it.  Positions are assigned by `reader`, so that
-every format numbers its ads the same way."""
+"""One ad-sized stretch of input and what classad2 made of it: the unit the format readers
+(longform, bracketed) hand to `reader`, with what they share to make one.
+
+Positions are assigned by `reader`, so that every format numbers its ads the same way.
+
+Only two calls go into classad2's parser (`parse_one`, `failure_message`), so that its failure
+conventions are handled in one place. classad2.parseNext signals a bad ad either by returning None
+or by raising ValueError ("Unable to parse input stream into a ClassAd."), depending on where in
+the C++ parser it failed; its detailed message is only available from the process-global
+classad2.lastError(), which is never cleared and often not set at all (the long-form reader sets
+none), so a message read after a failure may belong to an earlier one.
+"""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import classad2
+from classad2 import ParserType
+
+# A parse that is sure to fail with a known message; see failure_message().
+_PROBE_TEXT = "no open brace"
+_PROBE_PARSER = ParserType.JSON
 
 
 class Piece(NamedTuple):
     line: int  # 1-based line where the stretch starts
     ad: classad2.ClassAd | None  # None when the stretch was rejected
     reason: str  # why it was rejected; "" for an accepted ad
+
+
+def parse_one(text: str, parser: ParserType) -> classad2.ClassAd | None:
+    """The first ad in `text` as classad2 reads it, or None if it cannot."""
+    try:
+        return classad2.parseNext(text, parser)
+    except (ValueError, classad2.ClassAdException):
+        return None
+
+
+def failure_message(text: str, parser: ParserType) -> str:
+    """classad2's own explanation of why `text` does not parse, or "" if it
+    gives none.  The global last-error slot is first overwritten by a probe
+    with a known message, so a stale message is never mistaken for this one."""
+    parse_one(_PROBE_TEXT, _PROBE_PARSER)
+    probe_message = classad2.lastError()
+    parse_one(text, parser)
+    message = classad2.lastError().strip()
+    return "" if message == probe_message.strip() else message
 
 
 def snippet(text: str, limit: int = 60) -> str:
