@@ -1,6 +1,6 @@
 """The three kinds of ad the feed keeps, and the key an update replaces.
 
-Keys follow HTCondor's collector hash keys where the issue allows: a slot is its ``Name``, a job its
+Keys follow HTCondor's collector hash keys where the ads allow: a slot is its ``Name``, a job its
 ``GlobalJobId`` (else ``ClusterId.ProcId``, as the cycle names jobs), and a submitter its ``Name``
 plus ``ScheddName`` (collector ``makeScheddAdHashKey``: the same user submits from many schedds).
 """

@@ -13,12 +13,14 @@
 
 Times are monotonic seconds, so a stepped wall clock cannot stall or rush cycles.
 
-**How**, in :class:`CycleRunner`, on a worker thread. The order matters (issue 4): load the accountant's state; build the snapshot and negotiate (the
-pure cycle); advance the state to the cycle's time with this cycle's usage (running work plus the
-new matches); then stage the matches, commit the state and the charges in one accountant
-transaction keyed by the cycle id, and publish the matches (see :mod:`negotiatord.publish.matchlog`
-for why this cannot double-charge or publish an uncommitted match). Last, make the stand-ins that
-hold the matched jobs and slots until they are re-advertised (:mod:`negotiatord.publish.holds`).
+**How**, in :class:`CycleRunner`, on a worker thread. The order matters: load the accountant's
+state; build the snapshot and negotiate (the pure cycle, run by
+:func:`negotiatord.runtime.run_cycle`); advance the state to the cycle's time with this cycle's
+usage (running work plus the new matches); then stage the matches, commit the state and the charges
+in one accountant transaction keyed by the cycle id, and publish the matches (see
+:mod:`negotiatord.publish.matchlog` for why this cannot double-charge or publish an uncommitted
+match). Last, make the stand-ins that hold the matched jobs and slots until they are re-advertised
+(:mod:`negotiatord.publish.holds`).
 
 The runner works off the event loop. The only state shared with it is :attr:`CycleRunner.phase`
 (read for status) and :meth:`CycleRunner.abandon` (called at shutdown).

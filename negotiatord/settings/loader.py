@@ -269,7 +269,7 @@ def _consumption(params: _Params) -> dict[str, str]:
 def _pslot_loading(params: _Params) -> PslotLoading:
     text = params.raw("NEGOTIATORD_PSLOT_LOADING")
     if text is None:
-        return PslotLoading.DEPTH_FIRST  # HTCondor's only behaviour (seed 003, "Reusing P-Slots")
+        return PslotLoading.DEPTH_FIRST  # HTCondor's only behaviour (Erlandson, "Reusing P-Slots")
     try:
         return PslotLoading(text.strip().lower())
     except ValueError:
