@@ -265,6 +265,8 @@ def test_group_tree_is_built_once_per_settings_object(lookup_settings):
 def test_group_tree_links_groups_under_none_whatever_the_order_of_group_names():
     tree = _tree("b.y", "B", "a", "b.X", "a.z")
     assert tree.names == (ROOT_GROUP, "b.y", "B", "a", "b.X", "a.z")       # GROUP_NAMES order
+    # HTCondor's hgq_groups: breadth-first from <none>, siblings by name, case-insensitively
+    assert tree.breadth_first == (ROOT_GROUP, "a", "B", "a.z", "b.X", "b.y")
     assert tree.children(ROOT_GROUP) == ("B", "a") and tree.children("b") == ("b.y", "b.X")
     assert tree.parent("B.Y") == "B" and tree.parent("a") == ROOT_GROUP and tree.parent(ROOT_GROUP) is None
     assert tree.lineage("b.x") == ("b.X", "B", ROOT_GROUP) and tree.lineage(ROOT_GROUP) == (ROOT_GROUP,)

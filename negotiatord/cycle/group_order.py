@@ -1,9 +1,17 @@
-"""The order groups negotiate in: ascending GROUP_SORT_EXPR, as HTCondor does.
+"""The order groups negotiate in: ascending GROUP_SORT_EXPR, ties in HTCondor's tree order.
 
 The expression is evaluated in an ad carrying the group's AccountingGroup, GroupQuota,
 GroupResourcesInUse and GroupResourcesAllocated (the attributes HTCondor's default
-GROUP_SORT_EXPR reads). A value that is not a number sorts last; ties keep ``<none>`` first, then
-GROUP_NAMES order.
+GROUP_SORT_EXPR reads). A value that is not a number sorts last.
+
+Ties keep the order of :attr:`GroupTree.breadth_first <negotiatord.settings.groups.GroupTree.breadth_first>`:
+``<none>``, then level by level, siblings in case-insensitive order of their names, whatever the
+order of ``GROUP_NAMES``. That is HTCondor's ``hgq_groups`` list, which
+``GroupEntry::hgq_construct_tree`` builds breadth-first after sorting the group names with
+``ci_less``; ``GroupEntry::hgq_negotiate_with_all_groups`` then sorts a copy of it by sort key
+(the ``group_order`` comparator). That sort is ``std::sort``, which promises no order among ties,
+but libstdc++ sorts up to 16 elements by insertion, which keeps it; a stable sort keeps it for
+trees of any size.
 """
 
 from __future__ import annotations
@@ -38,4 +46,4 @@ def group_order(
         value = as_number(expr.eval(ad))
         return math.inf if value is None else value
 
-    return sorted(tree.names, key=key)   # stable: ties stay in GROUP_NAMES order
+    return sorted(tree.breadth_first, key=key)   # stable: ties stay in tree order

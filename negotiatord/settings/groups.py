@@ -67,6 +67,10 @@ class GroupTree:
             self._children.setdefault(parent_name, []).append(group.name)
             self._children.setdefault(group.name, [])
         self._names = (ROOT_GROUP, *(group.name for group in self._settings.values()))
+        walk = [ROOT_GROUP]
+        for name in walk:       # grows while it is walked: breadth-first
+            walk.extend(sorted(self._children[name], key=str.lower))
+        self._breadth_first = tuple(walk)
 
     def _declare(self, group: GroupSettings) -> None:
         name, key = group.name, group.name.lower()
@@ -86,6 +90,17 @@ class GroupTree:
     def names(self) -> tuple[str, ...]:
         """Every group, ``<none>`` first, then in ``GROUP_NAMES`` order (configured spelling)."""
         return self._names
+
+    @property
+    def breadth_first(self) -> tuple[str, ...]:
+        """Every group in HTCondor's ``hgq_groups`` order: ``<none>``, then level by level, each
+        group's children in case-insensitive order of their names.
+
+        ``GroupEntry::hgq_construct_tree`` sorts ``GROUP_NAMES`` with ``ci_less`` before linking
+        the tree, so children are kept in name order, and lists the groups breadth-first from the
+        root. Negotiation order breaks ties in ``GROUP_SORT_EXPR`` by this order.
+        """
+        return self._breadth_first
 
     def declared(self, name: str) -> str | None:
         """The group called ``name`` (any case, ``<none>`` included) in its configured spelling;
