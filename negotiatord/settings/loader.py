@@ -265,7 +265,9 @@ def _consumption(params: _Params) -> dict[str, str]:
 def _pslot_loading(params: _Params) -> PslotLoading:
     text = params.raw("NEGOTIATORD_PSLOT_LOADING")
     if text is None:
-        return PslotLoading.DEPTH_FIRST  # HTCondor's only behaviour (seed 003, "Reusing P-Slots")
+        # Filling one p-slot before the next is negotiatord's default; HTCondor in effect
+        # spreads an autocluster's jobs (see PslotLoading).
+        return PslotLoading.DEPTH_FIRST
     try:
         return PslotLoading(text.strip().lower())
     except ValueError:

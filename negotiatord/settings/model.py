@@ -18,8 +18,11 @@ from negotiatord.settings.groups import GroupSettings, GroupTree
 class PslotLoading(str, Enum):
     """How a partitionable slot with room left is ordered for the next job of a request.
 
-    ``DEPTH_FIRST`` keeps it first in line (HTCondor's behaviour); ``BREADTH_FIRST`` puts it
-    behind the other candidates of equal rank (the seed's "future work", not in HTCondor).
+    ``DEPTH_FIRST`` keeps it first in line, so one autocluster's jobs fill a slot before the next
+    is used; ``BREADTH_FIRST`` puts it behind the other candidates of equal rank. Neither is
+    HTCondor's exact rule: its ``insert_candidate`` re-ranks a used p-slot, and with the default
+    ``NEGOTIATOR_PRE_JOB_RANK`` the shrunken slot sinks to the end of the list, so in effect
+    HTCondor spreads an autocluster's jobs across slots.
     """
 
     DEPTH_FIRST = "depth_first"
