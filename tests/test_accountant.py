@@ -22,9 +22,8 @@ from negotiatord.accountant import (
     AccountantStoreError,
     CustomerRecord,
     advance,
-    customer_usage,
 )
-from negotiatord.settings.model import GroupSettings, PslotLoading, Settings
+from negotiatord.settings import GroupSettings, GroupTree, PslotLoading, Settings
 
 HOUR = 3600.0
 ALICE = "group_a.alice@site"
@@ -201,13 +200,12 @@ def test_configured_factors_below_one_count_as_one() -> None:
     assert state.priority_factor("bob@site", "<none>", settings) == 1.0
 
 
-def test_customer_usage_rolls_submitters_up_their_dotted_groups_but_not_into_none() -> None:
+def test_usage_rolls_up_the_group_tree_into_none() -> None:
+    # <none> is the root of the tree: its total is the pool's, as a group's is its subtree's.
+    tree = GroupTree((group("group_a", None), group("group_a.x", None), group("group_b", None)))
     usage = {"group_a.x.alice@site": 2.0, "group_a.bob@site": 3.0, "carol@site": 1.0}
-    assigned = {
-        "group_a.x.alice@site": "group_a.x", "group_a.bob@site": "group_a", "carol@site": "<none>"
-    }
-    assert customer_usage(usage, assigned.__getitem__) == {
-        **usage, "group_a.x": 2.0, "group_a": 5.0, "<none>": 1.0,
+    assert tree.roll_up(usage) == {
+        **usage, "group_a.x": 2.0, "group_a": 5.0, "<none>": 6.0,
     }
 
 

@@ -133,3 +133,23 @@ def test_submitter_maps_to_its_deepest_configured_group():
                  settings(groups=tree, **CPU_POLICY))
     assert {m.group for m in result.matches} == {"group_a"}
     assert result.charges["group_a"] == 2 and result.charges["group_a.undeclared.alice@site"] == 2
+
+
+@pytest.mark.parametrize("tree, contenders, winner", [
+    # two top-level groups, listed against alphabetical order
+    ((group("group_b", dynamic=0.5), group("group_a", dynamic=0.5)), ("group_b", "group_a"), "group_a"),
+    # a subgroup listed first still comes after every top-level group: breadth-first
+    ((group("group_a.x", dynamic=1.0), group("group_a", dynamic=0.5), group("group_b", dynamic=0.5)),
+     ("group_a.x", "group_b"), "group_b"),
+])
+def test_groups_tied_in_group_sort_expr_negotiate_in_htcondors_tree_order(tree, contenders, winner):
+    """With nothing in use the default GROUP_SORT_EXPR ties every group at 0. HTCondor then
+    negotiates in its tree order, not in GROUP_NAMES order: GroupEntry::hgq_construct_tree sorts
+    the names (ci_less) and lists the groups breadth-first from <none>, and
+    GroupEntry::hgq_negotiate_with_all_groups sorts that list by sort key (htcondor/htcondor,
+    src/condor_negotiator.V6/GroupEntry.cpp)."""
+    wanted = dict(Requirements=expr('TARGET.Name == "s1"'))
+    job_ads = [ad for cluster, name in enumerate(contenders, 1)
+               for ad in jobs(f"u{cluster}", 1, group=name, cluster=cluster, **wanted)]
+    result = run([static_slot("s1"), static_slot("s2")], job_ads, settings(groups=tree))
+    assert [m.group for m in result.matches] == [winner]

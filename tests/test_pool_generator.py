@@ -23,7 +23,6 @@ from benchmarks.pool_generator import (
 from negotiatord.accountant import AccountantState
 from negotiatord.ads import read_ads
 from negotiatord.evaluation.clock import frozen_ad
-from negotiatord.pool.groups import GroupMap
 from negotiatord.pool.jobs import submitter_of
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle
@@ -105,13 +104,13 @@ def test_pslots_are_real_sizes_and_their_children_add_up(pool, real_machines):
 
 
 def test_claimed_slots_run_generated_submitters_in_configured_groups(pool, settings):
-    groups = GroupMap(settings)
+    groups = settings.group_tree
     customers = set(pool.submitters)
     claimed = [ad for ad in pool.slot_ads if ad["State"] == "Claimed"]
     assert claimed
     for ad in claimed:
         assert ad.get("AccountingGroup", ad.get("RemoteUser")) in customers
-    job_groups = Counter(groups.group_of(submitter_of(ad)) for ad in pool.job_ads)
+    job_groups = Counter(groups.assigned_group(submitter_of(ad)) for ad in pool.job_ads)
     assert {submitter_of(ad) for ad in pool.job_ads} <= customers
     configured = {g.name for g in settings.groups}
     assert configured <= set(job_groups) | {"group_cms"}   # small pools may lack the smallest group

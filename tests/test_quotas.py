@@ -1,4 +1,4 @@
-"""Hierarchical group quota allocation (negotiatord.cycle.quotas).
+"""Hierarchical group quota allocation (negotiatord.cycle.quotas) over the group tree.
 
 Hand-derived cases first (each expected number is worked out in the comment above it), then
 hypothesis properties over random group trees.
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from negotiatord.cycle.quotas import allocate_quotas, check_group_tree, water_fill
-from negotiatord.settings.model import ROOT_GROUP, GroupSettings
+from negotiatord.cycle.quotas import allocate_quotas, water_fill
+from negotiatord.settings import ROOT_GROUP, ConfigError, GroupSettings, GroupTree
 
 
 def group(name: str, static: float | None = None, dynamic: float | None = None,
@@ -35,7 +35,7 @@ def test_issue_example_unused_quota_goes_to_the_sibling_first():
     # Promise: x 35, y 10, b 30. y's unused 25 is offered inside group_a first: x takes it.
     groups = [group("group_a", dynamic=0.7), group("group_a.x", dynamic=0.5),
               group("group_a.y", dynamic=0.5), group("group_b", dynamic=0.3)]
-    result = allocate_quotas(groups, 100, {"group_a.x": 100, "group_a.y": 10, "group_b": 100},
+    result = allocate_quotas(GroupTree(groups), 100, {"group_a.x": 100, "group_a.y": 10, "group_b": 100},
                              accept_surplus_root=True)
     assert {n: r.quota for n, r in result.items()} == pytest.approx(
         {ROOT_GROUP: 100, "group_a": 70, "group_a.x": 35, "group_a.y": 35, "group_b": 30})
@@ -53,7 +53,7 @@ def test_static_quotas_first_then_dynamic_fractions_of_what_is_left():
     # Promise: a 10, b 30, c 15. Surplus = a's 30 + root's 15 = 45, shared by quota among
     # b (quota 30, needs 70) and c (quota 15, needs 25): 30 and 15, neither is capped.
     groups = [group("a", static=40), group("b", dynamic=0.5), group("c", dynamic=0.25)]
-    result = allocate_quotas(groups, 100, {"a": 10, "b": 100, "c": 40}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 100, {"a": 10, "b": 100, "c": 40}, accept_surplus_root=True)
     assert [result[n].quota for n in ("a", "b", "c")] == pytest.approx([40, 30, 15])
     assert result[ROOT_GROUP].own_quota == pytest.approx(15)
     assert allocated(result) == pytest.approx({ROOT_GROUP: 0, "a": 10, "b": 60, "c": 30})
@@ -65,10 +65,10 @@ def test_static_quotas_scale_down_with_the_pool_but_never_up():
     # stay at 20 and 10. (HTCondor scales only with NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION
     # off; negotiatord never oversubscribes.)
     groups = [group("physics", static=20), group("chemistry", static=10)]
-    half = allocate_quotas(groups, 15, {}, accept_surplus_root=True)
+    half = allocate_quotas(GroupTree(groups), 15, {}, accept_surplus_root=True)
     assert (half["physics"].quota, half["chemistry"].quota) == pytest.approx((10, 5))
     assert half[ROOT_GROUP].own_quota == pytest.approx(0)
-    double = allocate_quotas(groups, 60, {}, accept_surplus_root=True)
+    double = allocate_quotas(GroupTree(groups), 60, {}, accept_surplus_root=True)
     assert (double["physics"].quota, double["chemistry"].quota) == pytest.approx((20, 10))
     assert double[ROOT_GROUP].own_quota == pytest.approx(30)
 
@@ -78,7 +78,7 @@ def test_static_children_exceeding_the_parent_leave_nothing_for_dynamic_siblings
     # a does not accept surplus: it stays at its 4 although it wants 100. b's unused 5 goes
     # to c, which has quota 0 but accepts surplus and is the only claimant.
     groups = [group("a", static=8, accept=False), group("b", static=12), group("c", dynamic=0.5)]
-    result = allocate_quotas(groups, 10, {"a": 100, "b": 1, "c": 5}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 10, {"a": 100, "b": 1, "c": 5}, accept_surplus_root=True)
     assert [result[n].quota for n in ("a", "b", "c")] == pytest.approx([4, 6, 0])
     assert allocated(result) == pytest.approx({ROOT_GROUP: 0, "a": 4, "b": 1, "c": 5})
 
@@ -86,15 +86,16 @@ def test_static_children_exceeding_the_parent_leave_nothing_for_dynamic_siblings
 def test_dynamic_fractions_summing_above_one_are_normalised():
     # 0.6 + 0.9 + 0.3 = 1.8 of 90 -> 30, 45, 15; nothing left for the root.
     groups = [group("a", dynamic=0.6), group("b", dynamic=0.9), group("c", dynamic=0.3)]
-    result = allocate_quotas(groups, 90, {"a": 30, "b": 45, "c": 15}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 90, {"a": 30, "b": 45, "c": 15}, accept_surplus_root=True)
     assert [result[n].quota for n in ("a", "b", "c")] == pytest.approx([30, 45, 15])
     assert result[ROOT_GROUP].own_quota == pytest.approx(0)
     assert [result[n].allocated for n in ("a", "b", "c")] == pytest.approx([30, 45, 15])
 
 
-def test_group_with_both_quotas_uses_the_static_one_and_group_with_none_gets_zero():
-    groups = [group("a", static=10, dynamic=1.0), group("b")]
-    result = allocate_quotas(groups, 100, {}, accept_surplus_root=True)
+def test_group_with_no_quota_gets_zero():
+    # A group with both a static and a dynamic quota is a config error (GroupTree refuses it).
+    groups = [group("a", static=10), group("b")]
+    result = allocate_quotas(GroupTree(groups), 100, {}, accept_surplus_root=True)
     assert result["a"].quota == pytest.approx(10)
     assert result["b"].quota == 0
     assert result[ROOT_GROUP].own_quota == pytest.approx(90)
@@ -104,10 +105,10 @@ def test_sibling_refusing_surplus_stays_at_its_quota_while_surplus_goes_elsewher
     # a 50 (refuses surplus), b 30, c 20. b wants nothing: its 30 goes to c, not to a.
     groups = [group("a", dynamic=0.5, accept=False), group("b", dynamic=0.3),
               group("c", dynamic=0.2)]
-    result = allocate_quotas(groups, 100, {"a": 200, "c": 100}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 100, {"a": 200, "c": 100}, accept_surplus_root=True)
     assert allocated(result) == pytest.approx({ROOT_GROUP: 0, "a": 50, "b": 0, "c": 50})
     # With c satisfied, the rest of b's quota stays unused rather than going to a.
-    result = allocate_quotas(groups, 100, {"a": 200, "c": 25}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 100, {"a": 200, "c": 25}, accept_surplus_root=True)
     assert allocated(result) == pytest.approx({ROOT_GROUP: 0, "a": 50, "b": 0, "c": 25})
 
 
@@ -117,7 +118,7 @@ def test_surplus_climbs_two_levels_after_local_claimants_are_served():
     # group a to the root and down through b to b.x.
     groups = [group("a", dynamic=0.5), group("a.x", dynamic=0.5), group("a.y", dynamic=0.5),
               group("b", dynamic=0.5), group("b.x", dynamic=1.0)]
-    result = allocate_quotas(groups, 100, {"a.x": 5, "a.y": 30, "b.x": 80},
+    result = allocate_quotas(GroupTree(groups), 100, {"a.x": 5, "a.y": 30, "b.x": 80},
                              accept_surplus_root=True)
     assert allocated(result) == pytest.approx(
         {ROOT_GROUP: 0, "a": 0, "a.x": 5, "a.y": 30, "b": 0, "b.x": 65})
@@ -128,7 +129,7 @@ def test_subtree_refusing_surplus_shares_inside_but_takes_nothing_from_outside()
     # cannot enter a, so a.x ends at 50 although it wants 100.
     groups = [group("a", dynamic=0.5, accept=False), group("a.x", dynamic=0.5),
               group("a.y", dynamic=0.5), group("b", dynamic=0.5)]
-    result = allocate_quotas(groups, 100, {"a.x": 100}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 100, {"a.x": 100}, accept_surplus_root=True)
     assert allocated(result) == pytest.approx(
         {ROOT_GROUP: 0, "a": 0, "a.x": 50, "a.y": 0, "b": 0})
 
@@ -137,7 +138,7 @@ def test_descendant_refusing_surplus_is_skipped_when_surplus_is_handed_down():
     # a 60 = a.x 30 (refuses) + own 30; b 40 unused. Surplus handed into a reaches a's own
     # submitters but not a.x.
     groups = [group("a", static=60), group("a.x", static=30, accept=False), group("b", static=40)]
-    result = allocate_quotas(groups, 100, {"a": 100, "a.x": 100}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 100, {"a": 100, "a.x": 100}, accept_surplus_root=True)
     assert allocated(result) == pytest.approx({ROOT_GROUP: 0, "a": 70, "a.x": 30, "b": 0})
 
 
@@ -147,7 +148,7 @@ def test_interior_group_refusing_surplus_keeps_its_own_submitters_at_own_quota()
     # to a.y, which accepts surplus (HTCondor would split it 30:10 between a and a.y).
     groups = [group("a", static=50, accept=False), group("a.x", static=10),
               group("a.y", static=10)]
-    result = allocate_quotas(groups, 50, {"a": 100, "a.y": 100}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 50, {"a": 100, "a.y": 100}, accept_surplus_root=True)
     assert result["a"].own_quota == pytest.approx(30)
     assert allocated(result) == pytest.approx({ROOT_GROUP: 0, "a": 30, "a.x": 0, "a.y": 20})
 
@@ -156,12 +157,12 @@ def test_root_own_submitters_get_the_rest_of_the_pool_and_surplus_if_root_accept
     # a static 30, the root keeps 70 for <none> submitters.
     groups = [group("a", static=30)]
     demand = {ROOT_GROUP: 100, "a": 10}
-    accepting = allocate_quotas(groups, 100, demand, accept_surplus_root=True)
+    accepting = allocate_quotas(GroupTree(groups), 100, demand, accept_surplus_root=True)
     assert allocated(accepting) == pytest.approx({ROOT_GROUP: 90, "a": 10})
-    refusing = allocate_quotas(groups, 100, demand, accept_surplus_root=False)
+    refusing = allocate_quotas(GroupTree(groups), 100, demand, accept_surplus_root=False)
     assert allocated(refusing) == pytest.approx({ROOT_GROUP: 70, "a": 10})
     # and the root's unused quota goes to groups that accept surplus
-    result = allocate_quotas(groups, 100, {ROOT_GROUP: 50, "a": 100}, accept_surplus_root=False)
+    result = allocate_quotas(GroupTree(groups), 100, {ROOT_GROUP: 50, "a": 100}, accept_surplus_root=False)
     assert allocated(result) == pytest.approx({ROOT_GROUP: 50, "a": 50})
 
 
@@ -169,7 +170,7 @@ def test_surplus_is_water_filled_in_proportion_to_quota():
     # a 10, b 30, c 60 (unused). Needs beyond quota: a 90, b 10. Level 60/40 = 1.5 would give
     # b 45 > 10: b is capped at 10 and the remaining 50 all goes to a.
     groups = [group("a", static=10), group("b", static=30), group("c", static=60)]
-    result = allocate_quotas(groups, 100, {"a": 100, "b": 40}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 100, {"a": 100, "b": 40}, accept_surplus_root=True)
     assert allocated(result) == pytest.approx({ROOT_GROUP: 0, "a": 60, "b": 40, "c": 0})
 
 
@@ -177,7 +178,7 @@ def test_zero_quota_groups_share_equally_after_groups_with_quota():
     # Root keeps 50 (a static 50, b and c quota 0). a needs 20 more and is served first;
     # the other 30 is shared equally by b and c; c needs only 10, so b gets 20.
     groups = [group("a", static=50), group("b", static=0), group("c")]
-    result = allocate_quotas(groups, 100, {"a": 70, "b": 100, "c": 10}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 100, {"a": 70, "b": 100, "c": 10}, accept_surplus_root=True)
     assert allocated(result) == pytest.approx({ROOT_GROUP: 0, "a": 70, "b": 20, "c": 10})
 
 
@@ -185,14 +186,14 @@ def test_tiny_quotas_do_not_overflow_the_surplus_split():
     # Found by hypothesis: a subnormal quota made left/weight overflow to infinity, so the
     # only claimant was handed its whole demand (1.0) out of a surplus of 0.5.
     groups = [group("a", static=5e-324), group("b", static=0.0)]
-    result = allocate_quotas(groups, 0.5, {"a": 1.0, "b": 1.0}, accept_surplus_root=False)
+    result = allocate_quotas(GroupTree(groups), 0.5, {"a": 1.0, "b": 1.0}, accept_surplus_root=False)
     assert result["a"].allocated == pytest.approx(0.5)
     assert result["b"].allocated == 0
 
 
 def test_demand_keys_are_case_insensitive_and_results_use_configured_spelling():
     groups = [group("Group_A", static=10), group("Group_A.Sub", static=4)]
-    result = allocate_quotas(groups, 10, {"group_a.SUB": 3, "GROUP_A": 1},
+    result = allocate_quotas(GroupTree(groups), 10, {"group_a.SUB": 3, "GROUP_A": 1},
                              accept_surplus_root=True)
     assert list(result) == [ROOT_GROUP, "Group_A", "Group_A.Sub"]
     assert result["Group_A.Sub"].demand == 3
@@ -202,19 +203,28 @@ def test_demand_keys_are_case_insensitive_and_results_use_configured_spelling():
 
 def test_child_listed_before_its_parent_is_fine():
     groups = [group("a.x", dynamic=1.0), group("a", static=10)]
-    result = allocate_quotas(groups, 20, {"a.x": 5}, accept_surplus_root=True)
+    result = allocate_quotas(GroupTree(groups), 20, {"a.x": 5}, accept_surplus_root=True)
     assert result["a.x"].quota == pytest.approx(10)
     assert result["a.x"].allocated == pytest.approx(5)
 
 
+@pytest.mark.parametrize("groups, message", [
+    ([group("a.x", static=1)], "needs its parent group 'a'"),
+    ([group("a", static=1), group("A", static=2)], "listed twice"),
+    ([group("<NONE>", static=1)], "reserved"),
+    ([group("a", static=-1)], "GROUP_QUOTA_a"),
+    ([group("a", static=math.inf)], "GROUP_QUOTA_a"),
+    ([group("a", dynamic=1.5)], "GROUP_QUOTA_DYNAMIC_a"),
+    ([group("a", dynamic=math.nan)], "GROUP_QUOTA_DYNAMIC_a"),
+    ([group("a", static=10, dynamic=1.0)], "has both GROUP_QUOTA_a and GROUP_QUOTA_DYNAMIC_a"),
+    ([group("a.")], "is not usable"),
+])
+def test_bad_group_tree_is_a_config_error(groups, message):
+    with pytest.raises(ConfigError, match=message):
+        GroupTree(groups)
+
+
 @pytest.mark.parametrize("groups, demand, pool, message", [
-    ([group("a.x", static=1)], {}, 10, "no parent group 'a'"),
-    ([group("a", static=1), group("A", static=2)], {}, 10, "listed twice"),
-    ([group("<NONE>", static=1)], {}, 10, "reserved"),
-    ([group("a", static=-1)], {}, 10, "GROUP_QUOTA_a"),
-    ([group("a", dynamic=1.5)], {}, 10, "GROUP_QUOTA_DYNAMIC_a"),
-    ([group("a", dynamic=math.nan)], {}, 10, "GROUP_QUOTA_DYNAMIC_a"),
-    ([group("a.")], {}, 10, "not a valid group name"),
     ([group("a", static=1)], {"b": 1}, 10, "'b', which is not a configured group"),
     ([group("a", static=1)], {"a": 1, "A": 2}, 10, "demand given twice"),
     ([group("a", static=1)], {"a": -1}, 10, "demand of group 'a'"),
@@ -224,13 +234,13 @@ def test_child_listed_before_its_parent_is_fine():
 ])
 def test_bad_input_is_a_clear_error(groups, demand, pool, message):
     with pytest.raises(ValueError, match=message):
-        allocate_quotas(groups, pool, demand, accept_surplus_root=True)
+        allocate_quotas(GroupTree(groups), pool, demand, accept_surplus_root=True)
 
 
-def test_check_group_tree_reports_config_errors_without_a_pool():
-    check_group_tree([group("a", static=1), group("a.x", dynamic=0.5)])
-    with pytest.raises(ValueError, match="no parent group 'b'"):
-        check_group_tree([group("a", static=1), group("b.x", dynamic=0.5)])
+def test_group_tree_reports_config_errors_without_a_pool():
+    GroupTree([group("a", static=1), group("a.x", dynamic=0.5)])
+    with pytest.raises(ConfigError, match="needs its parent group 'b'"):
+        GroupTree([group("a", static=1), group("b.x", dynamic=0.5)])
 
 
 # ---------------------------------------------------------------- water-filling
@@ -304,7 +314,7 @@ def _ancestors(result, name):
           0.5, {"g0": 1.0}, False))
 def test_allocation_properties(tree):
     groups, pool, demand, accept_root = tree
-    result = allocate_quotas(groups, pool, demand, accept_root)
+    result = allocate_quotas(GroupTree(groups), pool, demand, accept_root)
     eps = 1e-6 * max(1.0, pool)
     assert set(result) == {g.name for g in groups} | {ROOT_GROUP}
 
@@ -348,8 +358,8 @@ def test_demand_key_order_does_not_matter(tree, rng: random.Random):
     keys = list(demand)
     rng.shuffle(keys)
     shuffled = {key: demand[key] for key in keys}
-    assert allocate_quotas(groups, pool, shuffled, accept_root) == \
-        allocate_quotas(groups, pool, demand, accept_root)
+    assert allocate_quotas(GroupTree(groups), pool, shuffled, accept_root) == \
+        allocate_quotas(GroupTree(groups), pool, demand, accept_root)
 
 
 @settings(max_examples=100, deadline=None)
@@ -358,8 +368,8 @@ def test_group_names_order_changes_nothing_but_rounding(tree, rng: random.Random
     groups, pool, demand, accept_root = tree
     reordered = list(groups)
     rng.shuffle(reordered)
-    first = allocate_quotas(groups, pool, demand, accept_root)
-    second = allocate_quotas(reordered, pool, demand, accept_root)
+    first = allocate_quotas(GroupTree(groups), pool, demand, accept_root)
+    second = allocate_quotas(GroupTree(reordered), pool, demand, accept_root)
     eps = 1e-6 * max(1.0, pool)
     for name, r in first.items():
         assert second[name].quota == pytest.approx(r.quota, abs=eps)

@@ -20,6 +20,8 @@ import pytest
 from negotiatord.settings import (
     ROOT_GROUP,
     ConfigError,
+    GroupSettings,
+    GroupTree,
     PslotLoading,
     Settings,
     load_settings,
@@ -101,8 +103,8 @@ def test_hierarchical_groups_tree_and_dynamic_quotas():
     assert quotas == {"group_a": 0.7, "group_a.x": 0.5, "group_a.y": 0.5, "group_b": 0.3}
     assert all(g.static_quota is None for g in s.groups)
     assert s.accept_surplus is True and all(g.accept_surplus for g in s.groups)
-    assert s.group("GROUP_A.X").parent == "group_a"
-    assert s.group("group_b").parent == ROOT_GROUP
+    assert s.group_tree.parent("GROUP_A.X") == "group_a"
+    assert s.group_tree.parent("group_b") == ROOT_GROUP
     # The CPU-centric policy came in through `include : $(CONFIG_ROOT)/cpu_centric.conf`.
     assert s.consumption_policy is True and s.consumption["cpus"] == "target.RequestCpus"
 
@@ -116,10 +118,11 @@ def test_default_config_uses_if_include_and_per_group_override():
     assert s.slot_weight == "Cpus" and s.use_slot_weights is True
     assert s.pslot_loading is PslotLoading.DEPTH_FIRST
     assert s.accept_surplus is True
-    assert s.group("group_physics").accept_surplus is True
-    assert s.group("group_chemistry").accept_surplus is False   # GROUP_ACCEPT_SURPLUS_<g>
-    assert s.group("group_physics.cms").dynamic_quota == 0.5
-    assert s.group("group_physics.cms").parent == "group_physics"
+    tree = s.group_tree
+    assert tree.settings_of("group_physics").accept_surplus is True
+    assert tree.settings_of("group_chemistry").accept_surplus is False   # GROUP_ACCEPT_SURPLUS_<g>
+    assert tree.settings_of("group_physics.cms").dynamic_quota == 0.5
+    assert tree.parent("group_physics.cms") == "group_physics"
     timing = (s.negotiator_interval, s.negotiator_min_interval, s.negotiator_cycle_delay)
     assert timing == (20, 5, 5)
 
@@ -225,7 +228,8 @@ def test_group_params_are_case_insensitive(lookup_settings):
     a, sub, other = s.groups
     assert (a.dynamic_quota, a.accept_surplus, a.autoregroup) == (0.25, True, False)
     assert (sub.dynamic_quota, sub.accept_surplus, sub.autoregroup) == (1.0, False, True)
-    assert sub.parent == "group_a"          # declared as Group_A: parents match case-insensitively
+    # declared as Group_A: parents match case-insensitively and are named as declared
+    assert s.group_tree.parent(sub.name) == "Group_A"
     assert (other.static_quota, other.dynamic_quota, other.prio_factor) == (3.0, None, 10.0)
 
 
@@ -245,6 +249,45 @@ def test_concurrency_limits_are_the_configs_own(lookup_settings):
     assert s.concurrency_limits == {"matlab": 4, "license.fluent": 2, "scratch": 7}
     assert s.concurrency_scope_defaults == {"license": 1}
     assert s.concurrency_limit_default == 10
+
+
+# --- the group tree ------------------------------------------------------------------------
+
+def _tree(*names: str) -> GroupTree:
+    return GroupTree([GroupSettings(name, None, None, False, False, None) for name in names])
+
+
+def test_group_tree_is_built_once_per_settings_object(lookup_settings):
+    assert lookup_settings.group_tree is lookup_settings.group_tree
+    assert lookup_settings.group_tree.names == (ROOT_GROUP, "Group_A", "group_a.Sub", "other")
+
+
+def test_group_tree_links_groups_under_none_whatever_the_order_of_group_names():
+    tree = _tree("b.y", "B", "a", "b.X", "a.z")
+    assert tree.names == (ROOT_GROUP, "b.y", "B", "a", "b.X", "a.z")       # GROUP_NAMES order
+    # HTCondor's hgq_groups: breadth-first from <none>, siblings by name, case-insensitively
+    assert tree.breadth_first == (ROOT_GROUP, "a", "B", "a.z", "b.X", "b.y")
+    assert tree.children(ROOT_GROUP) == ("B", "a") and tree.children("b") == ("b.y", "b.X")
+    assert tree.parent("B.Y") == "B" and tree.parent("a") == ROOT_GROUP and tree.parent(ROOT_GROUP) is None
+    assert tree.lineage("b.x") == ("b.X", "B", ROOT_GROUP) and tree.lineage(ROOT_GROUP) == (ROOT_GROUP,)
+    assert tree.declared("A.Z") == "a.z" and tree.declared("<NONE>") == ROOT_GROUP
+    assert tree.declared("c") is None and tree.settings_of(ROOT_GROUP) is None
+    with pytest.raises(KeyError):
+        tree.lineage("c")
+
+
+@pytest.mark.parametrize("customer, group", [
+    ("group_a.x.alice@site", "Group_A.X"),        # the deepest configured group of the path
+    ("GROUP_A.y.bob@site", "Group_A"),            # group_a.y is not configured
+    ("group_a.x.sub.carol@site", "Group_A.X"),
+    ("alice@site", ROOT_GROUP),                   # no group path
+    ("group_b.dave@site", ROOT_GROUP),            # group_b is not configured
+    ("group_a.x", "Group_A.X"),                   # a group's own record
+    ("group_a.q", "Group_A"),
+    (ROOT_GROUP, ROOT_GROUP),
+])
+def test_assigned_group_follows_htcondors_get_assigned_group(customer, group):
+    assert _tree("Group_A", "Group_A.X").assigned_group(customer) == group
 
 
 # --- bad configs ---------------------------------------------------------------------------
@@ -304,6 +347,10 @@ BAD_VALUES = [
                  "GROUP_QUOTA_g = '-2': must be >= 0", id="negative static quota"),
     pytest.param("GROUP_NAMES = group-cms\n", "group name 'group-cms' is not usable",
                  id="unconfigurable group name"),
+    pytest.param("GROUP_NAMES = group_a, <none>\n",
+                 "GROUP_NAMES: the name <none> is reserved for the root group", id="root declared"),
+    pytest.param("GROUP_NAMES = g\nGROUP_QUOTA_g = 1e400\n", "GROUP_QUOTA_g = 'inf': not a finite number",
+                 id="infinite static quota"),
     pytest.param("MATLAB_LIMIT = lots\n", "MATLAB_LIMIT = 'lots': not a number",
                  id="non-numeric limit"),
     pytest.param("NEGOTIATORD_HTTP_PORT = 70000\n",

@@ -6,7 +6,6 @@ from negotiatord.accountant.priorities import (
     AccountantState,
     CustomerRecord,
     advance,
-    customer_usage,
 )
 from negotiatord.accountant.store import AccountantStore, AccountantStoreError
 
@@ -18,5 +17,4 @@ __all__ = [
     "AccountantStoreError",
     "CustomerRecord",
     "advance",
-    "customer_usage",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from negotiatord.settings.model import Settings
 
@@ -138,7 +138,7 @@ class AccountantState:
         explicit = self.record(customer).prio_factor
         if explicit is not None:
             return explicit
-        configured = settings.group(group)
+        configured = settings.group_tree.settings_of(group)
         if configured is not None and configured.prio_factor:
             factor = configured.prio_factor
         else:
@@ -214,26 +214,3 @@ def _advance_one(
         last_update_time=now,
     )
     return decayed, charged
-
-
-def customer_usage(
-    submitter_usage: Mapping[str, float], group_of: Callable[[str], str]
-) -> dict[str, float]:
-    """Per-customer usage for :func:`advance`: each submitter's own, plus each group's subtree.
-
-    A submitter's usage also counts for its assigned group and every dotted ancestor of it
-    (HTCondor's HierWeightedResourcesUsed, which UpdateOnePriority uses for a group's priority).
-    ``<none>`` counts only submitters assigned to it directly: HTCondor's roll-up walks the dotted
-    group name, and top-level groups are not below ``<none>`` in that walk. A group's accumulated
-    usage therefore covers its subtree too (HTCondor's counts only direct members); one usage
-    figure per customer keeps :func:`advance` a single formula.
-    """
-    totals: dict[str, float] = {}
-    for submitter, amount in submitter_usage.items():
-        amount = check_usage(submitter, amount)
-        totals[submitter] = totals.get(submitter, 0.0) + amount
-        group = group_of(submitter)
-        while group:
-            totals[group] = totals.get(group, 0.0) + amount
-            group = group.rpartition(".")[0]
-    return totals

@@ -4,8 +4,10 @@ Like HTCondor's per-autocluster MatchList cache: the candidates an autocluster m
 first considered, best first by (NEGOTIATOR_PRE_JOB_RANK, job Rank, NEGOTIATOR_POST_JOB_RANK), ties
 in slot-table order. A slot changed by a match since it was assessed is assessed again before it is
 offered; one that no longer fits is dropped. A consumption-policy slot with room left stays first
-in line (depth-first, HTCondor's behaviour) or moves behind the other candidates of equal rank
-(breadth-first).
+in line (depth-first, the default) or moves behind the other candidates of equal rank
+(breadth-first). HTCondor's ``insert_candidate`` re-ranks it instead, and with the default
+NEGOTIATOR_PRE_JOB_RANK it sinks to the end, so in effect HTCondor spreads an autocluster's jobs
+across slots.
 
 The list is kept as parallel numpy arrays with a head index, not as one object per candidate: at
 OSPool scale an autocluster matches thousands of slots, and most lists are only ever asked for

@@ -4,8 +4,8 @@ The steps follow HTCondor's negotiator (matchmaker.cpp ``negotiationTime``), wit
 the README lists:
 
 1. weigh every slot (SlotWeight); the pool size is the sum, claimed slots included;
-2. count running work: each claimed slot's weight is charged to its customer, the customer's group
-   and that group's ancestors;
+2. count running work: each claimed slot's weight is charged to its customer, and so to the
+   customer's group, that group's ancestors and ``<none>`` (:meth:`GroupTree.roll_up`);
 3. build each autocluster's candidate list; a group's demand is its usage plus, for each idle
    request, its jobs times the cost on its best candidate (jobs no slot matches add nothing);
 4. share the pool among groups (:mod:`negotiatord.cycle.quotas`) and negotiate group by group in
@@ -40,7 +40,6 @@ from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match
 from negotiatord.cycle.state import EPSILON, PoolState
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.pool.autoclusters import Autocluster
-from negotiatord.pool.groups import GroupMap
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.snapshot import Snapshot
@@ -76,14 +75,14 @@ class _Cycle:
         self.table = snapshot.table
         self.settings = settings
         self.evaluator = evaluator
-        self.groups = GroupMap(settings)
+        self.tree = settings.group_tree
         self.accountant = accountant
         self.phases: dict[str, float] = {}
         self.problems: list[str] = [str(p) for p in snapshot.problems]
         self.usage: dict[str, float] = defaultdict(float)       # customer -> weighted usage
         self.own_usage: dict[str, float] = defaultdict(float)   # group -> its own submitters' usage
-        self.accounts: dict[str, tuple[str, list[str]]] = {}    # customer -> its group and lineage
-        self.charges: dict[str, float] = defaultdict(float)
+        self.accounts: dict[str, str] = {}                      # customer -> its assigned group
+        self.charges: dict[str, float] = defaultdict(float)     # submitter -> cost of its matches
         self.matches: list[Match] = []
         self.rejections: list[Rejection] = []
         self.pie_spins = 0
@@ -137,7 +136,7 @@ class _Cycle:
             autoclusters[autocluster.submitter].append(autocluster)
         submitters = {}
         for name, own in autoclusters.items():
-            group = self.groups.group_of(name)
+            group = self._account(name)
             submitter = Submitter(name, group, self.accountant.effective_priority(name, group, self.settings))
             submitter.add_autoclusters(own)
             submitters[name] = submitter
@@ -166,7 +165,7 @@ class _Cycle:
         the first estimate missed) is not stranded for the cycle."""
         for _ in range(self.settings.allocation_rounds):
             # the root <none> always accepts surplus, as in HTCondor's hgq_construct_tree
-            allocations = allocate_quotas(self.settings.groups, pool_size, demand, accept_surplus_root=True)
+            allocations = allocate_quotas(self.tree, pool_size, demand, accept_surplus_root=True)
             made = self._negotiate_groups(allocations)
             if made == 0 or not any(s.open_requests(self.exhausted) for s in self.submitters.values()):
                 break
@@ -174,13 +173,12 @@ class _Cycle:
         return allocations
 
     def _negotiate_groups(self, allocations: dict[str, GroupAllocation]) -> int:
-        names = list(allocations)
         order = group_order(
-            names,
+            self.tree,
             self.settings.group_sort_expr,
-            quota={n: allocations[n].quota for n in names},
-            in_use={n: self.usage[n] for n in names},
-            allocated={n: allocations[n].allocated for n in names},
+            quota={n: a.quota for n, a in allocations.items()},
+            in_use=self.tree.roll_up(self.usage),
+            allocated={n: a.allocated for n, a in allocations.items()},
         )
         made = 0
         for name in order:
@@ -203,7 +201,7 @@ class _Cycle:
         self._spin_pie(regrouped, ROOT_GROUP, room() + sum(self.usage[s.name] for s in regrouped), room)
 
     def _autoregroups(self, group: str) -> bool:
-        configured = self.settings.group(group)
+        configured = self.tree.settings_of(group)
         return configured is not None and configured.autoregroup
 
     # -- pie spins ---------------------------------------------------------------------------------
@@ -302,27 +300,22 @@ class _Cycle:
         self.ledger.take(job.concurrency_limits)
         self._charge_usage(submitter.name, cost)
         self.charges[submitter.name] += cost
-        for ancestor in self.groups.lineage(submitter.group):
-            self.charges[ancestor] += cost
         self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed))
 
     def _charge_usage(self, customer: str, weight: float) -> None:
-        """Usage counts for the customer, its group and every ancestor group; the group's own
-        submitters' usage is what its allocation is measured against."""
-        group, lineage = self._account(customer)
+        """Usage counts for the customer and for its group's own submitters, which is what the
+        group's allocation is measured against. Groups' subtree totals are rolled up from the
+        customers' usage when asked for (:meth:`GroupTree.roll_up`)."""
         self.usage[customer] += weight
-        self.own_usage[group] += weight
-        for ancestor in lineage:
-            self.usage[ancestor] += weight
+        self.own_usage[self._account(customer)] += weight
 
-    def _account(self, customer: str) -> tuple[str, list[str]]:
-        """The customer's group and that group's lineage, worked out once per customer: an
-        OSPool-sized pool has 40k claimed slots and a few hundred customers."""
-        found = self.accounts.get(customer)
-        if found is None:
-            group = self.groups.group_of(customer)
-            found = self.accounts[customer] = (group, self.groups.lineage(group))
-        return found
+    def _account(self, customer: str) -> str:
+        """The customer's assigned group, worked out once per customer: an OSPool-sized pool has
+        40k claimed slots and a few hundred customers."""
+        group = self.accounts.get(customer)
+        if group is None:
+            group = self.accounts[customer] = self.tree.assigned_group(customer)
+        return group
 
     def _exhaust(self, request: Request, submitter: Submitter) -> None:
         self.exhausted.add(request.autocluster.id)
@@ -370,8 +363,8 @@ class _Cycle:
                 SubmitterReport(s.name, s.group, s.priority, s.share_limit, self.usage[s.name])
                 for s in sorted(self.submitters.values(), key=lambda s: (s.group, s.priority, s.name))
             ),
-            usage=dict(self.usage),
-            charges=dict(self.charges),
+            usage=self.tree.roll_up(self.usage),
+            charges=self.tree.roll_up(self.charges),
             problems=tuple(self.problems),
         )
 

@@ -1,8 +1,8 @@
 """Hierarchical group quotas: how much each accounting group's own submitters may hold this cycle.
 
-Pure numbers in, numbers out: the group settings from ``GROUP_NAMES``, the pool size, and each
-group's demand, all in the unit the consumption-policy seed calls *matches* (slot weight = match
-cost = quota). Nothing here looks at slots, jobs or the clock, so the rules can be read, tested
+Pure numbers in, numbers out: the group tree (:class:`~negotiatord.settings.groups.GroupTree`,
+already checked), the pool size, and each group's demand, all in the unit the consumption-policy
+seed calls *matches* (slot weight = match cost = quota). Nothing here looks at slots, jobs or the clock, so the rules can be read, tested
 and argued about on their own.
 
 Two steps, as in HTCondor's negotiator (``hgq_assign_quotas`` then ``hgq_fairshare``):
@@ -59,17 +59,15 @@ Deviations from HTCondor
   not depend on tie order, dict order or the order of ``GROUP_NAMES`` (beyond float rounding).
   Residues below ``1e-9`` of the pool size (at least 1e-9 absolute) count as zero; HTCondor
   rounds surplus below ``1e-5`` to zero.
-- **Configuration errors are errors.** A group whose parent is not in ``GROUP_NAMES``, a
-  duplicate name (case-insensitively), a group named ``<none>``, a negative quota or a dynamic
-  quota above 1 raise ``ValueError`` naming the group and knob. HTCondor logs and ignores such
-  groups (missing parent, duplicate, ``<none>``) or exits (``param_double`` EXCEPTs on a quota
-  outside its range).
+- **Configuration errors are errors.** The group tree refuses a missing parent, a duplicate, a
+  group named ``<none>``, a quota out of range and a group with both a static and a dynamic
+  quota when the config is loaded (:class:`~negotiatord.settings.groups.GroupTree`); HTCondor
+  logs and ignores such groups, or exits on a quota outside ``param_double``'s range.
 
 Followed as in HTCondor: the base of a dynamic quota is the parent's quota minus what its static
-children were given; a group with both a static and a dynamic quota uses the static one; a child
-subtree's weight in surplus sharing is its whole subtree quota, the parent's own submitters'
-weight is the parent's ``own_quota`` (``hgq_allocate_surplus``); group names compare
-case-insensitively.
+children were given; a child subtree's weight in surplus sharing is its whole subtree quota, the
+parent's own submitters' weight is the parent's ``own_quota`` (``hgq_allocate_surplus``); group
+names compare case-insensitively.
 """
 
 from __future__ import annotations
@@ -78,7 +76,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from negotiatord.settings.model import ROOT_GROUP, GroupSettings
+from negotiatord.settings.groups import ROOT_GROUP, GroupSettings, GroupTree
 
 # Float residues smaller than this fraction of the pool (or this absolute amount, for pools
 # under one unit) are rounding noise, not quota.
@@ -119,7 +117,7 @@ class _Group:
 
 
 def allocate_quotas(
-    groups: Sequence[GroupSettings],
+    tree: GroupTree,
     pool_size: float,
     demand: Mapping[str, float],
     accept_surplus_root: bool,
@@ -129,14 +127,14 @@ def allocate_quotas(
     ``demand`` is keyed by group name (case-insensitive, ``<none>`` for the root's own
     submitters); a missing group has demand 0. The result has every configured group plus
     ``<none>``, keyed by the configured spelling, root first then ``GROUP_NAMES`` order.
-    Raises ``ValueError`` on an inconsistent group tree, a bad quota, pool size or demand.
+    Raises ``ValueError`` on a bad pool size or demand.
     """
     if not (math.isfinite(pool_size) and pool_size >= 0):
         raise ValueError(f"pool size must be a finite number >= 0, got {pool_size!r}")
     pool_size = float(pool_size)
     residue = _RESIDUE * max(1.0, pool_size)
-    root, ordered = _build_tree(groups, accept_surplus_root)
-    _attach_demand(ordered, demand)
+    root, ordered = _working_tree(tree, accept_surplus_root)
+    _attach_demand(tree, ordered, demand)
     _assign_quota(root, pool_size, residue)
     for group in ordered:
         group.allocated = min(group.demand, group.own_quota)
@@ -154,15 +152,6 @@ def allocate_quotas(
         )
         for group in ordered
     }
-
-
-def check_group_tree(groups: Sequence[GroupSettings]) -> None:
-    """Raise ``ValueError`` if ``GROUP_NAMES`` and the group quotas do not form a valid tree.
-
-    Cheap enough to call when the config is loaded, so a bad config is reported once there
-    rather than at every cycle.
-    """
-    _build_tree(groups, accept_surplus_root=False)
 
 
 def water_fill(amount: float, weights: Sequence[float], needs: Sequence[float],
@@ -198,52 +187,24 @@ def water_fill(amount: float, weights: Sequence[float], needs: Sequence[float],
     return shares
 
 
-def _build_tree(groups: Sequence[GroupSettings], accept_surplus_root: bool
-                ) -> tuple[_Group, list[_Group]]:
-    """Link the configured groups into a tree under ``<none>``; root first, then config order."""
-    root = _Group(ROOT_GROUP, None, accept_surplus_root)
-    by_lower: dict[str, _Group] = {ROOT_GROUP.lower(): root}
-    ordered = [root]
-    for settings in groups:
-        _check_quota_knobs(settings)
-        key = settings.name.lower()
-        if key == ROOT_GROUP.lower():
-            raise ValueError(f"GROUP_NAMES: the name {ROOT_GROUP} is reserved for the root group")
-        if key in by_lower:
-            raise ValueError(f"GROUP_NAMES: group {settings.name!r} is listed twice "
-                             f"(group names are case-insensitive)")
-        group = _Group(settings.name, settings, settings.accept_surplus)
-        by_lower[key] = group
-        ordered.append(group)
-    for group in ordered[1:]:
-        assert group.settings is not None
-        parent_name = group.settings.parent
-        parent = by_lower.get(parent_name.lower())
-        if parent is None:
-            raise ValueError(f"GROUP_NAMES: group {group.name!r} has no parent group "
-                             f"{parent_name!r} in GROUP_NAMES")
-        group.parent = parent
-        parent.children.append(group)
-    return root, ordered
+def _working_tree(tree: GroupTree, accept_surplus_root: bool) -> tuple[_Group, list[_Group]]:
+    """Working state for every group of ``tree``, linked as it is; root first, then config order."""
+    by_name = {ROOT_GROUP: _Group(ROOT_GROUP, None, accept_surplus_root)}
+    for name in tree.names[1:]:
+        settings = tree.settings_of(name)
+        by_name[name] = _Group(name, settings, settings.accept_surplus)
+    for name, group in by_name.items():
+        group.children = [by_name[child] for child in tree.children(name)]
+        for child in group.children:
+            child.parent = group
+    return by_name[ROOT_GROUP], list(by_name.values())
 
 
-def _check_quota_knobs(settings: GroupSettings) -> None:
-    """Reject values HTCondor itself would refuse, naming the config knob."""
-    name = settings.name
-    if not name or any(not part for part in name.split(".")):
-        raise ValueError(f"GROUP_NAMES: {name!r} is not a valid group name")
-    static, dynamic = settings.static_quota, settings.dynamic_quota
-    if static is not None and not (math.isfinite(static) and static >= 0):
-        raise ValueError(f"GROUP_QUOTA_{name} must be a finite number >= 0, got {static!r}")
-    if dynamic is not None and not (0 <= dynamic <= 1):
-        raise ValueError(f"GROUP_QUOTA_DYNAMIC_{name} must be between 0 and 1, got {dynamic!r}")
-
-
-def _attach_demand(ordered: list[_Group], demand: Mapping[str, float]) -> None:
-    by_lower = {group.name.lower(): group for group in ordered}
+def _attach_demand(tree: GroupTree, ordered: list[_Group], demand: Mapping[str, float]) -> None:
+    by_name = {group.name: group for group in ordered}
     seen: dict[_Group, str] = {}
     for key in sorted(demand):
-        group = by_lower.get(key.lower())
+        group = by_name.get(tree.declared(key))
         if group is None:
             raise ValueError(f"demand given for {key!r}, which is not a configured group")
         if group in seen:

@@ -2,8 +2,10 @@
 
 Per customer (HTCondor's accountant ``Customer`` records, ``Accountant::ReportState``): effective
 priority (real priority × factor), real priority, factor, weighted resources in use, accumulated
-usage and the usage times; per group: the configured quota (a static quota, or the dynamic
-fraction of the parent's), the quota the last cycle computed from it, and the surplus policy.
+usage and the usage times (a group's own record carries its whole subtree's usage, ``<none>``'s
+the pool's: :meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`); per
+group: the configured quota (a static quota, or the dynamic fraction of the parent's), the quota
+the last cycle computed from it, and the surplus policy.
 """
 
 from __future__ import annotations
@@ -12,22 +14,19 @@ from typing import Any
 
 from negotiatord.accountant import AccountantState
 from negotiatord.cycle.result import GroupReport
-from negotiatord.pool.groups import GroupMap
 from negotiatord.settings import ROOT_GROUP, Settings
 
 
 def accountant_document(state: AccountantState, settings: Settings, last_groups: tuple[GroupReport, ...],
                         now: float) -> dict[str, Any]:
-    groups = GroupMap(settings)
-    group_names = {g.name.lower(): g.name for g in settings.groups} | {ROOT_GROUP.lower(): ROOT_GROUP}
+    tree = settings.group_tree
     customers = []
     for record in state.customers():
-        is_group = record.name.lower() in group_names
-        group = group_names[record.name.lower()] if is_group else groups.group_of(record.name)
+        group = tree.assigned_group(record.name)
         factor = state.priority_factor(record.name, group, settings)
         customers.append({
             "name": record.name,
-            "is_group": is_group,
+            "is_group": tree.declared(record.name) is not None,
             "group": group,
             "effective_priority": record.real_priority * factor,
             "real_priority": record.real_priority,

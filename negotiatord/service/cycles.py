@@ -33,15 +33,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from negotiatord.accountant import AccountantState, AccountantStore, advance, customer_usage
+from negotiatord.accountant import AccountantState, AccountantStore, advance
 from negotiatord.cycle.result import CycleResult
 from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
-from negotiatord.pool.groups import GroupMap
 from negotiatord.publish.holds import Hold, holds_for
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.runtime import run_cycle
-from negotiatord.settings import ROOT_GROUP, Settings
+from negotiatord.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -159,8 +158,6 @@ class CycleRunner:
 
 def _advanced(state: AccountantState, result: CycleResult, settings: Settings, now: int) -> AccountantState:
     """The accountant state after this cycle: decayed to ``now``, usage from now on = running work
-    plus this cycle's matches, per submitter and rolled up its groups."""
-    groups = {group.name for group in settings.groups} | {ROOT_GROUP}
-    submitters = {name: amount for name, amount in result.usage.items() if name not in groups}
-    usage = customer_usage(submitters, GroupMap(settings).group_of)
-    return advance(state, now, usage, settings.priority_halflife)
+    plus this cycle's matches, per customer and per group as the cycle rolled it up
+    (:meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`)."""
+    return advance(state, now, result.usage, settings.priority_halflife)

@@ -1,9 +1,11 @@
 """The condor config, read by HTCondor itself, as one typed and validated ``Settings`` object."""
 
-from negotiatord.settings.loader import ConfigError, load_settings
-from negotiatord.settings.model import ROOT_GROUP, GroupSettings, PslotLoading, ServiceSettings, Settings
+from negotiatord.settings.errors import ConfigError
+from negotiatord.settings.groups import ROOT_GROUP, GroupSettings, GroupTree
+from negotiatord.settings.loader import load_settings
+from negotiatord.settings.model import PslotLoading, ServiceSettings, Settings
 
 __all__ = [
-    "ConfigError", "GroupSettings", "PslotLoading", "ROOT_GROUP", "ServiceSettings", "Settings",
-    "load_settings",
+    "ConfigError", "GroupSettings", "GroupTree", "PslotLoading", "ROOT_GROUP", "ServiceSettings",
+    "Settings", "load_settings",
 ]

@@ -20,7 +20,9 @@ from typing import Any, Callable
 
 import classad2
 
-from negotiatord.settings.model import GroupSettings, PslotLoading, ServiceSettings, Settings
+from negotiatord.settings.errors import ConfigError
+from negotiatord.settings.groups import GroupSettings
+from negotiatord.settings.model import PslotLoading, ServiceSettings, Settings
 
 # A config HTCondor reads in well under a second; anything slower is stuck (an include of a
 # FIFO, a hung network file system) and must not hang a reload forever.
@@ -36,19 +38,11 @@ _DOCUMENTED_DEFAULTS = {
 # NEGOTIATION_CYCLE_STATS_LENGTH's upper bound (matchmaker.cpp MAX_NEGOTIATION_CYCLE_STATS).
 _MAX_CYCLE_STATS = 100
 
-# Per-group params are named <PARAM>_<group>, and HTCondor's config parser rejects most
-# punctuation in a name ('-', '@', ...), so such a group could never be configured. We accept
-# letters, digits and '_', with '.' between levels (HTCondor's group hierarchy separator).
-_GROUP_NAME = re.compile(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*")
 _LIMIT_SUFFIX = "_LIMIT"
 _SCOPE_PREFIX = "CONCURRENCY_LIMIT_DEFAULT_"
 _CONSUMPTION_PREFIX = "CONSUMPTION_"
 # Resources HTCondor has a built-in CONSUMPTION_<RES> for.
 _STANDARD_RESOURCES = ("CPUS", "MEMORY", "DISK")
-
-
-class ConfigError(Exception):
-    """The config cannot be used; the message names the file and the line or param at fault."""
 
 
 def load_settings(path: Path) -> Settings:
@@ -182,7 +176,7 @@ def _build(path: Path, params: _Params) -> Settings:
 
     accept_surplus = params.boolean("GROUP_ACCEPT_SURPLUS")
     autoregroup = params.boolean("GROUP_AUTOREGROUP")
-    return Settings(
+    settings = Settings(
         source=path,
         consumption_policy=params.boolean("CONSUMPTION_POLICY"),
         consumption=_consumption(params),
@@ -211,6 +205,8 @@ def _build(path: Path, params: _Params) -> Settings:
         negotiator_cycle_delay=params.number("NEGOTIATOR_CYCLE_DELAY", 0),
         service=_service(params, path.parent),
     )
+    settings.group_tree  # built now, so a mistake in the group tree is reported at load time
+    return settings
 
 
 def _service(params: _Params, config_dir: Path) -> ServiceSettings:
@@ -269,7 +265,9 @@ def _consumption(params: _Params) -> dict[str, str]:
 def _pslot_loading(params: _Params) -> PslotLoading:
     text = params.raw("NEGOTIATORD_PSLOT_LOADING")
     if text is None:
-        return PslotLoading.DEPTH_FIRST  # HTCondor's only behaviour (Erlandson, "Reusing P-Slots")
+        # Filling one p-slot before the next is negotiatord's default; HTCondor in effect
+        # spreads an autocluster's jobs (see PslotLoading).
+        return PslotLoading.DEPTH_FIRST
     try:
         return PslotLoading(text.strip().lower())
     except ValueError:
@@ -293,46 +291,20 @@ def _concurrency_limits(params: _Params) -> dict[str, float]:
 
 
 def _groups(params: _Params, accept_surplus: bool, autoregroup: bool) -> tuple[GroupSettings, ...]:
-    """GROUP_NAMES (comma and/or space separated, HTCondor's StringList) and each group's knobs."""
+    """GROUP_NAMES (comma and/or space separated, HTCondor's StringList) and each group's knobs,
+    read as written; the group tree checks them (:class:`~negotiatord.settings.groups.GroupTree`)."""
     names = re.split(r"[\s,]+", (params.raw("GROUP_NAMES") or "").strip())
-    names = [n for n in names if n]
-    declared: dict[str, str] = {}
-    for name in names:
-        if not _GROUP_NAME.fullmatch(name):
-            raise ConfigError(f"GROUP_NAMES: group name {name!r} is not usable: per-group params "
-                              "such as GROUP_QUOTA_<name> allow only letters, digits and '_', "
-                              "with '.' between levels")
-        if name.lower() in declared:
-            raise ConfigError(f"GROUP_NAMES: group {name!r} is listed twice (as "
-                              f"{declared[name.lower()]!r} too; group names are case-insensitive)")
-        declared[name.lower()] = name
-    groups = tuple(_group(params, name, accept_surplus, autoregroup) for name in names)
-    for group in groups:
-        if "." in group.name and group.parent.lower() not in declared:
-            # GroupEntry::hgq_construct_tree needs every enclosing group declared (it drops the
-            # group with a warning; we refuse, as for a duplicate it would drop).
-            raise ConfigError(f"GROUP_NAMES: group {group.name!r} needs its parent group "
-                              f"{group.parent!r}, which GROUP_NAMES does not list")
-    return groups
+    return tuple(_group(params, name, accept_surplus, autoregroup) for name in names if name)
 
 
 def _group(params: _Params, name: str, accept_surplus: bool, autoregroup: bool) -> GroupSettings:
-    def optional_number(param: str, low: float | None = None) -> float | None:
-        return None if params.raw(param) is None else params.number(param, low)
+    def optional_number(param: str) -> float | None:
+        return None if params.raw(param) is None else params.number(param)
 
-    # Ranges as in GroupEntry::hgq_construct_tree: static in [0, INT_MAX], dynamic in [0, 1].
-    static_name, dynamic_name = f"GROUP_QUOTA_{name}", f"GROUP_QUOTA_DYNAMIC_{name}"
-    static, dynamic = optional_number(static_name, 0), optional_number(dynamic_name)
-    if dynamic is not None and not 0 <= dynamic <= 1:
-        raise ConfigError(f"{dynamic_name} = {params.raw(dynamic_name)!r}: a dynamic quota is "
-                          "a fraction of the parent's quota, in [0, 1]")
-    if static is not None and dynamic is not None:
-        # HTCondor would silently ignore the dynamic quota; a contradiction is more likely a typo.
-        raise ConfigError(f"group {name!r} has both {static_name} and {dynamic_name}; set one")
     return GroupSettings(
         name=name,
-        static_quota=static,
-        dynamic_quota=dynamic,
+        static_quota=optional_number(f"GROUP_QUOTA_{name}"),
+        dynamic_quota=optional_number(f"GROUP_QUOTA_DYNAMIC_{name}"),
         # GroupEntry::hgq_construct_tree: the per-group knob, else the global one.
         accept_surplus=params.boolean(f"GROUP_ACCEPT_SURPLUS_{name}", accept_surplus),
         autoregroup=params.boolean(f"GROUP_AUTOREGROUP_{name}", autoregroup),

@@ -8,39 +8,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
-ROOT_GROUP = "<none>"
+from negotiatord.settings.groups import GroupSettings, GroupTree
 
 
 class PslotLoading(str, Enum):
     """How a partitionable slot with room left is ordered for the next job of a request.
 
-    ``DEPTH_FIRST`` keeps it first in line (HTCondor's behaviour); ``BREADTH_FIRST`` puts it
-    behind the other candidates of equal rank (the seed's "future work", not in HTCondor).
+    ``DEPTH_FIRST`` keeps it first in line, so one autocluster's jobs fill a slot before the next
+    is used; ``BREADTH_FIRST`` puts it behind the other candidates of equal rank. Neither is
+    HTCondor's exact rule: its ``insert_candidate`` re-ranks a used p-slot, and with the default
+    ``NEGOTIATOR_PRE_JOB_RANK`` the shrunken slot sinks to the end of the list, so in effect
+    HTCondor spreads an autocluster's jobs across slots.
     """
 
     DEPTH_FIRST = "depth_first"
     BREADTH_FIRST = "breadth_first"
-
-
-@dataclass(frozen=True)
-class GroupSettings:
-    """One accounting group from ``GROUP_NAMES`` and its per-group knobs."""
-
-    name: str                       # as written in GROUP_NAMES, e.g. "group_a.x"
-    static_quota: float | None      # GROUP_QUOTA_<name>, in slot-weight units
-    dynamic_quota: float | None     # GROUP_QUOTA_DYNAMIC_<name>, a fraction of the parent's quota
-    accept_surplus: bool            # GROUP_ACCEPT_SURPLUS_<name>, else GROUP_ACCEPT_SURPLUS
-    autoregroup: bool               # GROUP_AUTOREGROUP_<name>, else GROUP_AUTOREGROUP
-    prio_factor: float | None       # GROUP_PRIO_FACTOR_<name>
-
-    @property
-    def parent(self) -> str:
-        """The enclosing group's name (``<none>`` for top-level groups)."""
-        head, dot, _ = self.name.rpartition(".")
-        return head if dot else ROOT_GROUP
 
 
 @dataclass(frozen=True)
@@ -107,7 +93,8 @@ class Settings:
 
     service: ServiceSettings = field(default_factory=ServiceSettings)
 
-    def group(self, name: str) -> GroupSettings | None:
-        """The configured group called ``name`` (group names are case-insensitive)."""
-        wanted = name.lower()
-        return next((g for g in self.groups if g.name.lower() == wanted), None)
+    @cached_property
+    def group_tree(self) -> GroupTree:
+        """``groups`` linked into the accounting-group tree, built on first use and kept with this
+        object (the loader asks for it, so a bad tree is a load-time ``ConfigError``)."""
+        return GroupTree(self.groups)
