@@ -22,8 +22,8 @@ from benchmarks.pool_generator import (
 )
 from negotiatord.accountant import AccountantState
 from negotiatord.ads import read_ads
+from negotiatord.classad.cycle_time import frozen_ad
 from negotiatord.cycle.negotiate import negotiate
-from negotiatord.evaluation.clock import frozen_ad
 from negotiatord.pool.groups import GroupMap
 from negotiatord.pool.jobs import submitter_of
 from negotiatord.pool.snapshot import Snapshot

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import classad2
 
-from negotiatord.ads.values import as_number
+from negotiatord.classad.conversion import as_number
 
 
 def group_order(

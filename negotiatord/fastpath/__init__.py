@@ -3,6 +3,5 @@
 :class:`negotiatord.fastpath.evaluator.FastEvaluator` is the cycle's default pair evaluator; it
 answers exactly what the classad2 reference (:class:`negotiatord.evaluation.ClassAdEvaluator`)
 answers and hands any expression it does not cover to classad2, counting each such evaluation in
-its ``stats``. (Nothing is imported here: the pool snapshot uses this package's expression parser
-without loading the evaluator.)
+its ``stats``.
 """

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 import classad2
 import numpy as np
 
-from negotiatord.evaluation.clock import _CURRENT_TIME
-
-from negotiatord.fastpath.parser import Node, ParseError, parse
+from negotiatord.classad.cycle_time import mentions_current_time
+from negotiatord.classad.parser import Node, ParseError, parse
+from negotiatord.classad.values import BOOL, INT, REAL, STR, NotScalar, Value, from_python
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.values import BOOL, INT, REAL, STR, NotScalar, Value, from_python
 from negotiatord.pool.slots import Slot
 
 ABSENT, LITERAL, ASSET, EXPR, OTHER = "absent", "literal", "asset", "expr", "other"
@@ -176,8 +175,8 @@ def describe(ad: classad2.ClassAd, name: str, value: object) -> Description:
 
 def current_time_cell(ad: classad2.ClassAd, cells: CellTable, now: int) -> int:
     """The reference freezes the clock by giving an ad that reads ``CurrentTime`` without defining
-    it the attribute ``CurrentTime = now`` (evaluation/clock.py, frozen_ad); the same test here."""
-    if _CURRENT_TIME.search(ad.printOld()) is not None:
+    it the attribute ``CurrentTime = now`` (classad/cycle_time.py, frozen_ad); the same test here."""
+    if mentions_current_time(ad.printOld()):
         return cells.literal((INT, now))
     return cells.absent
 

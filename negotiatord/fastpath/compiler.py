@@ -27,12 +27,12 @@ from typing import Callable
 
 import numpy as np
 
+from negotiatord.classad.parser import SCOPES, Node
+from negotiatord.classad.values import BOOL, ERROR, INT, REAL, UNDEF, NotScalar, Value
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.columns import ABSENT, ASSET, EXPR, LITERAL, CellTable, JobCells, SlotColumns
 from negotiatord.fastpath.ir import CONST, SCALAR, STATIC, IRGraph
-from negotiatord.fastpath.parser import SCOPES, Node
 from negotiatord.fastpath.pyops import evaluate, hole
-from negotiatord.fastpath.values import BOOL, ERROR, INT, REAL, UNDEF, NotScalar, Value
 
 SLOT, JOB = "slot", "job"
 
@@ -107,7 +107,7 @@ class Builder:
     def reference(self, side: str, name: str, bare: bool) -> int:
         """``name`` looked up in the ad of ``side`` (ClassAd::LookupInScope as classad2 does it).
 
-        In old ClassAd semantics (see :mod:`negotiatord.fastpath.semantics`) a name the ad lacks is
+        In old ClassAd semantics (see :mod:`negotiatord.classad.semantics`) a name the ad lacks is
         first the special ``CurrentTime`` (the wall clock), then, for an unscoped name, the other
         ad's attribute; in new semantics it is UNDEFINED.
         """

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from negotiatord.classad.values import BOOL, INT, REAL, STR, Value
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.compiler import Operand, Plan, PyStep
 from negotiatord.fastpath.pyops import evaluate
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.values import BOOL, INT, REAL, STR, Value
 
 
 class NeedsFallback(Exception):

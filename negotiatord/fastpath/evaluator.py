@@ -24,6 +24,8 @@ from typing import Callable
 import classad2
 import numpy as np
 
+from negotiatord.classad.parser import ParseError, parse
+from negotiatord.classad.semantics import old_semantics
 from negotiatord.evaluation.protocol import UNRANKED, Assessment
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.bounds import KnownConsumption, known_consumption, misfits
@@ -32,11 +34,9 @@ from negotiatord.fastpath.compiler import JOB, SLOT, Mode
 from negotiatord.fastpath.engine import Frame, NeedsFallback, Triple, run_batch, run_plan, triple
 from negotiatord.fastpath.fallback import ReferenceFallback
 from negotiatord.fastpath.ir import IRGraph
-from negotiatord.fastpath.metrics import FastPathStats
-from negotiatord.fastpath.parser import ParseError, parse
-from negotiatord.fastpath.scalars import JobScalars
-from negotiatord.fastpath.semantics import old_semantics
 from negotiatord.fastpath.leaves import Leaf
+from negotiatord.fastpath.metrics import FastPathStats
+from negotiatord.fastpath.scalars import JobScalars
 from negotiatord.fastpath.space import CompiledRoot, Context, RootSpec, Space, match_array
 from negotiatord.fastpath.strings import StringTable
 from negotiatord.fastpath.tables import JobTables, ScalarLayout

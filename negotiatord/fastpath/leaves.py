@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from negotiatord.classad.values import BOOL, INT, REAL
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.compiler import Operand, Plan, PyStep, level_operand, lower
 from negotiatord.fastpath.ir import CONST, ROW, SCALAR, STATIC, IRGraph
-from negotiatord.fastpath.values import BOOL, INT, REAL
 
 if TYPE_CHECKING:
     from negotiatord.fastpath.space import Space

@@ -16,17 +16,17 @@ from typing import Sequence
 import classad2
 import numpy as np
 
+from negotiatord.classad.parser import parse
+from negotiatord.classad.semantics import old_semantics
+from negotiatord.classad.values import Value
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.columns import CellTable, JobCells, SlotColumns
 from negotiatord.fastpath.compiler import JOB, SLOT, Mode
 from negotiatord.fastpath.engine import Frame, NeedsFallback, decode, run_plan, triple
 from negotiatord.fastpath.ir import IRGraph
-from negotiatord.fastpath.parser import parse
 from negotiatord.fastpath.scalars import JobScalars
-from negotiatord.fastpath.semantics import old_semantics
 from negotiatord.fastpath.space import Context, RootSpec, Space
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.values import Value
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from negotiatord.classad.values import NotScalar, Value
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.compiler import PyStep
 from negotiatord.fastpath.engine import NeedsFallback, Triple, decode, encode
 from negotiatord.fastpath.pyops import evaluate
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.values import NotScalar, Value
 
 
 class _Step:

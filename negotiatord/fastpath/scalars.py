@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from negotiatord.classad.values import INT, REAL, UNDEF, Value
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.columns import JobCells
 from negotiatord.fastpath.compiler import Plan, lower
@@ -11,7 +12,6 @@ from negotiatord.fastpath.engine import Frame, Triple, decode, encode, run_plan,
 from negotiatord.fastpath.ir import CONST
 from negotiatord.fastpath.leaves import collect
 from negotiatord.fastpath.space import Context
-from negotiatord.fastpath.values import INT, REAL, UNDEF, Value
 
 
 class JobScalars:

@@ -18,17 +18,17 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from negotiatord.classad.parser import Node
+from negotiatord.classad.values import BOOL, INT, REAL, UNDEF, Value
 from negotiatord.fastpath import kernels as K
 from negotiatord.fastpath.columns import CellTable, JobCells, SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler import GUARD, Builder, Mode, guard_key, lower, probe_class, resolve
 from negotiatord.fastpath.engine import Frame, Triple, encode, run_plan, triple
 from negotiatord.fastpath.ir import CONST, IRGraph
 from negotiatord.fastpath.leaves import Leaf, collect, compile_leaf
-from negotiatord.fastpath.parser import Node
 from negotiatord.fastpath.pyinputs import PyStep, PythonInputs
 from negotiatord.fastpath.strings import StringTable
 from negotiatord.fastpath.tables import LeafTables
-from negotiatord.fastpath.values import BOOL, INT, REAL, UNDEF, Value
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Context:
     strings: StringTable
     assets: int          # asset columns of the slot table
     now: int
-    old_semantics: bool  # classad2's scoping mode (semantics.py)
+    old_semantics: bool  # classad2's scoping mode (classad/semantics.py)
     scalar_plans: dict = field(default_factory=dict)     # node tuple -> (plan, inputs), see scalars.py
     scalar_values: dict = field(default_factory=dict)    # (node, *input keys) -> value, see scalars.py
     scalar_inputs: dict = field(default_factory=dict)    # node -> the job and clock nodes it reads

@@ -14,7 +14,7 @@ from enum import Enum
 
 import classad2
 
-from negotiatord.ads.values import evaluate_number, evaluate_string
+from negotiatord.classad.conversion import evaluate_number, evaluate_string
 from negotiatord.pool.problems import LeftOut
 from negotiatord.settings import Settings
 
