@@ -19,7 +19,7 @@ import pytest
 from negotiatord.accountant import AccountantState
 from negotiatord.cycle.negotiate import negotiate
 from negotiatord.evaluation import ClassAdEvaluator
-from negotiatord.fastpath.evaluator import FastEvaluator
+from negotiatord.fastpath.runtime.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import load_settings
 from tests.builders import expr, jobs, pslot, settings, static_slot
@@ -219,15 +219,15 @@ def test_ospool_shaped_pool_claimed_slots_too(ospool):
 def test_a_daemons_next_cycle_reads_no_unchanged_ad_again_and_decides_the_same(ospool, monkeypatch):
     """What the fast path read of an ad is kept on its Slot or MatchmakingAd, which a daemon's
     snapshot builder keeps for an unchanged ad: the next cycle interns it without asking the ad."""
-    from negotiatord.fastpath import columns
+    from negotiatord.fastpath.compiler import cells
     from negotiatord.pool.builder import SnapshotBuilder
 
     config = load_settings(CONFIG_PATH)
     builder = SnapshotBuilder()
     job_ads = list(ospool.job_ads)                  # the same ad objects both cycles, as a store's
     first = negotiate(builder.build(ospool.slot_ads, job_ads, config), AccountantState(), config, ospool.now)
-    read, describe = [], columns.describe
-    monkeypatch.setattr(columns, "describe", lambda *args: read.append(args[1]) or describe(*args))
+    read, describe = [], cells.describe
+    monkeypatch.setattr(cells, "describe", lambda *args: read.append(args[1]) or describe(*args))
     snapshot = builder.build(ospool.slot_ads, job_ads, config)
     again = negotiate(snapshot, AccountantState(), config, ospool.now)
     assert read == []

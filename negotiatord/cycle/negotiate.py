@@ -37,7 +37,7 @@ from negotiatord.cycle.requests import Request, Submitter
 from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match, Rejection, SubmitterReport
 from negotiatord.cycle.state import EPSILON, PoolState
 from negotiatord.evaluation import PairEvaluator
-from negotiatord.fastpath.evaluator import FastEvaluator
+from negotiatord.fastpath.runtime.evaluator import FastEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.groups import GroupMap
 from negotiatord.pool.jobs import Job

@@ -27,19 +27,23 @@ import numpy as np
 from negotiatord.classad.parser import ParseError, parse
 from negotiatord.classad.semantics import old_semantics
 from negotiatord.evaluation.protocol import UNRANKED, Assessment
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.bounds import KnownConsumption, known_consumption, misfits
-from negotiatord.fastpath.columns import CONSUMPTION_PREFIX, SLOT_WEIGHT, CellTable, JobCells, SlotColumns
-from negotiatord.fastpath.compiler import JOB, SLOT, Mode
-from negotiatord.fastpath.engine import Frame, NeedsFallback, Triple, run_batch, run_plan, triple
-from negotiatord.fastpath.fallback import ReferenceFallback
-from negotiatord.fastpath.ir import IRGraph
-from negotiatord.fastpath.leaves import Leaf
-from negotiatord.fastpath.metrics import FastPathStats
-from negotiatord.fastpath.scalars import JobScalars
-from negotiatord.fastpath.space import CompiledRoot, Context, RootSpec, Space, match_array
+from negotiatord.fastpath.instructions import (
+    LEAF_KIND, LEAF_PYTHON, SINK_CONSUME, SINK_FILTER, SINK_FILTER_LAST, SINK_MATCH, SINK_NUMBER,
+    SINK_RANK_UNRANKED, SINK_RANK_ZERO,
+)
+from negotiatord.fastpath.compiler.cells import CONSUMPTION_PREFIX, SLOT_WEIGHT, CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler.ir import IRGraph
+from negotiatord.fastpath.compiler.leaves import Leaf
+from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
+from negotiatord.fastpath.runtime import kernels
+from negotiatord.fastpath.runtime.bounds import KnownConsumption, known_consumption, misfits
+from negotiatord.fastpath.runtime.evaluation_counts import FastPathStats
+from negotiatord.fastpath.runtime.execution import Frame, NeedsFallback, Triple, run_batch, run_plan, triple
+from negotiatord.fastpath.runtime.fallback import ReferenceFallback
+from negotiatord.fastpath.runtime.job_scalars import JobScalars
+from negotiatord.fastpath.runtime.space import CompiledRoot, Context, RootSpec, Space, match_array
+from negotiatord.fastpath.runtime.tables import JobTables, ScalarLayout
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.tables import JobTables, ScalarLayout
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
@@ -48,13 +52,13 @@ from negotiatord.settings import Settings
 SLOT_REQ, JOB_REQ, WEIGHT_BEFORE, WEIGHT_AFTER, PRE_RANK, JOB_RANK, POST_RANK, CONSUMED = range(8)
 RANK_ROWS = (PRE_RANK, JOB_RANK, POST_RANK)
 
-WEIGHT = RootSpec("weight", SLOT, SLOT_WEIGHT, None, Mode(no_target=True), K.SINK_NUMBER)
-REQUIREMENTS = {
-    (side, cp): RootSpec(f"{side}_requirements{'_cp' if cp else ''}", side, "requirements", None,
-                         Mode(override=cp), K.SINK_MATCH)
-    for side in (SLOT, JOB) for cp in (False, True)
+WEIGHT = RootSpec("weight", SLOT, SLOT_WEIGHT, None, Mode(no_target=True), SINK_NUMBER)
+REQUIREMENTS = {       # (side, on consumption-policy slots) -> that Requirements root
+    (side, override): RootSpec(f"{side}_requirements{'_cp' if override else ''}", side, "requirements", None,
+                               Mode(override=override), SINK_MATCH)
+    for side in (SLOT, JOB) for override in (False, True)
 }
-JOB_RANK_SPEC = RootSpec("job_rank", JOB, "rank", None, Mode(), K.SINK_RANK_ZERO)
+JOB_RANK_SPEC = RootSpec("job_rank", JOB, "rank", None, Mode(), SINK_RANK_ZERO)
 _NO_CODE = np.zeros((0, 8), dtype=np.int64)
 _PRUNE_FROM = 16        # rows; on fewer, pruning first costs more than the kernel rows it saves
 
@@ -105,7 +109,7 @@ class _Offer:
     """Slot-table columns gathered for one array of rows."""
 
     rows: np.ndarray
-    urows: np.ndarray                 # the rows in the match space's universe
+    universe_rows: np.ndarray                 # the rows in the match space's universe
     consumption_policy: np.ndarray
     base: np.ndarray                  # the amounts in the slots' ads
     integer: np.ndarray               # whether each is an integer literal there
@@ -164,8 +168,8 @@ class _Batch:
     def run(self, frame: Frame, space: Space, strings: StringTable) -> bool:
         if not self.blocks:
             return False
-        frame.sc = tuple(np.concatenate(parts) for parts in zip(*self.scalars)) if self.scalars else triple(1)
-        frame.st = space.st
+        frame.scalars = tuple(np.concatenate(parts) for parts in zip(*self.scalars)) if self.scalars else triple(1)
+        frame.static = space.static
         frame.ensure_registers(self.registers)
         run_batch(np.concatenate(self.codes) if self.codes else _NO_CODE, np.array(self.blocks, dtype=np.int64),
                   np.concatenate(self.perms), frame, strings, self.converts)
@@ -184,7 +188,7 @@ class FastEvaluator:
         self._fallback = ReferenceFallback(table, settings, now)
         self._consumption = [
             RootSpec(f"consumption_{a.lower()}", SLOT, CONSUMPTION_PREFIX + a.lower(), None,
-                     Mode(consume=a.lower()), K.SINK_CONSUME)
+                     Mode(consume=a.lower()), SINK_CONSUME)
             for a in table.assets
         ]
         self._ranks = [self._rank_spec("pre_rank", settings.pre_job_rank), JOB_RANK_SPEC,
@@ -238,7 +242,7 @@ class FastEvaluator:
         self.stats.pairs += len(rows)
         job = self._job(autocluster)
         offer = self._offer_of(rows)
-        urows = offer.urows
+        universe_rows = offer.universe_rows
         if job.epoch != self._match_space.epoch:
             job.roots.clear()
             job.stack, job.tables, job.job_static = None, None, None
@@ -268,26 +272,28 @@ class FastEvaluator:
                                      for spec in self._kernel_specs])
         stack = job.stack
         job_tables = self._job_tables(job, stack)
-        rows, urows = offer.rows, offer.urows
+        rows, universe_rows = offer.rows, offer.universe_rows
         n = len(rows)
         try:
-            job_ok = self._job_ok(job, stack, urows)
+            job_ok = self._job_ok(job, stack, universe_rows)
         except NeedsFallback:
             return None
-        cp, base, integer = offer.consumption_policy, offer.base, offer.integer
+        consumption_policy, base, integer = offer.consumption_policy, offer.base, offer.integer
         fits = None
         if stack.python_roots:        # classad2 steps' values, computed before the kernel reads them
-            frame = Frame(n, urows, triple(1), st=space.st, dy=space.dynamic_inputs(n))
+            frame = Frame(n, universe_rows, triple(1), static=space.static, dynamic=space.dynamic_inputs(n))
             if not self._python_inputs_of(stack, job, frame):
                 return None
-            dy = frame.dy
+            dynamic = frame.dynamic
         else:
             if stack.known_consumption.any and n >= _PRUNE_FROM:
                 fits = self._fitting(stack, job_tables, offer, amounts)
             if fits is not None:      # the kernel sees only the rows whose known consumption fits
-                urows, cp, amounts, base, integer = urows[fits], cp[fits], amounts[fits], base[fits], integer[fits]
-            dy = space.dynamic_inputs(len(urows))
-        answers = self._kernel(stack, job_tables, job_ok, dy, urows, cp, amounts, base, integer)
+                universe_rows, consumption_policy = universe_rows[fits], consumption_policy[fits]
+                amounts, base, integer = amounts[fits], base[fits], integer[fits]
+            dynamic = space.dynamic_inputs(len(universe_rows))
+        answers = self._kernel(stack, job_tables, job_ok, dynamic, universe_rows, consumption_policy, amounts, base,
+                               integer)
         if answers is None:
             return None
         if fits is not None:
@@ -298,8 +304,8 @@ class FastEvaluator:
                  amounts: np.ndarray) -> np.ndarray | None:
         """Positions not ruled out by a consumption known before the kernel (bounds.py); None
         when nothing is ruled out."""
-        misfit = misfits(stack.known_consumption, stack.leaf_of, offer.urows, offer.consumption_policy, offer.base,
-                         amounts, job_tables.sc_base, job_tables.scalars, self._match_space.st)
+        misfit = misfits(stack.known_consumption, stack.leaf_of, offer.universe_rows, offer.consumption_policy,
+                         offer.base, amounts, job_tables.scalar_base, job_tables.scalars, self._match_space.static)
         if misfit is None or not misfit.any():
             return None
         self.stats.pruned_pairs += int(misfit.sum())
@@ -310,31 +316,33 @@ class FastEvaluator:
         a fallback."""
         space = self._match_space
         for r in stack.python_roots:
-            for leaf_id, positions in _by_leaf(stack.leaf_of[r, frame.urows], np.arange(frame.n), allow_outside=True):
+            for leaf_id, positions in _by_leaf(stack.leaf_of[r, frame.universe_rows], np.arange(frame.n),
+                                               allow_outside=True):
                 leaf = space.leaves[leaf_id]
                 if leaf.python_inputs and leaf.plan is not None and not self._python_inputs(leaf, positions,
                                                                                              job, frame):
                     return False
         return True
 
-    def _kernel(self, stack: _Stack, job_tables: JobTables, job_ok: np.ndarray, dy: Triple, urows: np.ndarray,
-                cp: np.ndarray, amounts: np.ndarray, base: np.ndarray,
+    def _kernel(self, stack: _Stack, job_tables: JobTables, job_ok: np.ndarray, dynamic: Triple,
+                universe_rows: np.ndarray, consumption_policy: np.ndarray, amounts: np.ndarray, base: np.ndarray,
                 integer: np.ndarray) -> tuple[np.ndarray, ...] | None:
         """kernels.assess_rows over these rows: (matched, consumption, cost, rank), or None when
         a leaf needs Python."""
         tables = self._match_space.tables
-        n = len(urows)
+        n = len(universe_rows)
         if self._registers[0].shape[0] < tables.registers or self._registers[0].shape[1] < n:
             self._registers = triple((tables.registers, max(n, 2 * self._registers[0].shape[1])))
         strings = self._context.strings
-        conv = strings.conversions() if tables.converts else triple((5, 1))
+        conversions = strings.conversions() if tables.converts else triple((5, 1))
         matched = np.zeros(n, dtype=bool)
         consumption = np.empty((n, self._assets))
         cost, rank = np.empty(n), np.empty((n, 3))
-        ok = K.assess_rows(urows, cp, amounts, base, integer, stack.leaf_of, stack.python_leaves, tables.leaves,
-                           tables.segments, tables.static_ok, job_ok, job_tables.sc_base, job_tables.scalar_ok,
-                           tables.code, *job_tables.scalars, *self._match_space.st, *self._registers, *dy,
-                           strings.lower(), strings.ranks(), *conv, matched, consumption, cost, rank)
+        ok = kernels.assess_rows(universe_rows, consumption_policy, amounts, base, integer, stack.leaf_of,
+                                 stack.python_leaves, tables.leaves, tables.segments, tables.static_ok, job_ok,
+                                 job_tables.scalar_base, job_tables.scalar_ok, tables.code, *job_tables.scalars,
+                                 *self._match_space.static, *self._registers, *dynamic, strings.lower(),
+                                 strings.ranks(), *conversions, matched, consumption, cost, rank)
         return (matched, consumption, cost, rank) if ok else None
 
     def _stack(self, compiled: list[CompiledRoot | None]) -> _Stack:
@@ -347,7 +355,7 @@ class FastEvaluator:
             python = [r for r, c in enumerate(compiled)
                       if c is not None and any(space.leaves[i].python_inputs for i in c.leaf_ids)]
             reached = np.unique(leaf_of[leaf_of >= 0])
-            python_leaves = bool((space.tables.leaves[reached, K.L_KIND] == K.LEAF_PYTHON).any())
+            python_leaves = bool((space.tables.leaves[reached, LEAF_KIND] == LEAF_PYTHON).any())
             job_static = []
             reaching = np.zeros(len(space.rows), dtype=bool)
             for r, c in enumerate(compiled):
@@ -376,9 +384,9 @@ class FastEvaluator:
             job.job_static = None
         return tables
 
-    def _job_ok(self, job: _JobState, stack: _Stack, urows: np.ndarray) -> np.ndarray:
+    def _job_ok(self, job: _JobState, stack: _Stack, universe_rows: np.ndarray) -> np.ndarray:
         """[root, universe row]: whether the job-and-slot conjuncts of each row's leaf match (true
-        where the leaf has none), known for ``urows``; computed once per row and distinct job
+        where the leaf has none), known for ``universe_rows``; computed once per row and distinct job
         inputs (space.job_static_ok)."""
         state = job.job_static
         if state is None:
@@ -393,7 +401,7 @@ class FastEvaluator:
                 state = stack.job_static_states[key] = _JobStatic(np.ones(stack.leaf_of.shape, dtype=bool),
                                                                   ~stack.job_static_rows, inputs)
             job.job_static = state
-        missing = urows[~state.known[urows]]
+        missing = universe_rows[~state.known[universe_rows]]
         if len(missing):
             for r, leaves in stack.job_static:
                 leaf_of = stack.leaf_of[r, missing]
@@ -408,7 +416,7 @@ class FastEvaluator:
                           amounts: np.ndarray) -> Assessment:
         n = len(rows)
         space = self._match_space
-        cp = self._table.consumption_policy[rows]
+        consumption_policy = self._table.consumption_policy[rows]
         has = ~np.isnan(self._table.amounts[rows])
         used = np.full(amounts.shape, np.nan)
         frame = self._frame(space, rows, amounts, used, rows_out=CONSUMED + self._assets)
@@ -417,20 +425,21 @@ class FastEvaluator:
         resolve = self._resolver(autocluster, rows, amounts, used, frame)
 
         # 1. consumption and cp_sufficient_assets
-        sufficient = ~cp
-        if cp.any():
-            tasks = [_Task(spec, np.flatnonzero(cp & has[:, c]), CONSUMED + c, "consumption", asset=spec.mode.consume)
-                     for c, spec in enumerate(self._consumption)]
+        sufficient = ~consumption_policy
+        if consumption_policy.any():
+            tasks = [_Task(spec, np.flatnonzero(consumption_policy & has[:, c]), CONSUMED + c, "consumption",
+                           asset=spec.mode.consume) for c, spec in enumerate(self._consumption)]
             resolve(self._stage(tasks, job, space, frame))
-            used[cp] = np.where(has[cp], out[CONSUMED:, cp].T, np.nan)
+            used[consumption_policy] = np.where(has[consumption_policy], out[CONSUMED:, consumption_policy].T, np.nan)
             self._dynamic_inputs(frame, rows, amounts, used)
             sufficient = sufficient.copy()
-            sufficient[cp] = K.sufficient_assets(used[cp], amounts[cp])
+            sufficient[consumption_policy] = kernels.sufficient_assets(used[consumption_policy],
+                                                                       amounts[consumption_policy])
 
         # 2-3. both Requirements, each on the rows the previous stage left
         alive = np.flatnonzero(sufficient)
         for side, row in ((SLOT, SLOT_REQ), (JOB, JOB_REQ)):
-            legacy, partitionable = alive[~cp[alive]], alive[cp[alive]]
+            legacy, partitionable = alive[~consumption_policy[alive]], alive[consumption_policy[alive]]
             resolve(self._stage([
                 _Task(REQUIREMENTS[side, False], legacy, row, f"{side}_requirements"),
                 _Task(REQUIREMENTS[side, True], partitionable, row, f"{side}_requirements", override=True),
@@ -438,12 +447,12 @@ class FastEvaluator:
             alive = alive[out[row, alive] > 0.5]
 
         # 4. match cost
-        partitionable = alive[cp[alive]]
+        partitionable = alive[consumption_policy[alive]]
         resolve(self._stage([
             _Task(WEIGHT, alive, WEIGHT_BEFORE, "weight"),
             _Task(WEIGHT, partitionable, WEIGHT_AFTER, "weight_after", asset_base=2 * self._assets),
         ], job, space, frame))
-        price = np.where(cp, out[WEIGHT_BEFORE] - out[WEIGHT_AFTER], out[WEIGHT_BEFORE])
+        price = np.where(consumption_policy, out[WEIGHT_BEFORE] - out[WEIGHT_AFTER], out[WEIGHT_BEFORE])
         matched = np.zeros(n, dtype=bool)
         matched[alive] = ~np.isnan(price[alive])
 
@@ -456,7 +465,7 @@ class FastEvaluator:
             if spec is not None:
                 rank[winners, column] = out[row, winners]
 
-        consumption = np.where(cp[:, None], used, amounts)
+        consumption = np.where(consumption_policy[:, None], used, amounts)
         consumption[~matched] = np.nan
         return Assessment(rows=rows, matched=matched, consumption=consumption,
                           cost=np.where(matched, price, np.nan), rank=rank)
@@ -473,7 +482,7 @@ class FastEvaluator:
             if not len(task.positions):
                 continue
             compiled = self._compiled(task.spec, job, space)
-            for leaf_id, positions in _by_leaf(compiled.leaf_of[frame.urows[task.positions]], task.positions):
+            for leaf_id, positions in _by_leaf(compiled.leaf_of[frame.universe_rows[task.positions]], task.positions):
                 leaf = space.leaves[leaf_id]
                 if leaf.plan is None:
                     if (id(space), leaf_id) not in self._reported:
@@ -490,7 +499,7 @@ class FastEvaluator:
                 elif leaf.plan.native:
                     self._block(batch, leaf, task, positions, job)
                 else:
-                    frame.sc, frame.st = self._scalars(job, leaf), space.st
+                    frame.scalars, frame.static = self._scalars(job, leaf), space.static
                     try:
                         run_plan(leaf.plan, positions, frame, self._context.strings, [(task.spec.sink, task.out_row)],
                                  asset_base=task.asset_base)
@@ -505,13 +514,14 @@ class FastEvaluator:
     def _python_inputs(self, leaf: Leaf, positions: np.ndarray, job: _JobState | None, frame: Frame) -> bool:
         """Fill the leaf's classad2-step inputs for ``positions``; False if one needs a fallback."""
         space = self._match_space
-        if frame.dy[0].shape[0] < space.dynamic_input_rows:       # classad2 steps compiled since
-            grown = space.dynamic_inputs(frame.dy[0].shape[1])
-            for new, old in zip(grown, frame.dy):
+        if frame.dynamic[0].shape[0] < space.dynamic_input_rows:       # classad2 steps compiled since
+            grown = space.dynamic_inputs(frame.dynamic[0].shape[1])
+            for new, old in zip(grown, frame.dynamic):
                 new[: old.shape[0]] = old
-            frame.dy = grown
+            frame.dynamic = grown
         try:
-            space.fill_python_inputs(leaf.python_inputs, positions, frame.urows, self._scalars(job, leaf), frame.dy)
+            space.fill_python_inputs(leaf.python_inputs, positions, frame.universe_rows, self._scalars(job, leaf),
+                                     frame.dynamic)
         except NeedsFallback:
             return False
         return True
@@ -533,9 +543,9 @@ class FastEvaluator:
         frame.out[2][task.out_row, positions] = 0.0
         if leaf.never or not self._scalar_ok(job, leaf):
             return
-        positions = positions[self._match_space.tables.static_ok[leaf.id, frame.urows[positions]]]
+        positions = positions[self._match_space.tables.static_ok[leaf.id, frame.universe_rows[positions]]]
         if leaf.job_static is not None:
-            positions = positions[self._job_static_ok(job, leaf, frame.urows[positions])]
+            positions = positions[self._job_static_ok(job, leaf, frame.universe_rows[positions])]
         chain = leaf.chain
         if not len(positions):
             return
@@ -551,7 +561,7 @@ class FastEvaluator:
         for j, ((kind, idx), end) in enumerate(zip(chain.results, chain.ends)):
             last = j == len(chain.results) - 1
             batch.blocks.append([start + previous, start + end, p0, p1, kind, idx,
-                                 K.SINK_FILTER_LAST if last else K.SINK_FILTER, task.out_row, base,
+                                 SINK_FILTER_LAST if last else SINK_FILTER, task.out_row, base,
                                  task.asset_base, 1 if j else 0])
             previous = end
 
@@ -567,7 +577,7 @@ class FastEvaluator:
             ast = parse(str(classad2.ExprTree(text)))
         except ParseError:
             ast = ("call", "eval", ())       # resolves as unsupported: classad2 evaluates it
-        return RootSpec(name, SLOT, None, ast, Mode(), K.SINK_RANK_UNRANKED)
+        return RootSpec(name, SLOT, None, ast, Mode(), SINK_RANK_UNRANKED)
 
     def _job(self, autocluster: Autocluster) -> _JobState:
         state = self._jobs.get(autocluster.id)
@@ -581,13 +591,13 @@ class FastEvaluator:
 
     def _frame(self, space: Space, rows: np.ndarray, amounts: np.ndarray, used: np.ndarray, rows_out: int) -> Frame:
         frame = Frame(len(rows), space.universe(rows), triple(1), out=triple((rows_out, len(rows))))
-        frame.dy = triple((3 * self._assets, max(len(rows), 1)))
+        frame.dynamic = triple((3 * self._assets, max(len(rows), 1)))
         self._dynamic_inputs(frame, rows, amounts, used)
         return frame
 
     def _dynamic_inputs(self, frame: Frame, rows: np.ndarray, amounts: np.ndarray, used: np.ndarray) -> None:
-        K.asset_inputs(np.ascontiguousarray(amounts, dtype=np.float64), self._table.amounts[rows],
-                       self._table.integer_amounts[rows], used, *frame.dy)
+        kernels.asset_inputs(np.ascontiguousarray(amounts, dtype=np.float64), self._table.amounts[rows],
+                       self._table.integer_amounts[rows], used, *frame.dynamic)
 
     def _compiled(self, spec: RootSpec, job: _JobState | None, space: Space) -> CompiledRoot:
         if job is None or spec.mode.no_target:
@@ -625,12 +635,12 @@ class FastEvaluator:
             found = state.scalar_triples[key] = state.scalars.triple(leaf.scalar_nodes)
         return found
 
-    def _job_static_ok(self, job: _JobState | None, leaf: Leaf, urows: np.ndarray) -> np.ndarray:
-        """Whether the leaf's job-and-slot conjuncts match on ``urows`` (space.job_static_ok)."""
+    def _job_static_ok(self, job: _JobState | None, leaf: Leaf, universe_rows: np.ndarray) -> np.ndarray:
+        """Whether the leaf's job-and-slot conjuncts match on ``universe_rows`` (space.job_static_ok)."""
         state = job or self._no_job
         state.scalars.set_clock(self._clock)
         values = state.scalars.triple(leaf.job_static_inputs.scalar_nodes)
-        return self._match_space.job_static_ok(leaf, values, urows)
+        return self._match_space.job_static_ok(leaf, values, universe_rows)
 
     def _scalar_ok(self, job: _JobState | None, leaf: Leaf) -> bool:
         """Whether every job-only conjunct of a Requirements leaf matches for this job."""
