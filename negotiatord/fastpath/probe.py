@@ -10,7 +10,7 @@ that expression to classad2 (:class:`Unevaluated` for the single form).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import classad2
@@ -20,6 +20,7 @@ from negotiatord.classad.parser import parse
 from negotiatord.classad.semantics import old_semantics
 from negotiatord.classad.values import Value
 from negotiatord.fastpath.compiler.cells import CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.ir import IRGraph
 from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
 from negotiatord.fastpath.instructions import SINK_RAW
@@ -37,7 +38,6 @@ class _Ad:
     assets: tuple[str, ...] = ()
     consumption: None = None
     slot_weight: None = None
-    described: dict = field(default_factory=dict)
 
 
 class Unevaluated(Exception):
@@ -57,7 +57,7 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
     with ``my="job"``, the job's ``attribute`` with MY = job and TARGET = each slot ad."""
     strings = StringTable()
     cells = CellTable(strings)
-    columns = SlotColumns(tuple(_Ad(ad) for ad in slots), {}, cells, now)
+    columns = SlotColumns(tuple(_Ad(ad) for ad in slots), {}, cells, now, AdDescriptions())
     context = Context(IRGraph(), cells, columns, strings, 0, now, old_semantics())
     space = Space(context, np.arange(len(slots)), len(slots))
     job_cells = JobCells(job, cells, now) if job is not None else None

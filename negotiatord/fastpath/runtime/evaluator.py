@@ -32,6 +32,7 @@ from negotiatord.fastpath.instructions import (
     SINK_RANK_UNRANKED, SINK_RANK_ZERO,
 )
 from negotiatord.fastpath.compiler.cells import CONSUMPTION_PREFIX, SLOT_WEIGHT, CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler.descriptions import PROCESS_DESCRIPTIONS, AdDescriptions
 from negotiatord.fastpath.compiler.ir import IRGraph
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
@@ -177,12 +178,20 @@ class _Batch:
 
 
 class FastEvaluator:
-    """PairEvaluator over a :class:`SlotTable` for one cycle (``now`` is the cycle's ``time()``)."""
+    """PairEvaluator over a :class:`SlotTable` for one cycle (``now`` is the cycle's ``time()``).
 
-    def __init__(self, table: SlotTable, settings: Settings, now: int) -> None:
+    ``descriptions`` keeps what was read of each slot and job ad, by the ad's record; by default
+    the process's :data:`~negotiatord.fastpath.compiler.descriptions.PROCESS_DESCRIPTIONS`, so a
+    daemon's next cycle, building a new evaluator over the records its snapshot builder kept,
+    reads no unchanged ad again. A caller may keep a cache of its own instead.
+    """
+
+    def __init__(self, table: SlotTable, settings: Settings, now: int,
+                 descriptions: AdDescriptions = PROCESS_DESCRIPTIONS) -> None:
         self._table = table
         self._settings = settings
         self._now = now
+        self._descriptions = descriptions
         self.stats = FastPathStats()
         self._assets = len(table.assets)
         self._fallback = ReferenceFallback(table, settings, now)
@@ -204,7 +213,8 @@ class FastEvaluator:
         table = self._table
         strings = StringTable()
         cells = CellTable(strings)
-        columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, cells, self._now)
+        columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, cells, self._now,
+                              self._descriptions)
         self._context = Context(IRGraph(), cells, columns, strings, self._assets, self._now, old)
         self._match_space = Space(self._context, np.flatnonzero(table.candidate), len(table))
         self._weight_space: Space | None = None
@@ -585,7 +595,8 @@ class FastEvaluator:
             if old_semantics() != self._context.old_semantics:
                 self._reset(not self._context.old_semantics)
             representative = autocluster.representative
-            cells = JobCells(representative.ad, self._context.cells, self._now, representative.described)
+            cells = JobCells(representative.ad, self._context.cells, self._now,
+                             self._descriptions.of(representative))
             state = self._jobs[autocluster.id] = _JobState(cells, JobScalars(self._context, cells))
         return state
 
