@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from negotiatord.classad.values import BOOL, INT, REAL, STR, Value
+from negotiatord.fastpath.compiler.folding import evaluate
+from negotiatord.fastpath.compiler.lowering import Operand, Plan, PyStep
 from negotiatord.fastpath.instructions import (
     SINK_NONE, SOURCE_ASSET, SOURCE_NONE, SOURCE_REGISTER, SOURCE_SCALAR, SOURCE_STATIC,
 )
-from negotiatord.fastpath.compiler.folding import evaluate
-from negotiatord.fastpath.compiler.lowering import Operand, Plan, PyStep
 from negotiatord.fastpath.runtime import kernels
 from negotiatord.fastpath.strings import StringTable
 

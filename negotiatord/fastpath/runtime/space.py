@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -321,3 +321,28 @@ class Space:
 def match_array(tags: np.ndarray, ivals: np.ndarray, fvals: np.ndarray) -> np.ndarray:
     """ClassAd.matches, element-wise: true, or a non-zero number."""
     return (((tags == BOOL) | (tags == INT)) & (ivals != 0)) | ((tags == REAL) & (fvals != 0.0))
+
+
+def by_leaf(leaf_ids: np.ndarray, positions: np.ndarray,
+            allow_outside: bool = False) -> Iterator[tuple[int, np.ndarray]]:
+    """(leaf id, positions) groups; rows outside the root's domain (-1) only when allowed, and
+    then skipped."""
+    if not len(leaf_ids):
+        return
+    first = leaf_ids[0]
+    if (leaf_ids == first).all():
+        if first >= 0:
+            yield int(first), positions
+        elif not allow_outside:
+            raise RuntimeError("row outside the compiled root's domain")
+        return
+    order = np.argsort(leaf_ids, kind="stable")
+    ids = leaf_ids[order]
+    cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    for chunk in np.split(order, cuts):
+        leaf_id = int(leaf_ids[chunk[0]])
+        if leaf_id < 0:
+            if allow_outside:
+                continue
+            raise RuntimeError("row outside the compiled root's domain")
+        yield leaf_id, positions[chunk]

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from negotiatord.fastpath.compiler.leaves import Leaf
+from negotiatord.fastpath.compiler.lowering import Plan
 from negotiatord.fastpath.instructions import (
     LEAF_CHAIN, LEAF_COLUMNS, LEAF_KIND, LEAF_NEVER, LEAF_PLAIN, LEAF_PYTHON, LEAF_SEGMENTS_END,
     LEAF_SEGMENTS_START, SINK_FILTER, SINK_FILTER_LAST, SINK_OWN,
 )
-from negotiatord.fastpath.compiler.leaves import Leaf
-from negotiatord.fastpath.compiler.lowering import Plan
 from negotiatord.fastpath.runtime.execution import Triple
 
 
