@@ -28,6 +28,9 @@ from negotiatord.pool.snapshot import SlotTable
 
 @dataclass
 class JobState:
+    """One job (autocluster) of an evaluator: its ad's cells, its job-only values, and what was
+    compiled and laid out for it in the match space's current epoch."""
+
     cells: JobCells | None
     scalars: JobScalars
     epoch: int = 0                                  # the match space's epoch these roots belong to

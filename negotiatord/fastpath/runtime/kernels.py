@@ -209,11 +209,11 @@ def _logic(op, at, ai, af, bt, bi, bf):
 
 
 @njit(inline="always", **_JIT)
-def _convert(op, t, i, f, st, si, sf):
-    """floor, ceiling, round, int, real: a string's result (st, si, sf) comes from the tables
-    classad2 filled."""
+def _convert(op, t, i, f, converted_t, converted_i, converted_f):
+    """floor, ceiling, round, int, real: a string's result (converted_t, converted_i,
+    converted_f) comes from the tables classad2 filled."""
     if t == STR:
-        return st, si, sf
+        return converted_t, converted_i, converted_f
     if t == ERROR:
         return _err()
     if t == UNDEF:
@@ -234,7 +234,7 @@ def _convert(op, t, i, f, st, si, sf):
 
 
 @njit(inline="always", **_JIT)
-def _unary(op, t, i, f, st, si, sf):
+def _unary(op, t, i, f, converted_t, converted_i, converted_f):
     if op == OP_MOVE:
         return t, i, f
     if op == OP_NOT:
@@ -264,7 +264,7 @@ def _unary(op, t, i, f, st, si, sf):
         return _bool(t == REAL)
     if op == OP_IS_BOOL:
         return _bool(t == BOOL)
-    return _convert(op, t, i, f, st, si, sf)
+    return _convert(op, t, i, f, converted_t, converted_i, converted_f)
 
 
 @njit(inline="always", **_JIT)
