@@ -50,7 +50,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import PairEvaluator
-from negotiatord.fastpath.evaluator import FastEvaluator
+from negotiatord.fastpath.runtime.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import Settings
 

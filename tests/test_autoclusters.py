@@ -12,7 +12,7 @@ from pathlib import Path
 import classad2
 import pytest
 
-from negotiatord.evaluation.clock import frozen_ad
+from negotiatord.classad.cycle_time import frozen_ad
 from negotiatord.pool.autoclusters import significance
 from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, job_reads
 from negotiatord.pool.snapshot import Snapshot

@@ -4,7 +4,7 @@ classad2 is the reference (``ExprTree(text).eval(MY, TARGET)``); the fast path i
 through ``negotiatord.fastpath.probe``, which runs the real compiler and kernels. Values are
 compared exactly: type tag and payload (so ``1`` is not ``1.0`` and ``"A"`` is not ``"a"``),
 UNDEFINED and ERROR included. classad2's scoping depends on a process-wide mode (see
-negotiatord/fastpath/semantics.py); the tests run in whichever mode this process is in, and one
+negotiatord/classad/semantics.py); the tests run in whichever mode this process is in, and one
 test re-runs the data check in a child process in the other mode.
 """
 
@@ -23,10 +23,10 @@ import classad2
 import pytest
 from hypothesis import HealthCheck, assume, given, settings as hsettings, strategies as st
 
-from negotiatord.evaluation.clock import frozen_ad
+from negotiatord.classad.cycle_time import frozen_ad
+from negotiatord.classad.semantics import old_semantics
+from negotiatord.classad.values import REAL, from_python
 from negotiatord.fastpath.probe import Unevaluated, evaluate, evaluate_over
-from negotiatord.fastpath.semantics import old_semantics
-from negotiatord.fastpath.values import REAL, from_python
 from tests.test_fastpath_data import JOB_ROOTS, SLOT_ROOTS, job_ads, slot_ads
 
 NOW = 1_783_286_345      # the OSPool sample's clock
@@ -100,7 +100,7 @@ def test_conditional_on_every_value():
 
 NAMES = ["a", "b", "c", "Cpus"]
 # Reals inside an expression reach the fast path as classad2 prints them, with 16 significant
-# digits (see parser.py), so expression literals are reals that 15 digits represent exactly;
+# digits (see negotiatord/classad/parser.py), so expression literals are reals that 15 digits represent exactly;
 # attribute values are read as values and may be any double.
 _scalars = st.one_of(
     st.integers(-5, 5), st.integers(-2**63, 2**63 - 1), st.booleans(),
@@ -225,7 +225,7 @@ _CHILD = textwrap.dedent("""
     import classad2
     if sys.argv[1] == "old":
         classad2.parseOne("A = 1\\n", classad2.ParserType.Old)
-    from negotiatord.fastpath.semantics import old_semantics
+    from negotiatord.classad.semantics import old_semantics
     from tests.test_fastpath_differential import data_disagreements
     ads = json.load(sys.stdin)
     slots = [classad2.ClassAd(text) for text in ads["slots"]]

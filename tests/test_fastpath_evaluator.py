@@ -9,6 +9,7 @@ SlotWeight, job-side expressions, expressions the fast path leaves to classad2).
 
 from __future__ import annotations
 
+import gc
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from negotiatord.accountant import AccountantState
 from negotiatord.evaluation import ClassAdEvaluator
-from negotiatord.fastpath.evaluator import FastEvaluator
+from negotiatord.fastpath.runtime.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
@@ -216,18 +217,36 @@ def test_ospool_shaped_pool_claimed_slots_too(ospool):
     assert fast.stats.fallbacks == 0
 
 
+def test_ad_descriptions_are_kept_per_record_and_let_go_with_it():
+    """The fast path's per-ad cache files descriptions under a record's identity, and forgets a
+    record the pool no longer holds (so one cache can serve every cycle of a daemon)."""
+    from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+
+    class Record:
+        pass
+
+    cache, kept, dropped = AdDescriptions(), Record(), Record()
+    cache.of(kept)["memory"] = ("literal", (3, 2048))
+    cache.of(dropped)["cpus"] = ("literal", (3, 8))
+    assert cache.of(kept) == {"memory": ("literal", (3, 2048))} and len(cache) == 2
+    del dropped
+    gc.collect()
+    assert len(cache) == 1 and cache.of(Record()) == {}
+
+
 def test_a_daemons_next_cycle_reads_no_unchanged_ad_again_and_decides_the_same(ospool, monkeypatch):
-    """What the fast path read of an ad is kept on its Slot or MatchmakingAd, which a daemon's
-    snapshot builder keeps for an unchanged ad: the next cycle interns it without asking the ad."""
-    from negotiatord.fastpath import columns
+    """What the fast path read of an ad is filed under its Slot or MatchmakingAd (the fast path's
+    AdDescriptions, kept across cycles), which a daemon's snapshot builder keeps for an unchanged
+    ad: the next cycle, with a new evaluator, interns it without asking the ad."""
+    from negotiatord.fastpath.compiler import cells
     from negotiatord.pool.builder import SnapshotBuilder
 
     config = load_settings(CONFIG_PATH)
     builder = SnapshotBuilder()
     job_ads = list(ospool.job_ads)                  # the same ad objects both cycles, as a store's
     first = run_cycle(builder.build(ospool.slot_ads, job_ads, config), AccountantState(), config, ospool.now)
-    read, describe = [], columns.describe
-    monkeypatch.setattr(columns, "describe", lambda *args: read.append(args[1]) or describe(*args))
+    read, describe = [], cells.describe
+    monkeypatch.setattr(cells, "describe", lambda *args: read.append(args[1]) or describe(*args))
     snapshot = builder.build(ospool.slot_ads, job_ads, config)
     again = run_cycle(snapshot, AccountantState(), config, ospool.now)
     assert read == []

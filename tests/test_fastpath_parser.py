@@ -12,8 +12,8 @@ import classad2
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from negotiatord.fastpath.compiler import CONTEXT_FUNCTIONS, NATIVE_BINARY, NATIVE_FUNCTIONS, NATIVE_UNARY
-from negotiatord.fastpath.parser import ParseError, parse, unparse
+from negotiatord.classad.parser import ParseError, parse, unparse
+from negotiatord.fastpath.compiler.resolution import CONTEXT_FUNCTIONS, NATIVE_BINARY, NATIVE_FUNCTIONS, NATIVE_UNARY
 from tests.test_fastpath_data import all_ads, constructs
 
 

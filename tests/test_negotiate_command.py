@@ -15,7 +15,7 @@ from pathlib import Path
 import classad2
 import pytest
 
-from negotiatord.evaluation.clock import frozen_ad
+from negotiatord.classad.cycle_time import frozen_ad
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

@@ -22,7 +22,7 @@ from benchmarks.pool_generator import (
 )
 from negotiatord.accountant import AccountantState
 from negotiatord.ads import read_ads
-from negotiatord.evaluation.clock import frozen_ad
+from negotiatord.classad.cycle_time import frozen_ad
 from negotiatord.pool.jobs import submitter_of
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle

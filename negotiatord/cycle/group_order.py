@@ -21,7 +21,7 @@ from typing import Mapping
 
 import classad2
 
-from negotiatord.ads.values import as_number
+from negotiatord.classad.conversion import as_number
 from negotiatord.settings import GroupTree
 
 

@@ -14,8 +14,8 @@ from typing import Callable
 import classad2
 import numpy as np
 
-from negotiatord.ads.values import as_number
-from negotiatord.evaluation.clock import frozen_ad, frozen_expr
+from negotiatord.classad.conversion import as_number
+from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
 from negotiatord.evaluation.protocol import UNRANKED, Assessment, EvaluatorStats
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.slots import Slot

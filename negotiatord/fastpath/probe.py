@@ -10,23 +10,24 @@ that expression to classad2 (:class:`Unevaluated` for the single form).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import classad2
 import numpy as np
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.columns import CellTable, JobCells, SlotColumns
-from negotiatord.fastpath.compiler import JOB, SLOT, Mode
-from negotiatord.fastpath.engine import Frame, NeedsFallback, decode, run_plan, triple
-from negotiatord.fastpath.ir import IRGraph
-from negotiatord.fastpath.parser import parse
-from negotiatord.fastpath.scalars import JobScalars
-from negotiatord.fastpath.semantics import old_semantics
-from negotiatord.fastpath.space import Context, RootSpec, Space
+from negotiatord.classad.parser import parse
+from negotiatord.classad.semantics import old_semantics
+from negotiatord.classad.values import Value
+from negotiatord.fastpath.compiler.cells import CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.compiler.ir import IRGraph
+from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
+from negotiatord.fastpath.instructions import SINK_RAW
+from negotiatord.fastpath.runtime.execution import Frame, NeedsFallback, decode, run_plan, triple
+from negotiatord.fastpath.runtime.job_scalars import JobScalars
+from negotiatord.fastpath.runtime.space import Context, RootSpec, Space
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.values import Value
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,6 @@ class _Ad:
     assets: tuple[str, ...] = ()
     consumption: None = None
     slot_weight: None = None
-    described: dict = field(default_factory=dict)
 
 
 class Unevaluated(Exception):
@@ -57,13 +57,13 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
     with ``my="job"``, the job's ``attribute`` with MY = job and TARGET = each slot ad."""
     strings = StringTable()
     cells = CellTable(strings)
-    columns = SlotColumns(tuple(_Ad(ad) for ad in slots), {}, cells, now)
+    columns = SlotColumns(tuple(_Ad(ad) for ad in slots), {}, cells, now, AdDescriptions())
     context = Context(IRGraph(), cells, columns, strings, 0, now, old_semantics())
     space = Space(context, np.arange(len(slots)), len(slots))
     job_cells = JobCells(job, cells, now) if job is not None else None
     ast = parse(str(classad2.ExprTree(text))) if text is not None else None
     spec = RootSpec("probe", my, attribute.lower() if attribute else None, ast, Mode(no_target=job is None),
-                    K.SINK_RAW)
+                    SINK_RAW)
     scalars = JobScalars(context, job_cells)
     scalars.set_clock(int(time.time()))
     compiled = space.compiled(spec, job_cells, lambda rows: np.ones(len(rows), dtype=bool),
@@ -76,11 +76,11 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
             continue
         # classad2 steps over job values and slot literals are kernel inputs, computed before the
         # kernel runs, as the evaluator does (_python_inputs)
-        frame = Frame(len(slots), np.arange(len(slots)), scalars.triple(leaf.scalar_nodes), st=space.st,
-                      out=triple((1, len(slots))), dy=space.dynamic_inputs(len(slots)))
+        frame = Frame(len(slots), np.arange(len(slots)), scalars.triple(leaf.scalar_nodes), static=space.static,
+                      out=triple((1, len(slots))), dynamic=space.dynamic_inputs(len(slots)))
         try:
-            space.fill_python_inputs(leaf.python_inputs, rows, frame.urows, frame.sc, frame.dy)
-            run_plan(leaf.plan, rows, frame, strings, [(K.SINK_RAW, 0)])
+            space.fill_python_inputs(leaf.python_inputs, rows, frame.universe_rows, frame.scalars, frame.dynamic)
+            run_plan(leaf.plan, rows, frame, strings, [(SINK_RAW, 0)])
         except NeedsFallback:
             continue
         for row in rows:

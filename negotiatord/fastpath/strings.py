@@ -12,7 +12,7 @@ from __future__ import annotations
 import classad2
 import numpy as np
 
-from negotiatord.fastpath.values import UNDEF, from_python, quote_string, NotScalar, ERROR
+from negotiatord.classad.values import UNDEF, from_python, quote_string, NotScalar, ERROR
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 CONVERSION_FUNCTIONS = ("floor", "ceiling", "round", "int", "real")

@@ -11,7 +11,7 @@ from enum import Enum
 
 import classad2
 
-from negotiatord.ads.values import evaluate_string
+from negotiatord.classad.conversion import evaluate_string
 from negotiatord.pool.jobs import job_id
 
 

@@ -25,7 +25,7 @@ from typing import Iterable
 
 import classad2
 
-from negotiatord.ads.values import evaluate_number
+from negotiatord.classad.conversion import evaluate_number
 from negotiatord.feed.kinds import AdKind
 
 

@@ -2,7 +2,8 @@
 
 A :class:`MatchmakingAd` is the ad a job is clustered and matched by, with what was read of it:
 signatures over attribute names (interned by a :class:`SignatureBook`, so equal values are one
-object), guard condition values, and the fast path's reading of its attributes.
+object) and guard condition values. Its identity stands for the ad: it can be referenced weakly,
+so what an evaluator reads of the ad may be filed under it for as long as the pool keeps it.
 
 A one-off build (``Snapshot.build``: the dry run, benchmarks) reads every job ad once and needs
 no ad for a next cycle. Holding all of them would cost ~1.1 GiB of classad2 ads on a 255k-job
@@ -72,13 +73,11 @@ class MatchmakingAd:
     keeps it while the job's ad object is unchanged, and jobs given one ``shared`` ad by
     :class:`SharedAds` share what was read too."""
 
-    __slots__ = ("ad", "shared", "described", "_book", "_signatures", "_conditions")
+    __slots__ = ("ad", "shared", "_book", "_signatures", "_conditions", "__weakref__")
 
     def __init__(self, ad: classad2.ClassAd, book: SignatureBook, *, shared: bool = False) -> None:
         self.ad = ad
         self.shared = shared
-        # the fast path's reading of the ad's attributes (fastpath.columns.describe), filled as it asks
-        self.described: dict[str, tuple] = {}
         self._book = book
         self._signatures: dict[tuple[str, ...], Signature] = {}
         self._conditions: dict[str, object] | None = None     # only a group's first job is asked

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import classad2
 
-from negotiatord.ads.values import evaluate_number, evaluate_string
+from negotiatord.classad.conversion import evaluate_number, evaluate_string
 from negotiatord.pool.problems import LeftOut
 
 IDLE = 1

@@ -29,7 +29,7 @@ from typing import Callable
 
 import classad2
 
-from negotiatord.fastpath.parser import Node, ParseError, parse, unparse
+from negotiatord.classad.parser import Node, ParseError, parse, unparse
 
 ANY_ATTRIBUTE = "*"
 CLOCK_ATTRIBUTE = "currenttime"   # HTCondor resolves an undefined CurrentTime to time()

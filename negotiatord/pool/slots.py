@@ -9,12 +9,12 @@ the ads it was built from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 import classad2
 
-from negotiatord.ads.values import evaluate_number, evaluate_string
+from negotiatord.classad.conversion import evaluate_number, evaluate_string
 from negotiatord.pool.problems import LeftOut
 from negotiatord.settings import Settings
 
@@ -50,9 +50,6 @@ class Slot:
     slot_weight: classad2.ExprTree
     consumption: dict[str, classad2.ExprTree] | None   # asset -> expression; None: no policy
     claim: Claim | None
-    # the fast path's reading of the ad's attributes (fastpath.columns.describe), filled as it asks:
-    # a daemon's unchanged slot keeps its Slot, so each ad is read once, not once per cycle
-    described: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def has_consumption_policy(self) -> bool:

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 import classad2
 
-from negotiatord.ads.values import evaluate_number, evaluate_string
+from negotiatord.classad.conversion import evaluate_number, evaluate_string
 from negotiatord.cycle.result import Match
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.store import AdStore, PoolView

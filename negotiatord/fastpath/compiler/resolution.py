@@ -1,4 +1,4 @@
-"""From ClassAd AST to IR (resolution and partial evaluation), and from IR to kernel plans.
+"""From ClassAd AST to IR: resolution against the ads' shapes, and partial evaluation.
 
 Resolution follows classad2's matchmaking scopes, checked by the differential tests: an
 expression is evaluated in the ad it belongs to; ``MY.x`` and a bare ``x`` read that ad, ``TARGET.x``
@@ -27,24 +27,28 @@ from typing import Callable
 
 import numpy as np
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.columns import ABSENT, ASSET, EXPR, LITERAL, CellTable, JobCells, SlotColumns
-from negotiatord.fastpath.ir import CONST, SCALAR, STATIC, IRGraph
-from negotiatord.fastpath.parser import SCOPES, Node
-from negotiatord.fastpath.pyops import evaluate, hole
-from negotiatord.fastpath.values import BOOL, ERROR, INT, REAL, UNDEF, NotScalar, Value
+from negotiatord.classad.parser import SCOPES, Node
+from negotiatord.classad.values import BOOL, ERROR, INT, REAL, UNDEF, NotScalar, Value
+from negotiatord.fastpath.compiler.cells import ABSENT, ASSET, EXPR, LITERAL, CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler.folding import evaluate, hole
+from negotiatord.fastpath.compiler.ir import SCALAR, IRGraph
+from negotiatord.fastpath.instructions import (
+    OP_ADD, OP_AND, OP_CEILING, OP_COND, OP_DIV, OP_ELVIS, OP_EQ, OP_FLOOR, OP_GE, OP_GT, OP_INT, OP_IS, OP_ISNT,
+    OP_IS_BOOL, OP_IS_ERROR, OP_IS_INT, OP_IS_REAL, OP_IS_STRING, OP_IS_UNDEF, OP_LE, OP_LT, OP_MOD, OP_MUL, OP_NE,
+    OP_NEG, OP_NOT, OP_OR, OP_PLUS, OP_REAL, OP_ROUND, OP_SUB,
+)
 
 SLOT, JOB = "slot", "job"
 
 NATIVE_BINARY = {
-    "+": K.OP_ADD, "-": K.OP_SUB, "*": K.OP_MUL, "/": K.OP_DIV, "%": K.OP_MOD, "<": K.OP_LT, "<=": K.OP_LE,
-    ">": K.OP_GT, ">=": K.OP_GE, "==": K.OP_EQ, "!=": K.OP_NE, "=?=": K.OP_IS, "=!=": K.OP_ISNT,
+    "+": OP_ADD, "-": OP_SUB, "*": OP_MUL, "/": OP_DIV, "%": OP_MOD, "<": OP_LT, "<=": OP_LE,
+    ">": OP_GT, ">=": OP_GE, "==": OP_EQ, "!=": OP_NE, "=?=": OP_IS, "=!=": OP_ISNT,
 }
-NATIVE_UNARY = {"-": K.OP_NEG, "+": K.OP_PLUS, "!": K.OP_NOT}
+NATIVE_UNARY = {"-": OP_NEG, "+": OP_PLUS, "!": OP_NOT}
 NATIVE_FUNCTIONS = {
-    "isundefined": K.OP_IS_UNDEF, "iserror": K.OP_IS_ERROR, "isstring": K.OP_IS_STRING,
-    "isinteger": K.OP_IS_INT, "isreal": K.OP_IS_REAL, "isboolean": K.OP_IS_BOOL, "floor": K.OP_FLOOR,
-    "ceiling": K.OP_CEILING, "round": K.OP_ROUND, "int": K.OP_INT, "real": K.OP_REAL,
+    "isundefined": OP_IS_UNDEF, "iserror": OP_IS_ERROR, "isstring": OP_IS_STRING,
+    "isinteger": OP_IS_INT, "isreal": OP_IS_REAL, "isboolean": OP_IS_BOOL, "floor": OP_FLOOR,
+    "ceiling": OP_CEILING, "round": OP_ROUND, "int": OP_INT, "real": OP_REAL,
 }
 # functions whose value depends on the scope they are evaluated in, or on nothing reproducible
 CONTEXT_FUNCTIONS = {"eval", "evalineachcontext", "unparse", "random", "debug"}
@@ -107,7 +111,7 @@ class Builder:
     def reference(self, side: str, name: str, bare: bool) -> int:
         """``name`` looked up in the ad of ``side`` (ClassAd::LookupInScope as classad2 does it).
 
-        In old ClassAd semantics (see :mod:`negotiatord.fastpath.semantics`) a name the ad lacks is
+        In old ClassAd semantics (see :mod:`negotiatord.classad.semantics`) a name the ad lacks is
         first the special ``CurrentTime`` (the wall clock), then, for an unscoped name, the other
         ad's attribute; in new semantics it is UNDEFINED.
         """
@@ -234,7 +238,7 @@ class Builder:
                 if self.graph[first].payload[0] == UNDEF:
                     raise
                 return first
-            return self.operation(K.OP_ELVIS, ("elvis", hole(0), hole(1)), (first, second))
+            return self.operation(OP_ELVIS, ("elvis", hole(0), hole(1)), (first, second))
         if kind == "call":
             return self._call(ast, side)
         return self._python(ast, side)
@@ -256,7 +260,7 @@ class Builder:
                     raise
                 first = self._speculate(first)
                 continue
-            opcode = K.OP_AND if is_and else K.OP_OR
+            opcode = OP_AND if is_and else OP_OR
             return self.operation(opcode, ("bin", ast[1], hole(0), hole(1)), (first, second))
         raise AssertionError("unreachable")
 
@@ -264,7 +268,7 @@ class Builder:
         test = self.build(cond, side)
         if not self.graph.is_const(test):
             try:
-                return self.operation(K.OP_COND, template, (test, self.build(then, side), self.build(other, side)))
+                return self.operation(OP_COND, template, (test, self.build(then, side), self.build(other, side)))
             except Unsupported:
                 test = self._speculate(test)
         decided = truth(self.graph[test].payload)
@@ -374,7 +378,7 @@ def _handled(ast: Node) -> bool:
     return False
 
 
-# -- leaves ------------------------------------------------------------------------------------------
+# -- groups of slots ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -406,128 +410,3 @@ def resolve(make_builder: Callable[[np.ndarray], Builder], root: Callable[[Build
             groups.append((group, None, str(why)))
         probes.update(builder.probes)
     return Grouping(groups, probes)
-
-
-# -- lowering ----------------------------------------------------------------------------------------
-
-Operand = tuple[int, int]
-
-
-@dataclass(frozen=True)
-class PyStep:
-    """A py node evaluated by classad2 over the distinct hole values of the current positions."""
-
-    template: Node
-    operands: tuple[Operand, ...]
-    dst: int
-
-
-@dataclass(frozen=True)
-class Plan:
-    segments: tuple[np.ndarray | PyStep, ...]   # kernel code [m, 8] or a classad2 step, in order
-    results: tuple[Operand, ...]                # where each target's value is
-    registers: int
-    converts: bool                               # uses floor/ceiling/round/int/real (string tables)
-    ends: tuple[int, ...]                       # native plans: code length once target i is computed
-
-    @property
-    def native(self) -> bool:
-        """True when the whole plan is one kernel code segment (it can run in a batch)."""
-        return not any(isinstance(s, PyStep) for s in self.segments)
-
-    @property
-    def code(self) -> np.ndarray:
-        codes = [s for s in self.segments if not isinstance(s, PyStep)]
-        return codes[0] if codes else np.zeros((0, 8), dtype=np.int64)
-
-
-def lower(graph: IRGraph, targets: list[int], operand_of: Callable[[int], Operand | None]) -> Plan:
-    """Instructions computing ``targets``; ``operand_of`` says which nodes are inputs, and where."""
-    order: list[int] = []
-    inputs: dict[int, Operand] = {}
-    seen: set[int] = set()
-
-    def visit(node: int) -> None:
-        stack = [(node, False)]
-        while stack:
-            current, expanded = stack.pop()
-            if current in seen and not expanded:
-                continue
-            if expanded:
-                order.append(current)
-                continue
-            seen.add(current)
-            given = operand_of(current)
-            if given is not None:
-                inputs[current] = given
-                continue
-            stack.append((current, True))
-            for child in reversed(graph[current].children):
-                if child not in seen:
-                    stack.append((child, False))
-
-    for target in targets:
-        visit(target)
-    last_use: dict[int, int] = {}
-    for position, node in enumerate(order):
-        for child in graph[node].children:
-            last_use[child] = position
-    for target in targets:
-        last_use[target] = len(order)
-
-    free: list[int] = []
-    registers = 0
-    where: dict[int, Operand] = dict(inputs)
-    segments: list[np.ndarray | PyStep] = []
-    code: list[list[int]] = []
-    converts = False
-    computed_at: dict[int, int] = {}
-    for position, node in enumerate(order):
-        ir = graph[node]
-        operands = [where[c] for c in ir.children]
-        for child in set(ir.children):
-            if child not in inputs and last_use.get(child) == position and where[child][0] == K.K_REG:
-                free.append(where[child][1])
-        if free:
-            dst = free.pop()
-        else:
-            dst = registers
-            registers += 1
-        where[node] = (K.K_REG, dst)
-        if ir.kind == "op":
-            converts |= ir.payload in K.CONVERSIONS
-            padded = operands + [(K.K_NONE, 0)] * (3 - len(operands))
-            code.append([ir.payload, dst, *padded[0], *padded[1], *padded[2]])
-            computed_at[node] = len(code)
-        else:
-            if code:
-                segments.append(np.array(code, dtype=np.int64))
-                code = []
-            segments.append(PyStep(ir.template, tuple(operands), dst))
-    if code or not segments:
-        segments.append(np.array(code, dtype=np.int64).reshape(-1, 8))
-    ends: list[int] = []
-    for target in targets:
-        ends.append(max(computed_at.get(target, 0), ends[-1] if ends else 0))
-    return Plan(tuple(segments), tuple(where[t] for t in targets), max(registers, 1), converts, tuple(ends))
-
-
-def level_operand(graph: IRGraph, node: int, scalar_index: Callable[[int], int],
-                  static_index: Callable[[int], int], python_index: Callable[[int], int],
-                  assets: int) -> Operand | None:
-    """Inputs of a row plan: constants and job-only nodes are scalars, slot-only nodes come from
-    the static store, assets and overrides from the dynamic inputs; a classad2 step over job and
-    slot values only is computed before the kernel runs, per distinct slot value, into a dynamic
-    input row too. Everything else is computed by the plan."""
-    ir = graph[node]
-    if ir.level == CONST or ir.level == SCALAR:
-        return (K.K_SC, scalar_index(node))
-    if ir.level == STATIC:
-        return (K.K_ST, static_index(node))
-    if ir.kind == "asset":
-        return (K.K_ASSET, ir.payload)
-    if ir.kind == "ovr":
-        return (K.K_DY, assets + ir.payload)
-    if ir.kind == "py" and all(graph[c].level in (CONST, SCALAR, STATIC) for c in ir.children):
-        return (K.K_DY, 3 * assets + python_index(node))
-    return None

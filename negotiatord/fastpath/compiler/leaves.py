@@ -16,15 +16,22 @@ A Requirements-like leaf (MATCH sink) matches exactly when each of its conjuncts
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Protocol
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.compiler import Operand, Plan, PyStep, level_operand, lower
-from negotiatord.fastpath.ir import CONST, ROW, SCALAR, STATIC, IRGraph
-from negotiatord.fastpath.values import BOOL, INT, REAL
+from negotiatord.classad.values import BOOL, INT, REAL
+from negotiatord.fastpath.compiler.ir import CONST, ROW, SCALAR, STATIC, IRGraph, collect
+from negotiatord.fastpath.compiler.lowering import Operand, Plan, PyStep, level_operand, lower
+from negotiatord.fastpath.instructions import OP_AND, SINK_MATCH, SOURCE_SCALAR, SOURCE_STATIC
 
-if TYPE_CHECKING:
-    from negotiatord.fastpath.space import Space
+
+class InputRows(Protocol):
+    """Where the leaves of one universe of slots find their inputs (the runtime's match space):
+    a row of the static store per slot-only node, a dynamic input row per classad2 step computed
+    before the kernel. Every leaf asking for a node gets the same row."""
+
+    def static_row(self, node: int) -> int: ...
+
+    def python_row(self, node: int) -> int: ...
 
 
 @dataclass
@@ -32,14 +39,15 @@ class Operands:
     """The inputs one or more plans read: scalar operand indices, static store rows, and the
     classad2 steps computed before the kernel (into dynamic input rows)."""
 
-    space: "Space"
+    graph: IRGraph
+    assets: int                  # asset columns of the slot table
+    rows: InputRows
     scalars: dict[int, int] = field(default_factory=dict)
     statics: list[int] = field(default_factory=list)
     python: list[PyStep] = field(default_factory=list)
 
     def operand(self, node: int) -> Operand | None:
-        return level_operand(self.space.context.graph, node, self.scalar, self.static, self.python_row,
-                             self.space.context.assets)
+        return level_operand(self.graph, node, self.scalar, self.static, self.python_row, self.assets)
 
     def scalar(self, node: int) -> int:
         return self.scalars.setdefault(node, len(self.scalars))
@@ -47,14 +55,14 @@ class Operands:
     def static(self, node: int) -> int:
         if node not in self.statics:
             self.statics.append(node)
-        return self.space.static_row(node)
+        return self.rows.static_row(node)
 
     def python_row(self, node: int) -> int:
-        graph = self.space.context.graph
-        row = self.space.python_rows.setdefault(node, len(self.space.python_rows))
+        graph = self.graph
+        row = self.rows.python_row(node)
         if all(step.dst != row for step in self.python):
-            operands = tuple((K.K_ST, self.static(c)) if graph[c].level == STATIC else (K.K_SC, self.scalar(c))
-                             for c in graph[node].children)
+            operands = tuple((SOURCE_STATIC, self.static(c)) if graph[c].level == STATIC
+                             else (SOURCE_SCALAR, self.scalar(c)) for c in graph[node].children)
             self.python.append(PyStep(graph[node].template, operands, row))
         return row
 
@@ -81,22 +89,24 @@ class Leaf:
     uses_clock: bool = False                                   # a scalar input reads the wall clock
 
 
-def compile_leaf(space: "Space", leaf_id: int, node: int | None, sink: int, reason: str) -> Leaf:
+def compile_leaf(graph: IRGraph, assets: int, rows: InputRows, leaf_id: int, node: int | None, sink: int,
+                 reason: str) -> Leaf:
+    """Leaf ``leaf_id`` for IR root ``node`` (None: classad2 evaluates it, for ``reason``), its
+    plans reading their inputs where ``rows`` keeps them."""
     leaf = Leaf(leaf_id, node, reason)
     if node is None:
         return leaf
-    graph = space.context.graph
-    main = Operands(space)
+    main = Operands(graph, assets, rows)
     leaf.plan = lower(graph, [node], main.operand)
     leaf.python_inputs = main.python
     statics = main.statics
-    if sink == K.SINK_MATCH and leaf.plan.native:
-        chain = Operands(space, scalars=main.scalars, statics=statics)
+    if sink == SINK_MATCH and leaf.plan.native:
+        chain = Operands(graph, assets, rows, scalars=main.scalars, statics=statics)
         dynamic, job_static = _split(graph, leaf, chain)
         leaf.chain = lower(graph, dynamic, chain.operand)
         leaf.python_inputs = chain.python
         if job_static:
-            inputs = Operands(space, statics=statics)
+            inputs = Operands(graph, assets, rows, statics=statics)
             leaf.job_static = lower(graph, job_static, inputs.operand)
             leaf.job_static_inputs = inputs
     leaf.scalar_nodes = main.scalar_nodes
@@ -129,7 +139,7 @@ def _split(graph: IRGraph, leaf: Leaf, chain: Operands) -> tuple[list[int], list
 
 def conjuncts(graph: IRGraph, node: int) -> list[int]:
     ir = graph[node]
-    if ir.kind == "op" and ir.payload == K.OP_AND:
+    if ir.kind == "op" and ir.payload == OP_AND:
         return [c for child in ir.children for c in conjuncts(graph, child)]
     return [node]
 
@@ -140,18 +150,6 @@ def _row_cost(graph: IRGraph, node: int) -> int:
     collect(graph, node, lambda n: graph[n].level == ROW, found)
     return len(found)
 
-
-def collect(graph: IRGraph, node: int, wanted: Callable[[int], bool], found: set[int]) -> None:
-    stack = [node]
-    seen: set[int] = set()
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if wanted(current):
-            found.add(current)
-        stack.extend(graph[current].children)
 
 
 def matches(tag: int, payload: object) -> bool:

@@ -18,15 +18,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.engine import Triple
-from negotiatord.fastpath.tables import LeafTables
+from negotiatord.fastpath.instructions import (
+    LEAF_KIND, LEAF_PLAIN, LEAF_SEGMENTS_END, LEAF_SEGMENTS_START, SOURCE_NONE, SOURCE_SCALAR, SOURCE_STATIC,
+)
+from negotiatord.fastpath.runtime import kernels
+from negotiatord.fastpath.runtime.execution import Triple
+from negotiatord.fastpath.runtime.tables import LeafTables
 
 
 @dataclass(frozen=True)
 class KnownConsumption:
     """Per asset, whether every leaf of its Consumption root is an operand read as is (no
-    instructions: a scalar or a static value), and for each leaf which operand (K_SC or K_ST)
+    instructions: a scalar or a static value), and for each leaf which operand (SOURCE_SCALAR or SOURCE_STATIC)
     at which index: what :func:`kernels.consumption_misfits` reads."""
 
     prunable: np.ndarray           # bool[asset]
@@ -41,27 +44,28 @@ class KnownConsumption:
 def known_consumption(leaf_of: np.ndarray, tables: LeafTables, assets: int) -> KnownConsumption:
     """What is known of the Consumption roots (the first ``assets`` rows of ``leaf_of``)."""
     leaves = len(tables.leaves)
-    known = KnownConsumption(np.zeros(assets, dtype=bool), np.full((assets, leaves), K.K_NONE, dtype=np.int64),
+    known = KnownConsumption(np.zeros(assets, dtype=bool), np.full((assets, leaves), SOURCE_NONE, dtype=np.int64),
                              np.zeros((assets, leaves), dtype=np.int64))
     for root in range(assets):
         reached = np.unique(leaf_of[root][leaf_of[root] >= 0]).tolist()
         known.prunable[root] = bool(reached)
         for leaf in reached:
-            kind, first, last = (int(v) for v in tables.leaves[leaf, [K.L_KIND, K.L_SEG0, K.L_SEG1]])
+            kind, first, last = (int(v) for v in tables.leaves[leaf, [LEAF_KIND, LEAF_SEGMENTS_START,
+                                                                      LEAF_SEGMENTS_END]])
             start, end, operand, index, _ = (int(v) for v in tables.segments[first])
-            if kind != K.LEAF_PLAIN or last - first != 1 or start != end or operand not in (K.K_SC, K.K_ST):
+            if kind != LEAF_PLAIN or last - first != 1 or start != end or operand not in (SOURCE_SCALAR, SOURCE_STATIC):
                 known.prunable[root] = False
                 break
             known.kind[root, leaf], known.index[root, leaf] = operand, index
     return known
 
 
-def misfits(known: KnownConsumption, leaf_of: np.ndarray, urows: np.ndarray, consumption_policy: np.ndarray,
-            base: np.ndarray, amounts: np.ndarray, sc_base: np.ndarray, scalars: Triple,
+def misfits(known: KnownConsumption, leaf_of: np.ndarray, universe_rows: np.ndarray, consumption_policy: np.ndarray,
+            base: np.ndarray, amounts: np.ndarray, scalar_base: np.ndarray, scalars: Triple,
             static: Triple) -> np.ndarray | None:
     """bool per row: a known consumption does not fit (the kernel's ``misfit``); None when some
     scalar is not there to read (the kernel will say the call needs Python)."""
-    misfit = np.zeros(len(urows), dtype=np.bool_)
-    found = K.consumption_misfits(known.prunable, known.kind, known.index, leaf_of, urows, consumption_policy, base,
-                                  amounts, sc_base, *scalars, *static, misfit)
+    misfit = np.zeros(len(universe_rows), dtype=np.bool_)
+    found = kernels.consumption_misfits(known.prunable, known.kind, known.index, leaf_of, universe_rows,
+                                        consumption_policy, base, amounts, scalar_base, *scalars, *static, misfit)
     return None if found < 0 else misfit

@@ -8,10 +8,10 @@ images holds a handful of distinct cells per attribute. The cell's *shape* (ABSE
 ASSET c, EXPR e, OTHER) is what the compiler specialises on; literal values stay data.
 
 Columns are filled lazily, per attribute and per row, with one ``ClassAd.get`` per cell (the
-cheapest classad2 read: literals come back as Python values, expressions as ExprTree). What a
-slot's ad holds is kept on its :class:`Slot` (``described``): a daemon's snapshot keeps the Slot
-of an unchanged ad, so the next cycle's evaluator interns those descriptions without reading the
-ad again.
+cheapest classad2 read: literals come back as Python values, expressions as ExprTree). What an
+ad holds is described once per ad record, in an :class:`~.descriptions.AdDescriptions` the caller
+may keep across cycles: a daemon's snapshot keeps the Slot of an unchanged ad, so the next cycle's
+evaluator interns those descriptions without reading the ad again.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import classad2
 import numpy as np
 
-from negotiatord.evaluation.clock import _CURRENT_TIME
-
-from negotiatord.fastpath.parser import Node, ParseError, parse
+from negotiatord.classad.cycle_time import mentions_current_time
+from negotiatord.classad.parser import Node, ParseError, parse
+from negotiatord.classad.values import BOOL, INT, REAL, STR, NotScalar, Value, from_python
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions, Description
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.values import BOOL, INT, REAL, STR, NotScalar, Value, from_python
 from negotiatord.pool.slots import Slot
 
 ABSENT, LITERAL, ASSET, EXPR, OTHER = "absent", "literal", "asset", "expr", "other"
@@ -145,9 +145,6 @@ class CellTable:
         return new
 
 
-Description = tuple[str, object]     # (ABSENT, None), (EXPR, text), (OTHER, why) or (LITERAL, Value)
-
-
 _PLAIN_TAGS = {bool: BOOL, int: INT, str: STR}    # exact types: classad2.Value is an int subclass
 
 
@@ -176,8 +173,8 @@ def describe(ad: classad2.ClassAd, name: str, value: object) -> Description:
 
 def current_time_cell(ad: classad2.ClassAd, cells: CellTable, now: int) -> int:
     """The reference freezes the clock by giving an ad that reads ``CurrentTime`` without defining
-    it the attribute ``CurrentTime = now`` (evaluation/clock.py, frozen_ad); the same test here."""
-    if _CURRENT_TIME.search(ad.printOld()) is not None:
+    it the attribute ``CurrentTime = now`` (classad/cycle_time.py, frozen_ad); the same test here."""
+    if mentions_current_time(ad.printOld()):
         return cells.literal((INT, now))
     return cells.absent
 
@@ -185,11 +182,14 @@ def current_time_cell(ad: classad2.ClassAd, cells: CellTable, now: int) -> int:
 class SlotColumns:
     """Cell-id columns over the slots of a table, filled on demand."""
 
-    def __init__(self, slots: tuple[Slot, ...], asset_columns: dict[str, int], cells: CellTable, now: int) -> None:
+    def __init__(self, slots: tuple[Slot, ...], asset_columns: dict[str, int], cells: CellTable, now: int,
+                 descriptions: AdDescriptions) -> None:
         self._slots = slots
         self._asset_columns = asset_columns          # lower-cased asset name -> table column
         self._cells = cells
         self._now = now
+        self._descriptions = descriptions
+        self._described: list[dict[str, Description] | None] = [None] * len(slots)   # by row, as first asked
         self._columns: dict[str, np.ndarray] = {}
         # a slot's assets -> each one's lower-cased name -> its position among them
         self._listed: dict[tuple[str, ...], dict[str, int]] = {}
@@ -214,19 +214,22 @@ class SlotColumns:
         if name == "currenttime":
             return [self._current_time(slots[row]) for row in rows.tolist()]
         intern, description = self._cells.intern, self._description
-        return [intern(description(slots[row], name)) for row in rows.tolist()]
+        return [intern(description(row, name)) for row in rows.tolist()]
 
-    def _read(self, slot: Slot, name: str) -> int:
+    def _read(self, row: int, name: str) -> int:
         """An attribute of the slot's ad or a pseudo-attribute kept beside it (Consumption<asset>,
         SlotWeight)."""
-        return self._cells.intern(self._description(slot, name))
+        return self._cells.intern(self._description(row, name))
 
-    def _description(self, slot: Slot, name: str) -> Description:
-        """What the slot holds for ``name``, described once per ad: a daemon's unchanged slots
-        outlive cycles."""
-        description = slot.described.get(name)
+    def _description(self, row: int, name: str) -> Description:
+        """What the slot of ``row`` holds for ``name``, described once per ad: a daemon's
+        unchanged slots outlive cycles, and their descriptions with them."""
+        described = self._described[row]
+        if described is None:
+            described = self._described[row] = self._descriptions.of(self._slots[row])
+        description = described.get(name)
         if description is None:
-            description = slot.described[name] = self._describe(slot, name)
+            description = described[name] = self._describe(self._slots[row], name)
         return description
 
     @staticmethod
@@ -261,8 +264,8 @@ class SlotColumns:
                 index = listed[slot.assets] = {a.lower(): i for i, a in enumerate(slot.assets)}
             position = index.get(name)
             if position is None:
-                found.append(self._current_time(slot) if name == "currenttime" else self._read(slot, name))
-            elif slot.integer_amounts[position] or _is_number(self._description(slot, name)):
+                found.append(self._current_time(slot) if name == "currenttime" else self._read(row, name))
+            elif slot.integer_amounts[position] or _is_number(self._description(row, name)):
                 found.append(asset)
             else:
                 found.append(cells.other(f"asset {name} is not a numeric literal"))
@@ -285,7 +288,8 @@ def _is_number(description: Description) -> bool:
 
 class JobCells:
     """The cells of one job ad (an autocluster's representative), read on demand; what the ad
-    holds is described once per ad in ``described`` (a daemon's unchanged Job keeps it)."""
+    holds is described once per ad in ``described`` (AdDescriptions.of its MatchmakingAd, which
+    a daemon keeps for an unchanged ad)."""
 
     def __init__(self, ad: classad2.ClassAd, cells: CellTable, now: int,
                  described: dict[str, Description] | None = None) -> None:

@@ -14,21 +14,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.columns import CellTable, JobCells, SlotColumns, distinct_rows
-from negotiatord.fastpath.compiler import GUARD, Builder, Mode, guard_key, lower, probe_class, resolve
-from negotiatord.fastpath.engine import Frame, Triple, encode, run_plan, triple
-from negotiatord.fastpath.ir import CONST, IRGraph
-from negotiatord.fastpath.leaves import Leaf, collect, compile_leaf
-from negotiatord.fastpath.parser import Node
-from negotiatord.fastpath.pyinputs import PyStep, PythonInputs
+from negotiatord.classad.parser import Node
+from negotiatord.classad.values import BOOL, INT, REAL, UNDEF, Value
+from negotiatord.fastpath.compiler.cells import CellTable, JobCells, SlotColumns, distinct_rows
+from negotiatord.fastpath.compiler.ir import CONST, IRGraph, collect
+from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
+from negotiatord.fastpath.compiler.lowering import PyStep, lower
+from negotiatord.fastpath.compiler.resolution import GUARD, Builder, Mode, guard_key, probe_class, resolve
+from negotiatord.fastpath.instructions import SINK_MATCH, SINK_RAW, SOURCE_SCALAR, SOURCE_STATIC
+from negotiatord.fastpath.runtime.execution import Frame, Triple, encode, run_plan, triple
+from negotiatord.fastpath.runtime.python_inputs import PythonInputs
+from negotiatord.fastpath.runtime.tables import LeafTables
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.tables import LeafTables
-from negotiatord.fastpath.values import BOOL, INT, REAL, UNDEF, Value
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,9 @@ class Context:
     strings: StringTable
     assets: int          # asset columns of the slot table
     now: int
-    old_semantics: bool  # classad2's scoping mode (semantics.py)
-    scalar_plans: dict = field(default_factory=dict)     # node tuple -> (plan, inputs), see scalars.py
-    scalar_values: dict = field(default_factory=dict)    # (node, *input keys) -> value, see scalars.py
+    old_semantics: bool  # classad2's scoping mode (classad/semantics.py)
+    scalar_plans: dict = field(default_factory=dict)     # node tuple -> (plan, inputs), see job_scalars.py
+    scalar_values: dict = field(default_factory=dict)    # (node, *input keys) -> value, see job_scalars.py
     scalar_inputs: dict = field(default_factory=dict)    # node -> the job and clock nodes it reads
 
 
@@ -76,9 +77,9 @@ class Space:
     def __init__(self, context: Context, rows: np.ndarray, table_size: int) -> None:
         self.context = context
         self.rows = np.asarray(rows, dtype=np.int64)
-        self._uidx = np.full(table_size, -1, dtype=np.int64)
-        self._uidx[self.rows] = np.arange(len(self.rows))
-        self.st: Triple = triple((16, max(len(self.rows), 1)))
+        self._universe_index = np.full(table_size, -1, dtype=np.int64)
+        self._universe_index[self.rows] = np.arange(len(self.rows))
+        self.static: Triple = triple((16, max(len(self.rows), 1)))
         self._computed = np.zeros((16, max(len(self.rows), 1)), dtype=bool)
         self._static_row: dict[int, int] = {}
         self.python_rows: dict[int, int] = {}   # classad2-step node -> its dynamic input row (after the assets)
@@ -96,48 +97,54 @@ class Space:
     def universe(self, rows: np.ndarray) -> np.ndarray:
         """Universe rows of table rows ``rows``; rows not seen yet join (compiled roots are then
         rebuilt, as the new rows may read job attributes the old shapes never looked at)."""
-        found = self._uidx[rows]
+        found = self._universe_index[rows]
         if (found < 0).any():
             new = np.unique(rows[found < 0])
-            self._uidx[new] = np.arange(len(self.rows), len(self.rows) + len(new))
+            self._universe_index[new] = np.arange(len(self.rows), len(self.rows) + len(new))
             self.rows = np.concatenate([self.rows, new])
-            self._grow(len(self.st[0]), len(self.rows))
+            self._grow(len(self.static[0]), len(self.rows))
             self.tables.widen(len(self.rows))
             self._roots.clear()
             self._job_static.clear()
             self.epoch += 1
-            found = self._uidx[rows]
+            found = self._universe_index[rows]
         return found
 
     def _grow(self, nodes: int, width: int) -> None:
-        old, computed = self.st, self._computed
-        self.st = triple((nodes, width))
+        old, computed = self.static, self._computed
+        self.static = triple((nodes, width))
         self._computed = np.zeros((nodes, width), dtype=bool)
-        for new, previous in zip(self.st, old):
+        for new, previous in zip(self.static, old):
             new[: previous.shape[0], : previous.shape[1]] = previous
         self._computed[: computed.shape[0], : computed.shape[1]] = computed
 
     # -- static store ------------------------------------------------------------------------------
 
     def static_row(self, node: int) -> int:
+        """The static store row of slot-only ``node`` (leaves.InputRows)."""
         row = self._static_row.get(node)
         if row is None:
             row = self._static_row[node] = len(self._static_row)
-            if row >= len(self.st[0]):
-                self._grow(2 * len(self.st[0]), len(self.rows))
+            if row >= len(self.static[0]):
+                self._grow(2 * len(self.static[0]), len(self.rows))
         return row
 
-    def prepare_static(self, nodes: list[int], urows: np.ndarray) -> None:
-        """Compute static ``nodes`` for universe rows ``urows`` where not done yet."""
+    def python_row(self, node: int) -> int:
+        """The row of classad2 step ``node`` among the dynamic inputs after the assets'
+        (leaves.InputRows)."""
+        return self.python_rows.setdefault(node, len(self.python_rows))
+
+    def prepare_static(self, nodes: list[int], universe_rows: np.ndarray) -> None:
+        """Compute static ``nodes`` for universe rows ``universe_rows`` where not done yet."""
         graph = self.context.graph
-        pending = [n for n in nodes if not self._computed[self.static_row(n), urows].all()]
+        pending = [n for n in nodes if not self._computed[self.static_row(n), universe_rows].all()]
         if not pending:
             return
         leaves: set[int] = set()
         for node in pending:
             collect(graph, node, lambda n: graph[n].kind == "slot", leaves)
         for node in sorted(leaves):
-            self._fill_slot_column(node, urows)
+            self._fill_slot_column(node, universe_rows)
         computed = [n for n in pending if graph[n].kind != "slot"]
         if not computed:
             return
@@ -146,31 +153,31 @@ class Space:
         def operand(node: int):
             ir = graph[node]
             if ir.kind == "slot":
-                return (K.K_ST, self.static_row(node))
+                return (SOURCE_STATIC, self.static_row(node))
             if ir.level == CONST:
                 consts.append(node)
-                return (K.K_SC, len(consts) - 1)
+                return (SOURCE_SCALAR, len(consts) - 1)
             return None
 
         plan = lower(graph, computed, operand)
-        sc = encode([graph[n].payload for n in consts], self.context.strings)
-        missing = urows[~self._computed[[self.static_row(n) for n in computed]][:, urows].all(axis=0)]
-        frame = Frame(len(missing), missing, sc, st=self.st, out=triple((len(computed), len(missing))))
+        scalars = encode([graph[n].payload for n in consts], self.context.strings)
+        missing = universe_rows[~self._computed[[self.static_row(n) for n in computed]][:, universe_rows].all(axis=0)]
+        frame = Frame(len(missing), missing, scalars, static=self.static, out=triple((len(computed), len(missing))))
         run_plan(plan, np.arange(len(missing)), frame, self.context.strings,
-                 [(K.SINK_RAW, j) for j in range(len(computed))])
+                 [(SINK_RAW, j) for j in range(len(computed))])
         for j, node in enumerate(computed):
             row = self.static_row(node)
-            for store, out in zip(self.st, frame.out):
+            for store, out in zip(self.static, frame.out):
                 store[row, missing] = out[j]
             self._computed[row, missing] = True
 
-    def _fill_slot_column(self, node: int, urows: np.ndarray) -> None:
+    def _fill_slot_column(self, node: int, universe_rows: np.ndarray) -> None:
         row = self.static_row(node)
-        missing = urows[~self._computed[row, urows]]
+        missing = universe_rows[~self._computed[row, universe_rows]]
         if not len(missing):
             return
         cells = self.context.columns.column(self.context.graph[node].payload, self.rows[missing])
-        for store, values in zip(self.st, self.context.cells.arrays()[:3]):
+        for store, values in zip(self.static, self.context.cells.arrays()[:3]):
             store[row, missing] = values[cells]
         self._computed[row, missing] = True
 
@@ -181,7 +188,7 @@ class Space:
         """``spec`` compiled for jobs shaped like ``job``, over the universe rows ``domain`` keeps.
 
         A compilation is reused for every job that agrees with the one it was made for on what it
-        read of the job (compiler.probe_class, and the values of GUARD conditions), so most
+        read of the job (resolution.probe_class, and the values of GUARD conditions), so most
         autoclusters compile nothing. ``scalar_value`` gives the job's value of a job-only node.
 
         Compilations are filed by the attributes they read, then by what they saw there (at most
@@ -232,10 +239,10 @@ class Space:
         for group, node, reason in grouping.groups:
             nodes.append(node)
             leaf = self.leaf(node, spec.sink, reason)
-            urows = self._uidx[group]
-            leaf_of[urows] = leaf.id
+            universe_rows = self._universe_index[group]
+            leaf_of[universe_rows] = leaf.id
             if leaf.plan is not None:
-                self._prepare(leaf, urows)
+                self._prepare(leaf, universe_rows)
         return CompiledRoot(leaf_of, nodes), grouping.probes
 
     def leaf(self, node: int | None, sink: int, reason: str) -> Leaf:
@@ -243,28 +250,29 @@ class Space:
         found = self._leaf_ids.get(key)
         if found is not None:
             return self.leaves[found]
-        leaf = compile_leaf(self, len(self.leaves), node, sink, reason)
+        leaf = compile_leaf(self.context.graph, self.context.assets, self, len(self.leaves), node, sink, reason)
         self._leaf_ids[key] = leaf.id
         self.leaves.append(leaf)
         self.tables.add(leaf.id, leaf.plan, leaf.chain, leaf.never)
         return leaf
 
-    def _prepare(self, leaf: Leaf, urows: np.ndarray) -> None:
-        """Static inputs of ``leaf`` for universe rows ``urows``, and which rows its slot-only
+    def _prepare(self, leaf: Leaf, universe_rows: np.ndarray) -> None:
+        """Static inputs of ``leaf`` for universe rows ``universe_rows``, and which rows its slot-only
         conjuncts already rule out."""
-        self.prepare_static(leaf.static_nodes, urows)
+        self.prepare_static(leaf.static_nodes, universe_rows)
         if leaf.chain is None:
             return
-        ok = np.ones(len(urows), dtype=bool)
+        ok = np.ones(len(universe_rows), dtype=bool)
         for conjunct in leaf.static_conjuncts:
             row = self.static_row(conjunct)
-            ok &= match_array(self.st[0][row, urows], self.st[1][row, urows], self.st[2][row, urows])
-        self.tables.static_ok[leaf.id, urows] = ok
+            ok &= match_array(self.static[0][row, universe_rows], self.static[1][row, universe_rows],
+                              self.static[2][row, universe_rows])
+        self.tables.static_ok[leaf.id, universe_rows] = ok
 
     # -- conjuncts of job and slot values ----------------------------------------------------------
 
-    def job_static_ok(self, leaf: Leaf, scalars: Triple, urows: np.ndarray) -> np.ndarray:
-        """Whether the leaf's job-and-slot conjuncts match on universe rows ``urows`` for a job
+    def job_static_ok(self, leaf: Leaf, scalars: Triple, universe_rows: np.ndarray) -> np.ndarray:
+        """Whether the leaf's job-and-slot conjuncts match on universe rows ``universe_rows`` for a job
         whose job-side inputs are ``scalars``; cached per distinct job-side values."""
         key = (leaf.id, tuple(zip(scalars[0].tolist(), scalars[1].tolist(), scalars[2].tolist())))
         found = self._job_static.get(key)
@@ -273,12 +281,12 @@ class Space:
                                               np.zeros(len(self.rows), dtype=bool))
         ok, computed = found
         # sorted and deduplicated, so the results line up with the rows they are written to
-        # (urows is in the call's order, which is not the universe's once non-candidates joined)
-        missing = distinct_rows(urows[~computed[urows]], len(self.rows))
+        # (universe_rows is in the call's order, which is not the universe's once non-candidates joined)
+        missing = distinct_rows(universe_rows[~computed[universe_rows]], len(self.rows))
         if len(missing):
             ok[missing] = self._run_job_static(leaf, scalars, missing)
             computed[missing] = True
-        return ok[urows]
+        return ok[universe_rows]
 
     @property
     def dynamic_input_rows(self) -> int:
@@ -291,24 +299,50 @@ class Space:
         """Dynamic inputs over ``n`` positions (:attr:`dynamic_input_rows`)."""
         return triple((self.dynamic_input_rows, max(n, 1)))
 
-    def fill_python_inputs(self, steps: Iterable[PyStep], positions: np.ndarray, urows: np.ndarray,
-                           scalars: Triple, dy: Triple) -> None:
-        """Compute classad2 steps' values at ``positions`` into their rows of ``dy`` (see
+    def fill_python_inputs(self, steps: Iterable[PyStep], positions: np.ndarray, universe_rows: np.ndarray,
+                           scalars: Triple, dynamic: Triple) -> None:
+        """Compute classad2 steps' values at ``positions`` into their rows of ``dynamic`` (see
         :meth:`dynamic_inputs`); raises NeedsFallback where classad2 cannot give a scalar."""
         first = 3 * self.context.assets
         for step in steps:
-            self.python.fill(step, positions, urows, scalars, self.st, dy, first + step.dst)
+            self.python.fill(step, positions, universe_rows, scalars, self.static, dynamic, first + step.dst)
 
-    def _run_job_static(self, leaf: Leaf, scalars: Triple, urows: np.ndarray) -> np.ndarray:
+    def _run_job_static(self, leaf: Leaf, scalars: Triple, universe_rows: np.ndarray) -> np.ndarray:
         plan = leaf.job_static
-        frame = Frame(len(urows), urows, scalars, st=self.st, out=triple((len(plan.results), len(urows))),
-                      dy=self.dynamic_inputs(len(urows)))
-        positions = np.arange(len(urows))
-        self.fill_python_inputs(leaf.job_static_inputs.python, positions, urows, scalars, frame.dy)
-        run_plan(plan, positions, frame, self.context.strings, [(K.SINK_MATCH, j) for j in range(len(plan.results))])
+        frame = Frame(len(universe_rows), universe_rows, scalars, static=self.static, out=triple((len(plan.results),
+                                                                                                  len(universe_rows))),
+                      dynamic=self.dynamic_inputs(len(universe_rows)))
+        positions = np.arange(len(universe_rows))
+        self.fill_python_inputs(leaf.job_static_inputs.python, positions, universe_rows, scalars, frame.dynamic)
+        run_plan(plan, positions, frame, self.context.strings, [(SINK_MATCH, j) for j in range(len(plan.results))])
         return (frame.out[2] == 1.0).all(axis=0)
 
 
 def match_array(tags: np.ndarray, ivals: np.ndarray, fvals: np.ndarray) -> np.ndarray:
     """ClassAd.matches, element-wise: true, or a non-zero number."""
     return (((tags == BOOL) | (tags == INT)) & (ivals != 0)) | ((tags == REAL) & (fvals != 0.0))
+
+
+def by_leaf(leaf_ids: np.ndarray, positions: np.ndarray,
+            allow_outside: bool = False) -> Iterator[tuple[int, np.ndarray]]:
+    """(leaf id, positions) groups; rows outside the root's domain (-1) only when allowed, and
+    then skipped."""
+    if not len(leaf_ids):
+        return
+    first = leaf_ids[0]
+    if (leaf_ids == first).all():
+        if first >= 0:
+            yield int(first), positions
+        elif not allow_outside:
+            raise RuntimeError("row outside the compiled root's domain")
+        return
+    order = np.argsort(leaf_ids, kind="stable")
+    ids = leaf_ids[order]
+    cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    for chunk in np.split(order, cuts):
+        leaf_id = int(leaf_ids[chunk[0]])
+        if leaf_id < 0:
+            if allow_outside:
+                continue
+            raise RuntimeError("row outside the compiled root's domain")
+        yield leaf_id, positions[chunk]

@@ -18,7 +18,7 @@ once per distinct combination of hole values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 CONST, SCALAR, STATIC, ROW = 0, 1, 2, 3
 _JOB, _SLOT, _DYN, _CLOCK = 1, 2, 4, 8
@@ -100,3 +100,17 @@ class IRGraph:
         self._ids[key] = node
         self.nodes.append(IRNode(node, kind, payload, template, children, deps))
         return node
+
+
+def collect(graph: IRGraph, node: int, wanted: Callable[[int], bool], found: set[int]) -> None:
+    """Add to ``found`` the nodes under ``node`` (itself included) that are ``wanted``."""
+    stack = [node]
+    seen: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if wanted(current):
+            found.add(current)
+        stack.extend(graph[current].children)

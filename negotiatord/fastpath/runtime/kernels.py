@@ -7,7 +7,7 @@ expression, so a pool's thousands of distinct expressions cost no JIT time durin
 ``nogil=True`` everywhere: the daemon's event loop keeps running while a cycle evaluates.
 
 The operator semantics are classad2's, including its quirks, pinned down by the differential tests
-(tests/test_fastpath_kernels.py): booleans take part in arithmetic and comparisons as 0/1 but not
+(tests/test_fastpath_differential.py): booleans take part in arithmetic and comparisons as 0/1 but not
 in unary minus; a real result of +inf is ERROR while -inf is kept; ``==`` on strings ignores ASCII
 case; ``&&``/``||`` treat numbers as booleans; ``floor(undefined)`` is ERROR but ``int(undefined)``
 is UNDEFINED; reals out of int64 range convert to INT64_MIN.
@@ -18,32 +18,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# value tags (same numbers as values.py)
-UNDEF, ERROR, BOOL, INT, REAL, STR = 0, 1, 2, 3, 4, 5
+from negotiatord.classad.values import BOOL, ERROR, INT, REAL, STR, UNDEF
+from negotiatord.evaluation.protocol import UNRANKED
+from negotiatord.evaluation.reference import FAILED_CONSUMPTION
+from negotiatord.fastpath.instructions import (
+    BLOCK_ASSET_BASE, BLOCK_CHAINED, BLOCK_CODE_END, BLOCK_CODE_START, BLOCK_OUT_ROW, BLOCK_POSITIONS_END,
+    BLOCK_POSITIONS_START, BLOCK_RESULT_INDEX, BLOCK_RESULT_SOURCE, BLOCK_SCALAR_BASE, BLOCK_SINK, LEAF_CHAIN,
+    LEAF_KIND, LEAF_NEVER, LEAF_PYTHON, LEAF_SEGMENTS_END, LEAF_SEGMENTS_START, OP_ADD, OP_AND, OP_CEILING, OP_COND,
+    OP_DIV, OP_ELVIS, OP_EQ, OP_FLOOR, OP_GT, OP_INT, OP_IS, OP_ISNT, OP_IS_BOOL, OP_IS_ERROR, OP_IS_INT,
+    OP_IS_REAL, OP_IS_STRING, OP_IS_UNDEF, OP_LE, OP_LT, OP_MOD, OP_MOVE, OP_MUL, OP_NE, OP_NEG, OP_NOT, OP_PLUS,
+    OP_REAL, OP_ROUND, OP_SUB, SINK_CONSUME, SINK_FILTER, SINK_FILTER_LAST, SINK_MATCH, SINK_NONE, SINK_NUMBER,
+    SINK_OWN, SINK_RANK_UNRANKED, SINK_RANK_ZERO, SINK_RAW, SOURCE_ASSET, SOURCE_DYNAMIC, SOURCE_NONE,
+    SOURCE_REGISTER, SOURCE_SCALAR, SOURCE_STATIC,
+)
 
-# operand kinds
-K_NONE, K_REG, K_SC, K_ST, K_ASSET, K_DY = -1, 0, 1, 2, 3, 4
-
-# opcodes
-(OP_MOVE, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE, OP_IS, OP_ISNT,
- OP_AND, OP_OR, OP_NOT, OP_NEG, OP_PLUS, OP_COND, OP_ELVIS, OP_IS_UNDEF, OP_IS_ERROR, OP_IS_STRING,
- OP_IS_INT, OP_IS_REAL, OP_IS_BOOL, OP_FLOOR, OP_CEILING, OP_ROUND, OP_INT, OP_REAL) = range(32)
-CONVERSIONS = (OP_FLOOR, OP_CEILING, OP_ROUND, OP_INT, OP_REAL)   # string rows of the conversion tables
-
-# sinks: how a block's result is written to the output row (SINK_NONE: not written). A FILTER
-# sink keeps, in place, only the positions whose result matches (a conjunct of Requirements); the
-# next block may continue on the survivors (B_CHAIN = 1); FILTER_LAST also writes 1.0 for them.
-SINK_NONE, SINK_OWN = -1, -2
-(SINK_RAW, SINK_MATCH, SINK_NUMBER, SINK_RANK_UNRANKED, SINK_RANK_ZERO, SINK_CONSUME, SINK_FILTER,
- SINK_FILTER_LAST) = range(8)
-
-# block table columns
-(B_CODE0, B_CODE1, B_POS0, B_POS1, B_RES_KIND, B_RES_IDX, B_SINK, B_OUT, B_SC_BASE, B_ASSET_BASE,
- B_CHAIN) = range(11)
-BLOCK_WIDTH = 11
-
-UNRANKED = -1.7976931348623157e308
-FAILED_CONSUMPTION = -999.0
 _INT64_MIN = np.int64(-9223372036854775808)
 _INT64_MAX = np.int64(9223372036854775807)
 _TWO63 = 9.223372036854775808e18
@@ -221,11 +209,11 @@ def _logic(op, at, ai, af, bt, bi, bf):
 
 
 @njit(inline="always", **_JIT)
-def _convert(op, t, i, f, st, si, sf):
-    """floor, ceiling, round, int, real: a string's result (st, si, sf) comes from the tables
-    classad2 filled."""
+def _convert(op, t, i, f, converted_t, converted_i, converted_f):
+    """floor, ceiling, round, int, real: a string's result (converted_t, converted_i,
+    converted_f) comes from the tables classad2 filled."""
     if t == STR:
-        return st, si, sf
+        return converted_t, converted_i, converted_f
     if t == ERROR:
         return _err()
     if t == UNDEF:
@@ -246,7 +234,7 @@ def _convert(op, t, i, f, st, si, sf):
 
 
 @njit(inline="always", **_JIT)
-def _unary(op, t, i, f, st, si, sf):
+def _unary(op, t, i, f, converted_t, converted_i, converted_f):
     if op == OP_MOVE:
         return t, i, f
     if op == OP_NOT:
@@ -276,7 +264,7 @@ def _unary(op, t, i, f, st, si, sf):
         return _bool(t == REAL)
     if op == OP_IS_BOOL:
         return _bool(t == BOOL)
-    return _convert(op, t, i, f, st, si, sf)
+    return _convert(op, t, i, f, converted_t, converted_i, converted_f)
 
 
 @njit(inline="always", **_JIT)
@@ -297,21 +285,21 @@ def _binary(op, at, ai, af, bt, bi, bf, la, lb, ra, rb):
 
 
 @njit(inline="always", **_JIT)
-def _source(kind, idx, sc_base, asset_base, rg_t, rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f,
-            dy_t, dy_i, dy_f):
+def _source(kind, idx, scalar_base, asset_base, register_t, register_i, register_f, scalar_t, scalar_i, scalar_f,
+            static_t, static_i, static_f, dynamic_t, dynamic_i, dynamic_f):
     """An operand as (tag, ival, fval) 2-D arrays, its row, and how its column follows the
     position k or the universe row u: column = k * by_position + u * by_universe."""
-    if kind == K_REG:
-        return rg_t, rg_i, rg_f, idx, 1, 0
-    if kind == K_SC:
-        return sc_t, sc_i, sc_f, sc_base + idx, 0, 0
-    if kind == K_ST:
-        return st_t, st_i, st_f, idx, 0, 1
-    if kind == K_ASSET:
-        return dy_t, dy_i, dy_f, asset_base + idx, 1, 0
-    if kind == K_DY:
-        return dy_t, dy_i, dy_f, idx, 1, 0
-    return sc_t, sc_i, sc_f, 0, 0, 0
+    if kind == SOURCE_REGISTER:
+        return register_t, register_i, register_f, idx, 1, 0
+    if kind == SOURCE_SCALAR:
+        return scalar_t, scalar_i, scalar_f, scalar_base + idx, 0, 0
+    if kind == SOURCE_STATIC:
+        return static_t, static_i, static_f, idx, 0, 1
+    if kind == SOURCE_ASSET:
+        return dynamic_t, dynamic_i, dynamic_f, asset_base + idx, 1, 0
+    if kind == SOURCE_DYNAMIC:
+        return dynamic_t, dynamic_i, dynamic_f, idx, 1, 0
+    return scalar_t, scalar_i, scalar_f, 0, 0, 0
 
 
 @njit(**_JIT)
@@ -343,9 +331,10 @@ def _sink(sink, t, i, f):
 
 
 @njit(**_JIT)
-def _run_segments(code, segments, s0, s1, own_sink, row, perm, p0, p1, urows, sc_base, asset_base, rg_t, rg_i,
-                  rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank,
-                  conv_t, conv_i, conv_f):
+def _run_segments(code, segments, s0, s1, own_sink, row, perm, p0, p1, universe_rows, scalar_base, asset_base,
+                  register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+                  dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t,
+                  conversion_i, conversion_f):
     """Run segments ``s0..s1`` (rows of [code start, code end, result kind, result index, sink])
     over positions ``perm[p0:p1]``: each segment's instructions, one tight loop per instruction,
     then its sink (SINK_OWN: ``own_sink``). A FILTER sink keeps only the positions whose result
@@ -359,30 +348,32 @@ def _run_segments(code, segments, s0, s1, own_sink, row, perm, p0, p1, urows, sc
         for j in range(segments[s, 0], segments[s, 1]):
             op = code[j, 0]
             dst = code[j, 1]
-            a_t, a_i, a_f, ar, ak, au = _source(code[j, 2], code[j, 3], sc_base, asset_base, rg_t, rg_i, rg_f,
-                                                sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f)
-            if code[j, 4] == K_NONE:
+            a_t, a_i, a_f, ar, ak, au = _source(code[j, 2], code[j, 3], scalar_base, asset_base, register_t, register_i,
+                                                register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+                                                dynamic_t, dynamic_i, dynamic_f)
+            if code[j, 4] == SOURCE_NONE:
                 row_conv = op - OP_FLOOR
                 for p in range(p0, p1):
                     k = perm[p]
-                    c = k * ak + urows[k] * au
+                    c = k * ak + universe_rows[k] * au
                     t = a_t[ar, c]
                     i = a_i[ar, c]
                     if t == STR and row_conv >= 0:
-                        rt, ri, rf = _unary(op, t, i, a_f[ar, c], conv_t[row_conv, i], conv_i[row_conv, i],
-                                            conv_f[row_conv, i])
+                        rt, ri, rf = _unary(op, t, i, a_f[ar, c], conversion_t[row_conv, i], conversion_i[row_conv, i],
+                                            conversion_f[row_conv, i])
                     else:
                         rt, ri, rf = _unary(op, t, i, a_f[ar, c], np.int8(0), np.int64(0), 0.0)
-                    rg_t[dst, k] = rt
-                    rg_i[dst, k] = ri
-                    rg_f[dst, k] = rf
+                    register_t[dst, k] = rt
+                    register_i[dst, k] = ri
+                    register_f[dst, k] = rf
                 continue
-            b_t, b_i, b_f, br, bk, bu = _source(code[j, 4], code[j, 5], sc_base, asset_base, rg_t, rg_i, rg_f,
-                                                sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f)
+            b_t, b_i, b_f, br, bk, bu = _source(code[j, 4], code[j, 5], scalar_base, asset_base, register_t, register_i,
+                                                register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+                                                dynamic_t, dynamic_i, dynamic_f)
             if op != OP_COND:
                 for p in range(p0, p1):
                     k = perm[p]
-                    u = urows[k]
+                    u = universe_rows[k]
                     ca = k * ak + u * au
                     cb = k * bk + u * bu
                     at = a_t[ar, ca]
@@ -391,48 +382,50 @@ def _run_segments(code, segments, s0, s1, own_sink, row, perm, p0, p1, urows, sc
                     bi = b_i[br, cb]
                     la = lb = ra = rb = 0
                     if at == STR and bt == STR:
-                        la = s_lower[ai]
-                        lb = s_lower[bi]
-                        ra = s_rank[ai]
-                        rb = s_rank[bi]
+                        la = string_lower[ai]
+                        lb = string_lower[bi]
+                        ra = string_rank[ai]
+                        rb = string_rank[bi]
                     rt, ri, rf = _binary(op, at, ai, a_f[ar, ca], bt, bi, b_f[br, cb], la, lb, ra, rb)
-                    rg_t[dst, k] = rt
-                    rg_i[dst, k] = ri
-                    rg_f[dst, k] = rf
+                    register_t[dst, k] = rt
+                    register_i[dst, k] = ri
+                    register_f[dst, k] = rf
                 continue
-            c_t, c_i, c_f, cr, ck, cu = _source(code[j, 6], code[j, 7], sc_base, asset_base, rg_t, rg_i, rg_f,
-                                                sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f)
+            c_t, c_i, c_f, cr, ck, cu = _source(code[j, 6], code[j, 7], scalar_base, asset_base, register_t, register_i,
+                                                register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+                                                dynamic_t, dynamic_i, dynamic_f)
             for p in range(p0, p1):
                 k = perm[p]
-                u = urows[k]
+                u = universe_rows[k]
                 ca = k * ak + u * au
                 truth = _truth(a_t[ar, ca], a_i[ar, ca], a_f[ar, ca])
                 if truth == 1:
                     cb = k * bk + u * bu
-                    rg_t[dst, k] = b_t[br, cb]
-                    rg_i[dst, k] = b_i[br, cb]
-                    rg_f[dst, k] = b_f[br, cb]
+                    register_t[dst, k] = b_t[br, cb]
+                    register_i[dst, k] = b_i[br, cb]
+                    register_f[dst, k] = b_f[br, cb]
                 elif truth == 0:
                     cc = k * ck + u * cu
-                    rg_t[dst, k] = c_t[cr, cc]
-                    rg_i[dst, k] = c_i[cr, cc]
-                    rg_f[dst, k] = c_f[cr, cc]
+                    register_t[dst, k] = c_t[cr, cc]
+                    register_i[dst, k] = c_i[cr, cc]
+                    register_f[dst, k] = c_f[cr, cc]
                 else:
-                    rg_t[dst, k] = UNDEF if truth == 2 else ERROR
-                    rg_i[dst, k] = 0
-                    rg_f[dst, k] = 0.0
+                    register_t[dst, k] = UNDEF if truth == 2 else ERROR
+                    register_i[dst, k] = 0
+                    register_f[dst, k] = 0.0
         sink = segments[s, 4]
         if sink == SINK_OWN:
             sink = own_sink
         if sink == SINK_NONE:
             continue
-        r_t, r_i, r_f, rr, rk, ru = _source(segments[s, 2], segments[s, 3], sc_base, asset_base, rg_t, rg_i, rg_f,
-                                            sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f)
+        r_t, r_i, r_f, rr, rk, ru = _source(segments[s, 2], segments[s, 3], scalar_base, asset_base, register_t,
+                                            register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i,
+                                            static_f, dynamic_t, dynamic_i, dynamic_f)
         if sink == SINK_FILTER or sink == SINK_FILTER_LAST:
             kept = p0
             for p in range(p0, p1):
                 k = perm[p]
-                c = k * rk + urows[k] * ru
+                c = k * rk + universe_rows[k] * ru
                 if _sink(SINK_MATCH, r_t[rr, c], r_i[rr, c], r_f[rr, c]) == 1.0:
                     perm[kept] = k
                     kept += 1
@@ -443,7 +436,7 @@ def _run_segments(code, segments, s0, s1, own_sink, row, perm, p0, p1, urows, sc
             continue
         for p in range(p0, p1):
             k = perm[p]
-            c = k * rk + urows[k] * ru
+            c = k * rk + universe_rows[k] * ru
             if sink == SINK_RAW:
                 out_t[row, k] = r_t[rr, c]
                 out_i[row, k] = r_i[rr, c]
@@ -454,28 +447,30 @@ def _run_segments(code, segments, s0, s1, own_sink, row, perm, p0, p1, urows, sc
 
 
 @njit(**_JIT)
-def run_blocks(code, blocks, perm, urows, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f,
-               rg_t, rg_i, rg_f, out_t, out_i, out_f, s_lower, s_rank, conv_t, conv_i, conv_f):
+def run_blocks(code, blocks, perm, universe_rows, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f, dynamic_t,
+               dynamic_i, dynamic_f, register_t, register_i, register_f, out_t, out_i, out_f, string_lower, string_rank,
+               conversion_t, conversion_i, conversion_f):
     """Run every block: its instructions over its positions ``perm[pos0:pos1]``, then its sink;
-    a block with B_CHAIN = 1 runs on what the previous block's FILTER kept.
+    a block with BLOCK_CHAINED = 1 runs on what the previous block's FILTER kept.
 
-    Positions index the call's rows (registers, dynamic inputs, outputs); ``urows[k]`` is the
+    Positions index the call's rows (registers, dynamic inputs, outputs); ``universe_rows[k]`` is the
     universe row of position ``k`` (static columns); scalars are a [count, 1] column.
     """
     segment = np.empty((1, 5), dtype=np.int64)
     chain_end = 0
     for b in range(blocks.shape[0]):
-        p0 = blocks[b, B_POS0]
-        p1 = chain_end if blocks[b, B_CHAIN] == 1 else blocks[b, B_POS1]
-        segment[0, 0] = blocks[b, B_CODE0]
-        segment[0, 1] = blocks[b, B_CODE1]
-        segment[0, 2] = blocks[b, B_RES_KIND]
-        segment[0, 3] = blocks[b, B_RES_IDX]
-        segment[0, 4] = blocks[b, B_SINK]
-        chain_end = _run_segments(code, segment, 0, 1, SINK_NONE, blocks[b, B_OUT], perm, p0, p1, urows,
-                                  blocks[b, B_SC_BASE], blocks[b, B_ASSET_BASE], rg_t, rg_i, rg_f, sc_t, sc_i, sc_f,
-                                  st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank, conv_t,
-                                  conv_i, conv_f)
+        p0 = blocks[b, BLOCK_POSITIONS_START]
+        p1 = chain_end if blocks[b, BLOCK_CHAINED] == 1 else blocks[b, BLOCK_POSITIONS_END]
+        segment[0, 0] = blocks[b, BLOCK_CODE_START]
+        segment[0, 1] = blocks[b, BLOCK_CODE_END]
+        segment[0, 2] = blocks[b, BLOCK_RESULT_SOURCE]
+        segment[0, 3] = blocks[b, BLOCK_RESULT_INDEX]
+        segment[0, 4] = blocks[b, BLOCK_SINK]
+        chain_end = _run_segments(code, segment, 0, 1, SINK_NONE, blocks[b, BLOCK_OUT_ROW], perm, p0, p1, universe_rows,
+                                  blocks[b, BLOCK_SCALAR_BASE], blocks[b, BLOCK_ASSET_BASE], register_t, register_i,
+                                  register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f, dynamic_t,
+                                  dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t,
+                                  conversion_i, conversion_f)
 
 
 @njit(inline="always", **_JIT)
@@ -487,7 +482,7 @@ def _preserve_integer(v):
 
 
 @njit(**_JIT)
-def asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f):
+def asset_inputs(amounts, base, base_is_int, used, dynamic_t, dynamic_i, dynamic_f):
     """Dynamic inputs per position: rows [0, A) current assets, [A, 2A) the consumption that
     overrides Request<asset> (cp_override_requested), [2A, 3A) assets after deducting it.
 
@@ -495,11 +490,11 @@ def asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f):
     gets assign_preserve_integers values, exactly as the reference's ad copies do.
     """
     n = amounts.shape[0]
-    _asset_inputs_at(np.arange(n), n, amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
+    _asset_inputs_at(np.arange(n), n, amounts, base, base_is_int, used, dynamic_t, dynamic_i, dynamic_f)
 
 
 @njit(**_JIT)
-def _asset_inputs_at(positions, count, amounts, base, base_is_int, used, dy_t, dy_i, dy_f):
+def _asset_inputs_at(positions, count, amounts, base, base_is_int, used, dynamic_t, dynamic_i, dynamic_f):
     """:func:`asset_inputs` for ``positions[:count]`` only."""
     assets = amounts.shape[1]
     for p in range(count):
@@ -513,23 +508,23 @@ def _asset_inputs_at(positions, count, amounts, base, base_is_int, used, dy_t, d
         for c in range(assets):
             a = amounts[k, c]
             if a != a:
-                dy_t[c, k] = UNDEF
+                dynamic_t[c, k] = UNDEF
             elif changed:
-                dy_t[c, k], dy_i[c, k], dy_f[c, k] = _preserve_integer(a)
+                dynamic_t[c, k], dynamic_i[c, k], dynamic_f[c, k] = _preserve_integer(a)
             elif base_is_int[k, c]:
-                dy_t[c, k] = INT
-                dy_i[c, k] = np.int64(a)
+                dynamic_t[c, k] = INT
+                dynamic_i[c, k] = np.int64(a)
             else:
-                dy_t[c, k] = REAL
-                dy_f[c, k] = a
+                dynamic_t[c, k] = REAL
+                dynamic_f[c, k] = a
             u = used[k, c]
             if u != u:
-                dy_t[assets + c, k] = UNDEF
-                dy_t[2 * assets + c, k] = UNDEF
+                dynamic_t[assets + c, k] = UNDEF
+                dynamic_t[2 * assets + c, k] = UNDEF
             else:
-                dy_t[assets + c, k], dy_i[assets + c, k], dy_f[assets + c, k] = _preserve_integer(u)
+                dynamic_t[assets + c, k], dynamic_i[assets + c, k], dynamic_f[assets + c, k] = _preserve_integer(u)
                 w = 2 * assets + c
-                dy_t[w, k], dy_i[w, k], dy_f[w, k] = _preserve_integer(a - u)
+                dynamic_t[w, k], dynamic_i[w, k], dynamic_f[w, k] = _preserve_integer(a - u)
 
 
 @njit(inline="always", **_JIT)
@@ -561,30 +556,31 @@ def sufficient_assets(used, amounts):
 
 
 @njit(**_JIT)
-def consumption_misfits(prunable, known_kind, known_index, root_leaf, urows, cp, base, amounts, job_sc_base,
-                        sc_t, sc_i, sc_f, st_t, st_i, st_f, misfit):
+def consumption_misfits(prunable, known_kind, known_index, root_leaf, universe_rows, consumption_policy, base, amounts,
+                        job_scalar_base, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f, misfit):
     """bounds.py: mark the rows where a Consumption leaf whose value is an operand read as is
-    (``known_kind`` K_SC or K_ST at ``known_index``) gives a consumption that does not fit, as
+    (``known_kind`` SOURCE_SCALAR or SOURCE_STATIC at ``known_index``) gives a consumption that does not fit, as
     assess_rows' stage 1 would. Returns the rows marked, or -1 when a scalar is missing."""
     n, assets = amounts.shape
     marked = 0
     for k in range(n):
-        if not cp[k]:
+        if not consumption_policy[k]:
             continue
         for c in range(assets):
             if not prunable[c] or base[k, c] != base[k, c]:
                 continue
-            leaf = root_leaf[c, urows[k]]
+            leaf = root_leaf[c, universe_rows[k]]
             if leaf < 0:
                 continue
-            if known_kind[c, leaf] == K_SC:
-                if job_sc_base[leaf] < 0:
+            if known_kind[c, leaf] == SOURCE_SCALAR:
+                if job_scalar_base[leaf] < 0:
                     return -1
-                r = job_sc_base[leaf] + known_index[c, leaf]
-                used = _sink(SINK_CONSUME, sc_t[r, 0], sc_i[r, 0], sc_f[r, 0])
+                r = job_scalar_base[leaf] + known_index[c, leaf]
+                used = _sink(SINK_CONSUME, scalar_t[r, 0], scalar_i[r, 0], scalar_f[r, 0])
             else:
                 r = known_index[c, leaf]
-                used = _sink(SINK_CONSUME, st_t[r, urows[k]], st_i[r, urows[k]], st_f[r, urows[k]])
+                u = universe_rows[k]
+                used = _sink(SINK_CONSUME, static_t[r, u], static_i[r, u], static_f[r, u])
             if _misfits(used, amounts[k, c]):
                 misfit[k] = True
                 marked += 1
@@ -597,29 +593,28 @@ def consumption_misfits(prunable, known_kind, known_index, root_leaf, urows, cp,
 # Roots, in this order: Consumption<asset> for each table asset, then the ones below. Leaves are a
 # space's compiled (expression, slot shape) pairs; a leaf row of the leaf table says how to run it.
 
-ROOT_SLOT_REQ, ROOT_SLOT_REQ_CP, ROOT_JOB_REQ, ROOT_JOB_REQ_CP, ROOT_WEIGHT, ROOT_PRE, ROOT_JOB_RANK, ROOT_POST = range(8)
-LEAF_PLAIN, LEAF_CHAIN, LEAF_PYTHON = range(3)
-(L_KIND, L_SEG0, L_SEG1, L_NEVER) = range(4)
-LEAF_WIDTH = 4
+(ROOT_SLOT_REQ, ROOT_SLOT_REQ_CP, ROOT_JOB_REQ, ROOT_JOB_REQ_CP, ROOT_WEIGHT, ROOT_PRE, ROOT_JOB_RANK,
+ ROOT_POST) = range(8)
 (O_SLOT_REQ, O_JOB_REQ, O_WEIGHT, O_WEIGHT_AFTER, O_PRE, O_JOB_RANK, O_POST) = range(7)
 OUT_ROWS = 7        # then one row per asset: its consumption
 
 
 @njit(**_JIT)
-def _needs_python(positions, count, urows, root_leaf, leaf_table, job_sc_base):
+def _needs_python(positions, count, universe_rows, root_leaf, leaf_table, job_scalar_base):
     """Whether any leaf the rows reach is left to Python (classad2 steps, fallbacks, no scalars)."""
     for r in range(root_leaf.shape[0]):
         for p in range(count):
-            leaf = root_leaf[r, urows[positions[p]]]
-            if leaf >= 0 and (leaf_table[leaf, L_KIND] == LEAF_PYTHON or job_sc_base[leaf] < 0):
+            leaf = root_leaf[r, universe_rows[positions[p]]]
+            if leaf >= 0 and (leaf_table[leaf, LEAF_KIND] == LEAF_PYTHON or job_scalar_base[leaf] < 0):
                 return True
     return False
 
 
 @njit(**_JIT)
-def _run_root(root, positions, count, sink, row, asset_base, urows, root_leaf, leaf_table, segments, static_ok,
-              job_ok, job_sc_base, job_scalar_ok, code, rg_t, rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t,
-              dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank, conv_t, conv_i, conv_f):
+def _run_root(root, positions, count, sink, row, asset_base, universe_rows, root_leaf, leaf_table, segments, static_ok,
+              job_ok, job_scalar_base, job_scalar_ok, code, register_t, register_i, register_f, scalar_t, scalar_i,
+              scalar_f, static_t, static_i, static_f, dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f,
+              string_lower, string_rank, conversion_t, conversion_i, conversion_f):
     """One root over ``positions[:count]``, leaf by leaf. Requirements-like leaves (CHAIN) write
     0.0, then 1.0 where every conjunct matches: slot-only and job-and-slot conjuncts are looked
     up (``static_ok`` [leaf, universe row], ``job_ok`` [root, universe row]), the rest run as a
@@ -628,7 +623,7 @@ def _run_root(root, positions, count, sink, row, asset_base, urows, root_leaf, l
     leaves = leaf_table.shape[0]
     starts = np.zeros(leaves + 1, dtype=np.int64)
     for p in range(count):
-        leaf = root_leaf[root, urows[positions[p]]]
+        leaf = root_leaf[root, universe_rows[positions[p]]]
         if leaf >= 0:
             starts[leaf + 1] += 1
     for leaf in range(leaves):
@@ -636,7 +631,7 @@ def _run_root(root, positions, count, sink, row, asset_base, urows, root_leaf, l
     perm = np.empty(starts[leaves], dtype=np.int64)
     fill = starts[:-1].copy()
     for p in range(count):
-        leaf = root_leaf[root, urows[positions[p]]]
+        leaf = root_leaf[root, universe_rows[positions[p]]]
         if leaf >= 0:
             perm[fill[leaf]] = positions[p]
             fill[leaf] += 1
@@ -645,47 +640,50 @@ def _run_root(root, positions, count, sink, row, asset_base, urows, root_leaf, l
         g1 = starts[leaf + 1]
         if g0 == g1:
             continue
-        s0 = leaf_table[leaf, L_SEG0]
-        s1 = leaf_table[leaf, L_SEG1]
-        if leaf_table[leaf, L_KIND] == LEAF_CHAIN:
+        s0 = leaf_table[leaf, LEAF_SEGMENTS_START]
+        s1 = leaf_table[leaf, LEAF_SEGMENTS_END]
+        if leaf_table[leaf, LEAF_KIND] == LEAF_CHAIN:
             kept = g0
             for p in range(g0, g1):
                 k = perm[p]
                 out_f[row, k] = 0.0
-                if static_ok[leaf, urows[k]] and job_ok[root, urows[k]]:
+                if static_ok[leaf, universe_rows[k]] and job_ok[root, universe_rows[k]]:
                     perm[kept] = k
                     kept += 1
-            if leaf_table[leaf, L_NEVER] == 1 or not job_scalar_ok[leaf]:
+            if leaf_table[leaf, LEAF_NEVER] == 1 or not job_scalar_ok[leaf]:
                 kept = g0
             if s0 == s1:
                 for p in range(g0, kept):
                     out_f[row, perm[p]] = 1.0
                 continue
             g1 = kept
-        _run_segments(code, segments, s0, s1, sink, row, perm, g0, g1, urows, job_sc_base[leaf], asset_base, rg_t,
-                      rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower,
-                      s_rank, conv_t, conv_i, conv_f)
+        _run_segments(code, segments, s0, s1, sink, row, perm, g0, g1, universe_rows, job_scalar_base[leaf], asset_base,
+                      register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+                      dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t,
+                      conversion_i, conversion_f)
 
 
 @njit(**_JIT)
-def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_python, leaf_table, segments, static_ok,
-                job_ok, job_sc_base, job_scalar_ok, code, sc_t, sc_i, sc_f, st_t, st_i, st_f, rg_t, rg_i, rg_f, dy_t,
-                dy_i, dy_f, s_lower, s_rank, conv_t, conv_i, conv_f, matched, consumption, cost, rank):
+def assess_rows(universe_rows, consumption_policy, amounts, base, base_is_int, root_leaf, may_need_python, leaf_table,
+                segments, static_ok, job_ok, job_scalar_base, job_scalar_ok, code, scalar_t, scalar_i, scalar_f,
+                static_t, static_i, static_f, register_t, register_i, register_f, dynamic_t, dynamic_i, dynamic_f,
+                string_lower, string_rank, conversion_t, conversion_i, conversion_f, matched, consumption, cost, rank):
     """HTCondor's assessment of one request against rows of slots (see evaluator.py), all stages
-    in one call. ``dy`` rows from 3 * assets on hold classad2 steps computed beforehand. Returns
+    in one call. ``dynamic`` rows from 3 * assets on hold classad2 steps computed beforehand. Returns
     False, having written nothing, when a leaf needs Python; the rows are only checked for that
     when ``may_need_python`` (some leaf of ``root_leaf`` might)."""
     n, assets = amounts.shape
     everyone = np.arange(n)
-    if may_need_python and _needs_python(everyone, n, urows, root_leaf, leaf_table, job_sc_base):
+    if may_need_python and _needs_python(everyone, n, universe_rows, root_leaf, leaf_table, job_scalar_base):
         return False
     out_t = np.empty((1, 1), dtype=np.int8)       # no root here has a raw sink: only out_f is written
     out_i = np.empty((1, 1), dtype=np.int64)
     out_f = np.zeros((OUT_ROWS + assets, n), dtype=np.float64)
-    rest = (rg_t, rg_i, rg_f, sc_t, sc_i, sc_f, st_t, st_i, st_f, dy_t, dy_i, dy_f, out_t, out_i, out_f, s_lower, s_rank,
-            conv_t, conv_i, conv_f)
+    rest = (register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f, dynamic_t,
+            dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t, conversion_i,
+            conversion_f)
     used = np.full((n, assets), np.nan)
-    asset_inputs(amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
+    asset_inputs(amounts, base, base_is_int, used, dynamic_t, dynamic_i, dynamic_f)
     positions = np.empty(n, dtype=np.int64)
 
     # 1. consumption on consumption-policy slots, then cp_sufficient_assets. A row whose
@@ -696,12 +694,12 @@ def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_pytho
     for c in range(assets):
         count = 0
         for k in range(n):
-            if cp[k] and not misfit[k] and base[k, c] == base[k, c]:
+            if consumption_policy[k] and not misfit[k] and base[k, c] == base[k, c]:
                 positions[count] = k
                 count += 1
         any_cp |= count > 0
-        _run_root(c, positions, count, SINK_CONSUME, OUT_ROWS + c, 0, urows, root_leaf, leaf_table, segments,
-                  static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
+        _run_root(c, positions, count, SINK_CONSUME, OUT_ROWS + c, 0, universe_rows, root_leaf, leaf_table, segments,
+                  static_ok, job_ok, job_scalar_base, job_scalar_ok, code, *rest)
         for p in range(count):
             k = positions[p]
             u = out_f[OUT_ROWS + c, k]
@@ -711,28 +709,28 @@ def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_pytho
     if any_cp:      # the overrides and what is left, for the rows that go on to Requirements
         count = 0
         for k in range(n):
-            if cp[k] and not misfit[k]:
+            if consumption_policy[k] and not misfit[k]:
                 positions[count] = k
                 count += 1
-        _asset_inputs_at(positions, count, amounts, base, base_is_int, used, dy_t, dy_i, dy_f)
+        _asset_inputs_at(positions, count, amounts, base, base_is_int, used, dynamic_t, dynamic_i, dynamic_f)
     sufficient = sufficient_assets(used, amounts)
 
     # 2-3. the slot's then the job's Requirements (on consumption-policy slots with overrides)
     alive = np.empty(n, dtype=np.int64)
     count = 0
     for k in range(n):
-        if not cp[k] or sufficient[k]:
+        if not consumption_policy[k] or sufficient[k]:
             alive[count] = k
             count += 1
     for root, row in ((assets + ROOT_SLOT_REQ, O_SLOT_REQ), (assets + ROOT_JOB_REQ, O_JOB_REQ)):
-        for cp_rows in (False, True):
+        for policy_rows in (False, True):
             part = 0
             for p in range(count):
-                if cp[alive[p]] == cp_rows:
+                if consumption_policy[alive[p]] == policy_rows:
                     positions[part] = alive[p]
                     part += 1
-            _run_root(root + (1 if cp_rows else 0), positions, part, SINK_MATCH, row, 0, urows, root_leaf, leaf_table,
-                      segments, static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
+            _run_root(root + (1 if policy_rows else 0), positions, part, SINK_MATCH, row, 0, universe_rows, root_leaf,
+                      leaf_table, segments, static_ok, job_ok, job_scalar_base, job_scalar_ok, code, *rest)
         kept = 0
         for p in range(count):
             if out_f[row, alive[p]] == 1.0:
@@ -741,15 +739,15 @@ def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_pytho
         count = kept
 
     # 4. match cost: SlotWeight before minus after (consumption policy), or the whole SlotWeight
-    _run_root(assets + ROOT_WEIGHT, alive, count, SINK_NUMBER, O_WEIGHT, 0, urows, root_leaf, leaf_table, segments,
-              static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
+    _run_root(assets + ROOT_WEIGHT, alive, count, SINK_NUMBER, O_WEIGHT, 0, universe_rows, root_leaf, leaf_table,
+              segments, static_ok, job_ok, job_scalar_base, job_scalar_ok, code, *rest)
     part = 0
     for p in range(count):
-        if cp[alive[p]]:
+        if consumption_policy[alive[p]]:
             positions[part] = alive[p]
             part += 1
-    _run_root(assets + ROOT_WEIGHT, positions, part, SINK_NUMBER, O_WEIGHT_AFTER, 2 * assets, urows, root_leaf,
-              leaf_table, segments, static_ok, job_ok, job_sc_base, job_scalar_ok, code, *rest)
+    _run_root(assets + ROOT_WEIGHT, positions, part, SINK_NUMBER, O_WEIGHT_AFTER, 2 * assets, universe_rows, root_leaf,
+              leaf_table, segments, static_ok, job_ok, job_scalar_base, job_scalar_ok, code, *rest)
     winners = 0
     for k in range(n):
         matched[k] = False
@@ -760,22 +758,22 @@ def assess_rows(urows, cp, amounts, base, base_is_int, root_leaf, may_need_pytho
             rank[k, r] = UNRANKED
     for p in range(count):
         k = alive[p]
-        price = out_f[O_WEIGHT, k] - out_f[O_WEIGHT_AFTER, k] if cp[k] else out_f[O_WEIGHT, k]
+        price = out_f[O_WEIGHT, k] - out_f[O_WEIGHT_AFTER, k] if consumption_policy[k] else out_f[O_WEIGHT, k]
         if price == price:
             matched[k] = True
             cost[k] = price
             for c in range(assets):
-                consumption[k, c] = used[k, c] if cp[k] else amounts[k, c]
+                consumption[k, c] = used[k, c] if consumption_policy[k] else amounts[k, c]
             positions[winners] = k
             winners += 1
 
     # 5. ranks, for matched rows only
     for r, row in ((ROOT_PRE, O_PRE), (ROOT_JOB_RANK, O_JOB_RANK), (ROOT_POST, O_POST)):
         sink = SINK_RANK_ZERO if r == ROOT_JOB_RANK else SINK_RANK_UNRANKED
-        _run_root(assets + r, positions, winners, sink, row, 0, urows, root_leaf, leaf_table, segments, static_ok,
-                  job_ok, job_sc_base, job_scalar_ok, code, *rest)
+        _run_root(assets + r, positions, winners, sink, row, 0, universe_rows, root_leaf, leaf_table, segments,
+                  static_ok, job_ok, job_scalar_base, job_scalar_ok, code, *rest)
         for p in range(winners):
             k = positions[p]
-            if root_leaf[assets + r, urows[k]] >= 0:
+            if root_leaf[assets + r, universe_rows[k]] >= 0:
                 rank[k, r - ROOT_PRE] = out_f[row, k]
     return True

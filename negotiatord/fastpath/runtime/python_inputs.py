@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.compiler import PyStep
-from negotiatord.fastpath.engine import NeedsFallback, Triple, decode, encode
-from negotiatord.fastpath.pyops import evaluate
+from negotiatord.classad.values import NotScalar, Value
+from negotiatord.fastpath.compiler.folding import evaluate
+from negotiatord.fastpath.compiler.lowering import PyStep
+from negotiatord.fastpath.instructions import SOURCE_SCALAR, SOURCE_STATIC
+from negotiatord.fastpath.runtime.execution import NeedsFallback, Triple, decode, encode
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.values import NotScalar, Value
 
 
 class _Step:
@@ -35,13 +35,13 @@ class PythonInputs:
         self._strings = strings
         self._steps: dict[int, _Step] = {}
 
-    def fill(self, step: PyStep, positions: np.ndarray, urows: np.ndarray, scalars: Triple, static: Triple,
+    def fill(self, step: PyStep, positions: np.ndarray, universe_rows: np.ndarray, scalars: Triple, static: Triple,
              out: Triple, row: int) -> None:
         """Results of ``step`` for ``positions`` into ``out[row]``; ``scalars`` are the leaf's."""
         state = self._steps.get(step.dst)
         if state is None:
             state = self._steps[step.dst] = _Step(step, 0)
-        columns = urows[positions]
+        columns = universe_rows[positions]
         if len(state.codes) <= columns.max(initial=0):
             grown = np.full(max(2 * len(state.codes), columns.max() + 1), -1, dtype=np.int64)
             grown[: len(state.codes)] = state.codes
@@ -50,7 +50,7 @@ class PythonInputs:
         if len(missing):
             self._encode(state, np.unique(missing), static)
         job_side = tuple(decode(scalars[0][idx], scalars[1][idx], scalars[2][idx], self._strings)
-                         for kind, idx in step.operands if kind == K.K_SC)
+                         for kind, idx in step.operands if kind == SOURCE_SCALAR)
         table = state.results.get(job_side)
         if table is None or len(table[0]) < len(state.distinct):
             table = state.results[job_side] = self._evaluate(state, job_side)
@@ -59,7 +59,7 @@ class PythonInputs:
             array[row, positions] = values[codes]
 
     def _encode(self, state: _Step, columns: np.ndarray, static: Triple) -> None:
-        holes = [tuple(a[idx, columns] for a in static) for kind, idx in state.step.operands if kind == K.K_ST]
+        holes = [tuple(a[idx, columns] for a in static) for kind, idx in state.step.operands if kind == SOURCE_STATIC]
         for position, column in enumerate(columns):
             key = tuple((int(h[0][position]), int(h[1][position]), float(h[2][position])) for h in holes)
             code = state._index.get(key)
@@ -72,7 +72,7 @@ class PythonInputs:
         results: list[Value] = []
         for slot_side in state.distinct:
             scalar, static = iter(job_side), iter(slot_side)
-            holes = [next(scalar) if kind == K.K_SC else next(static) for kind, _ in state.step.operands]
+            holes = [next(scalar) if kind == SOURCE_SCALAR else next(static) for kind, _ in state.step.operands]
             try:
                 results.append(evaluate(state.step.template, holes))
             except (NotScalar, ValueError) as error:

@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 import classad2
 
-from negotiatord.fastpath.parser import Node, unparse
-from negotiatord.fastpath.values import REAL, Value, from_python, literal_text
+from negotiatord.classad.parser import Node, unparse
+from negotiatord.classad.values import REAL, Value, from_python, literal_text
 
 
 class _Hole:

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.compiler import Plan
-from negotiatord.fastpath.engine import Triple
-from negotiatord.fastpath.leaves import Leaf
+from negotiatord.fastpath.compiler.leaves import Leaf
+from negotiatord.fastpath.compiler.lowering import Plan
+from negotiatord.fastpath.instructions import (
+    LEAF_CHAIN, LEAF_COLUMNS, LEAF_KIND, LEAF_NEVER, LEAF_PLAIN, LEAF_PYTHON, LEAF_SEGMENTS_END,
+    LEAF_SEGMENTS_START, SINK_FILTER, SINK_FILTER_LAST, SINK_OWN,
+)
+from negotiatord.fastpath.runtime.execution import Triple
 
 
 class LeafTables:
     def __init__(self, width: int) -> None:
         self.code = np.zeros((256, 8), dtype=np.int64)
         self.code_size = 0
-        self.leaves = np.zeros((64, K.LEAF_WIDTH), dtype=np.int64)
+        self.leaves = np.zeros((64, LEAF_COLUMNS), dtype=np.int64)
         self.segments = np.zeros((64, 5), dtype=np.int64)    # code start, end, result kind, index, sink
         self.segment_size = 0
         self.static_ok = np.zeros((64, max(width, 1)), dtype=bool)
@@ -34,25 +37,25 @@ class LeafTables:
             self.static_ok = _grown(self.static_ok, 2 * len(self.static_ok))
         row = self.leaves[leaf_id]
         if plan is None or not plan.native:
-            row[K.L_KIND] = K.LEAF_PYTHON
+            row[LEAF_KIND] = LEAF_PYTHON
             return
         used = chain if chain is not None else plan
         start = self._append_code(used.code)
         self.registers = max(self.registers, plan.registers, used.registers)
         self.converts |= plan.converts or used.converts
-        row[K.L_SEG0] = self.segment_size
+        row[LEAF_SEGMENTS_START] = self.segment_size
         if chain is None:
-            row[K.L_KIND] = K.LEAF_PLAIN
-            self._append_segment(start, start + len(plan.code), *plan.results[0], K.SINK_OWN)
+            row[LEAF_KIND] = LEAF_PLAIN
+            self._append_segment(start, start + len(plan.code), *plan.results[0], SINK_OWN)
         else:
-            row[K.L_KIND] = K.LEAF_CHAIN
-            row[K.L_NEVER] = never
+            row[LEAF_KIND] = LEAF_CHAIN
+            row[LEAF_NEVER] = never
             previous = 0
             for j, ((kind, idx), end) in enumerate(zip(chain.results, chain.ends)):
-                sink = K.SINK_FILTER_LAST if j == len(chain.results) - 1 else K.SINK_FILTER
+                sink = SINK_FILTER_LAST if j == len(chain.results) - 1 else SINK_FILTER
                 self._append_segment(start + previous, start + end, kind, idx, sink)
                 previous = end
-        row[K.L_SEG1] = self.segment_size
+        row[LEAF_SEGMENTS_END] = self.segment_size
 
     def _append_segment(self, start: int, end: int, kind: int, idx: int, sink: int) -> None:
         if self.segment_size == len(self.segments):
@@ -86,11 +89,11 @@ class ScalarLayout:
     def __init__(self, leaves: list[Leaf], width: int) -> None:
         self.nodes = sorted({n for leaf in leaves for n in (*leaf.scalar_nodes, *leaf.scalar_conjuncts)})
         index = {node: i for i, node in enumerate(self.nodes)}
-        self.sc_base = np.full(width, -1, dtype=np.int64)
+        self.scalar_base = np.full(width, -1, dtype=np.int64)
         self.sizes = np.zeros(width, dtype=np.int64)
         gather: list[int] = []
         for leaf in leaves:
-            self.sc_base[leaf.id] = len(gather)
+            self.scalar_base[leaf.id] = len(gather)
             self.sizes[leaf.id] = len(leaf.scalar_nodes)
             gather.extend(index[n] for n in leaf.scalar_nodes)
         self.gather = np.array(gather, dtype=np.int64)
@@ -108,8 +111,8 @@ class JobTables:
         """``values`` are the job's values of ``layout.nodes`` and ``matches`` whether each matches."""
         self.layout = layout
         self.clock = clock               # the wall-clock second the values hold for
-        self.sc_base = layout.sc_base
-        self.scalar_ok = np.zeros(len(layout.sc_base), dtype=bool)
+        self.scalar_base = layout.scalar_base
+        self.scalar_ok = np.zeros(len(layout.scalar_base), dtype=bool)
         self.scalar_ok[layout.leaf_ids] = True
         self.scalar_ok[layout.conjunct_leaf[~matches[layout.conjuncts]]] = False
         self._values = tuple(v[layout.gather] for v in values)
@@ -123,10 +126,10 @@ class JobTables:
         return not self.layout.uses_clock or self.clock == clock
 
     def has(self, leaf_id: int) -> bool:
-        return leaf_id < len(self.sc_base) and self.sc_base[leaf_id] >= 0
+        return leaf_id < len(self.scalar_base) and self.scalar_base[leaf_id] >= 0
 
     def part(self, leaf_id: int) -> Triple:
-        base = self.sc_base[leaf_id]
+        base = self.scalar_base[leaf_id]
         return tuple(v[base: base + self.layout.sizes[leaf_id]] for v in self._values)
 
 

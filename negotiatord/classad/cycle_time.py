@@ -19,7 +19,14 @@ _STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def mentions_time(text: str) -> bool:
+    """Whether ``text`` calls ``time()`` outside string literals."""
     return "time" in text.lower() and _TIME_CALL.search(_STRING_LITERAL.sub('""', text)) is not None
+
+
+def mentions_current_time(text: str) -> bool:
+    """Whether ``text`` (an ad's or an expression's) names ``CurrentTime``, which an ad lacking it
+    resolves to the clock."""
+    return _CURRENT_TIME.search(text) is not None
 
 
 def freeze_time(text: str, now: int) -> str:
@@ -42,7 +49,7 @@ def frozen_expr(expr: classad2.ExprTree, now: int) -> classad2.ExprTree:
 def frozen_ad(ad: classad2.ClassAd, now: int) -> classad2.ClassAd:
     """``ad`` itself when it reads no clock, else a copy whose expressions use ``now``."""
     text = ad.printOld()
-    reads_current_time = "CurrentTime" not in ad and _CURRENT_TIME.search(text) is not None
+    reads_current_time = "CurrentTime" not in ad and mentions_current_time(text)
     if not (mentions_time(text) or reads_current_time):
         return ad
     copy = classad2.ClassAd()

@@ -9,7 +9,7 @@ digit where an operand is expected is part of a negative number literal, as in c
 
 The AST is made of tuples so it hashes and compares structurally:
 
-    ("lit", value)                   value: (tag, payload), see values.py
+    ("lit", value)                   value: (tag, payload), see negotiatord.classad.values
     ("attr", scope | None, name)     scope as spelled: MY / TARGET (any case)
     ("sel", base, name)  ("sub", base, index)
     ("un", op, x)        ("bin", op, a, b)      ("cond", c, a, b)    ("elvis", a, b)
@@ -30,7 +30,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from negotiatord.fastpath.values import BOOL, ERROR, INT, INT64_MAX, REAL, STR, UNDEF, quote_string
+from negotiatord.classad.values import BOOL, ERROR, INT, INT64_MAX, REAL, STR, UNDEF, quote_string
 
 Node = tuple[Any, ...]
 

@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.compiler import Operand, Plan, PyStep
-from negotiatord.fastpath.pyops import evaluate
+from negotiatord.classad.values import BOOL, INT, REAL, STR, Value
+from negotiatord.fastpath.compiler.folding import evaluate
+from negotiatord.fastpath.compiler.lowering import Operand, Plan, PyStep
+from negotiatord.fastpath.instructions import (
+    SINK_NONE, SOURCE_ASSET, SOURCE_NONE, SOURCE_REGISTER, SOURCE_SCALAR, SOURCE_STATIC,
+)
+from negotiatord.fastpath.runtime import kernels
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.fastpath.values import BOOL, INT, REAL, STR, Value
 
 
 class NeedsFallback(Exception):
@@ -67,10 +70,10 @@ class Frame:
     (and alias a frame's registers with its dynamic inputs)."""
 
     n: int
-    urows: np.ndarray                 # universe row of each position (static store columns)
-    sc: Triple                        # scalar values
-    st: Triple = field(default_factory=_empty2)          # static store [node slot, universe row]
-    dy: Triple = field(default_factory=_empty2)          # dynamic inputs [row, position]
+    universe_rows: np.ndarray                 # universe row of each position (static store columns)
+    scalars: Triple                        # scalar values
+    static: Triple = field(default_factory=_empty2)          # static store [node slot, universe row]
+    dynamic: Triple = field(default_factory=_empty2)          # dynamic inputs [row, position]
     registers: Triple = field(default_factory=_empty2)
     out: Triple = field(default_factory=_empty2)
 
@@ -81,32 +84,32 @@ class Frame:
 
 def run_batch(code: np.ndarray, blocks: np.ndarray, perm: np.ndarray, frame: Frame, strings: StringTable,
               converts: bool) -> None:
-    conv = strings.conversions() if converts else _NO_CONVERSIONS
-    sc = tuple(a.reshape(-1, 1) for a in frame.sc)
-    K.run_blocks(code, blocks, perm, frame.urows, *sc, *frame.st, *frame.dy, *frame.registers, *frame.out,
-                 strings.lower(), strings.ranks(), *conv)
+    conversions = strings.conversions() if converts else _NO_CONVERSIONS
+    scalars = tuple(a.reshape(-1, 1) for a in frame.scalars)
+    kernels.run_blocks(code, blocks, perm, frame.universe_rows, *scalars, *frame.static, *frame.dynamic,
+                       *frame.registers, *frame.out, strings.lower(), strings.ranks(), *conversions)
 
 
 _NO_CONVERSIONS = triple((5, 1))
 
 
 def run_plan(plan: Plan, perm: np.ndarray, frame: Frame, strings: StringTable, sinks: list[tuple[int, int]],
-             sc_base: int = 0, asset_base: int = 0) -> None:
+             scalar_base: int = 0, asset_base: int = 0) -> None:
     """Run ``plan`` over positions ``perm``; result j goes to output row ``sinks[j][1]`` through
     sink ``sinks[j][0]``. The sinks run in the same kernel call as the last segment when that one
     is native (each call costs more to dispatch than a scalar plan's segment costs to run)."""
     frame.ensure_registers(plan.registers)
     count = len(perm)
-    results = [[0, 0, 0, count, kind, idx, sink, row, sc_base, asset_base, 0]
+    results = [[0, 0, 0, count, kind, idx, sink, row, scalar_base, asset_base, 0]
                for (kind, idx), (sink, row) in zip(plan.results, sinks)]
     code = np.zeros((0, 8), dtype=np.int64)
     for position, segment in enumerate(plan.segments):
         if isinstance(segment, PyStep):
-            _python_step(segment, perm, frame, strings, sc_base, asset_base)
+            _python_step(segment, perm, frame, strings, scalar_base, asset_base)
             continue
         if not len(segment):
             continue
-        block = [[0, len(segment), 0, count, K.K_NONE, 0, K.SINK_NONE, 0, sc_base, asset_base, 0]]
+        block = [[0, len(segment), 0, count, SOURCE_NONE, 0, SINK_NONE, 0, scalar_base, asset_base, 0]]
         if position == len(plan.segments) - 1:
             code, results = segment, block + results
         else:
@@ -114,33 +117,33 @@ def run_plan(plan: Plan, perm: np.ndarray, frame: Frame, strings: StringTable, s
     run_batch(code, np.array(results, dtype=np.int64), perm, frame, strings, plan.converts and len(code) > 0)
 
 
-def gather(operand: Operand, perm: np.ndarray, frame: Frame, sc_base: int, asset_base: int) -> Triple:
+def gather(operand: Operand, perm: np.ndarray, frame: Frame, scalar_base: int, asset_base: int) -> Triple:
     kind, idx = operand
-    if kind == K.K_REG:
+    if kind == SOURCE_REGISTER:
         return tuple(a[idx, perm] for a in frame.registers)
-    if kind == K.K_SC:
+    if kind == SOURCE_SCALAR:
         if len(perm) == 1:             # a job's scalar plan: the value itself, not a copy per position
-            return tuple(a[sc_base + idx: sc_base + idx + 1] for a in frame.sc)
-        return tuple(np.repeat(a[sc_base + idx: sc_base + idx + 1], len(perm)) for a in frame.sc)
-    if kind == K.K_ST:
-        columns = frame.urows[perm]
-        return tuple(a[idx, columns] for a in frame.st)
-    row = asset_base + idx if kind == K.K_ASSET else idx
-    return tuple(a[row, perm] for a in frame.dy)
+            return tuple(a[scalar_base + idx: scalar_base + idx + 1] for a in frame.scalars)
+        return tuple(np.repeat(a[scalar_base + idx: scalar_base + idx + 1], len(perm)) for a in frame.scalars)
+    if kind == SOURCE_STATIC:
+        columns = frame.universe_rows[perm]
+        return tuple(a[idx, columns] for a in frame.static)
+    row = asset_base + idx if kind == SOURCE_ASSET else idx
+    return tuple(a[row, perm] for a in frame.dynamic)
 
 
-def _python_step(step: PyStep, perm: np.ndarray, frame: Frame, strings: StringTable, sc_base: int,
+def _python_step(step: PyStep, perm: np.ndarray, frame: Frame, strings: StringTable, scalar_base: int,
                  asset_base: int) -> None:
-    t, i, f = python_values(step, perm, frame, strings, sc_base, asset_base)
+    t, i, f = python_values(step, perm, frame, strings, scalar_base, asset_base)
     frame.registers[0][step.dst, perm] = t
     frame.registers[1][step.dst, perm] = i
     frame.registers[2][step.dst, perm] = f
 
 
-def python_values(step: PyStep, perm: np.ndarray, frame: Frame, strings: StringTable, sc_base: int,
+def python_values(step: PyStep, perm: np.ndarray, frame: Frame, strings: StringTable, scalar_base: int,
                   asset_base: int) -> Triple:
     """The step's template evaluated by classad2 once per distinct combination of hole values."""
-    holes = [gather(op, perm, frame, sc_base, asset_base) for op in step.operands]
+    holes = [gather(op, perm, frame, scalar_base, asset_base) for op in step.operands]
     if len(perm) == 1 or not holes:
         inverse, first = np.zeros(len(perm), dtype=np.int64), np.zeros(min(len(perm), 1), dtype=np.int64)
     else:

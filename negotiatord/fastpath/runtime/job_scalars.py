@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from negotiatord.fastpath import kernels as K
-from negotiatord.fastpath.columns import JobCells
-from negotiatord.fastpath.compiler import Plan, lower
-from negotiatord.fastpath.engine import Frame, Triple, decode, encode, run_plan, triple
-from negotiatord.fastpath.ir import CONST
-from negotiatord.fastpath.leaves import collect
-from negotiatord.fastpath.space import Context
-from negotiatord.fastpath.values import INT, REAL, UNDEF, Value
+from negotiatord.classad.values import INT, REAL, UNDEF, Value
+from negotiatord.fastpath.compiler.cells import JobCells
+from negotiatord.fastpath.compiler.ir import CONST, collect
+from negotiatord.fastpath.compiler.lowering import Plan, lower
+from negotiatord.fastpath.instructions import SINK_RAW, SOURCE_SCALAR
+from negotiatord.fastpath.runtime.execution import Frame, Triple, decode, encode, run_plan, triple
+from negotiatord.fastpath.runtime.space import Context
 
 
 class JobScalars:
@@ -66,10 +65,10 @@ class JobScalars:
         if not missing:
             return
         plan, inputs = _plan(context, tuple(missing))
-        sc = encode([self._input(n) for n in inputs], context.strings)
-        frame = Frame(1, np.zeros(1, dtype=np.int64), sc, out=triple((len(missing), 1)))
+        scalars = encode([self._input(n) for n in inputs], context.strings)
+        frame = Frame(1, np.zeros(1, dtype=np.int64), scalars, out=triple((len(missing), 1)))
         run_plan(plan, np.zeros(1, dtype=np.int64), frame, context.strings,
-                 [(K.SINK_RAW, j) for j in range(len(missing))])
+                 [(SINK_RAW, j) for j in range(len(missing))])
         values = zip(frame.out[0][:, 0].tolist(), frame.out[1][:, 0].tolist(), frame.out[2][:, 0].tolist())
         for node, key, value in zip(missing, keys, values):
             context.scalar_values[key] = self._values[node] = value
@@ -114,7 +113,7 @@ def _plan(context: Context, nodes: tuple[int, ...]) -> tuple[Plan, list[int]]:
             ir = graph[node]
             if ir.kind in ("job", "clock") or ir.level == CONST:
                 inputs.append(node)
-                return (K.K_SC, len(inputs) - 1)
+                return (SOURCE_SCALAR, len(inputs) - 1)
             return None
 
         found = context.scalar_plans[nodes] = (lower(graph, list(nodes), operand), inputs)

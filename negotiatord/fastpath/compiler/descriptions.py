@@ -1,0 +1,48 @@
+"""What the fast path read of each ad, kept for as long as the pool keeps the ad's record.
+
+A classad2 read costs a call into the library, and a cycle reads a pool attribute by attribute.
+A daemon's snapshot builder keeps the :class:`~negotiatord.pool.slots.Slot` and the
+:class:`~negotiatord.pool.job_ads.MatchmakingAd` of an unchanged ad from one cycle to the next, so
+what was read of an ad is filed under the identity of its record: the next cycle's evaluator
+interns those descriptions without asking the ad again. Entries are held weakly, so a record the
+pool lets go takes its descriptions with it, and one cache may serve every cycle of a process.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+Description = tuple[str, object]     # (ABSENT, None), (EXPR, text), (OTHER, why) or (LITERAL, Value)
+
+
+class AdDescriptions:
+    """Descriptions by attribute name, per record (a Slot, a MatchmakingAd: anything that can
+    be referenced weakly and stands for one unchanging ad)."""
+
+    def __init__(self) -> None:
+        self._by_record: dict[int, tuple[weakref.ref, dict[str, Description]]] = {}
+
+    def of(self, record: object) -> dict[str, Description]:
+        """The descriptions read so far of ``record``'s ad; the caller adds what it reads."""
+        key = id(record)
+        found = self._by_record.get(key)
+        if found is not None and found[0]() is record:
+            return found[1]
+        described: dict[str, Description] = {}
+        entries = self._by_record
+
+        def forget(reference: weakref.ref) -> None:
+            if entries.get(key, (None,))[0] is reference:
+                del entries[key]
+
+        entries[key] = (weakref.ref(record, forget), described)
+        return described
+
+    def __len__(self) -> int:
+        """Records described and still alive."""
+        return len(self._by_record)
+
+
+PROCESS_DESCRIPTIONS = AdDescriptions()
+"""The cache an evaluator uses unless given its own: each cycle builds a new evaluator, and the
+records a daemon keeps between cycles find their descriptions here."""

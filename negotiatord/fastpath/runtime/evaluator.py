@@ -1,0 +1,118 @@
+""":class:`FastEvaluator`: the cycle's :class:`~negotiatord.evaluation.protocol.PairEvaluator`,
+compiled and vectorised, answering exactly what :class:`~negotiatord.evaluation.reference.ClassAdEvaluator`
+answers.
+
+An ``assess`` call is answered in one kernel call when every leaf the rows reach can run there
+(one_call.py: rows a consumption known beforehand does not fit are left out first, bounds.py),
+else in stages with classad2 steps and fallbacks between (stages.py); either way the stages are
+HTCondor's: consumption and cp_sufficient_assets on consumption-policy slots, the slot's then the
+job's Requirements, the match cost from SlotWeight, the ranks of matched rows.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from negotiatord.classad.semantics import old_semantics
+from negotiatord.evaluation.protocol import Assessment
+from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns
+from negotiatord.fastpath.compiler.descriptions import PROCESS_DESCRIPTIONS, AdDescriptions
+from negotiatord.fastpath.compiler.ir import IRGraph
+from negotiatord.fastpath.runtime.evaluation_counts import FastPathStats
+from negotiatord.fastpath.runtime.fallback import ReferenceFallback
+from negotiatord.fastpath.runtime.jobs import JobRoots, JobState
+from negotiatord.fastpath.runtime.one_call import Offer, OneCallAssessment
+from negotiatord.fastpath.runtime.roots import CycleRoots
+from negotiatord.fastpath.runtime.space import Context, Space
+from negotiatord.fastpath.runtime.stages import StagedAssessment
+from negotiatord.fastpath.strings import StringTable
+from negotiatord.pool.autoclusters import Autocluster
+from negotiatord.pool.snapshot import SlotTable
+from negotiatord.settings import Settings
+
+
+class FastEvaluator:
+    """PairEvaluator over a :class:`SlotTable` for one cycle (``now`` is the cycle's ``time()``).
+
+    ``descriptions`` keeps what was read of each slot and job ad, by the ad's record; by default
+    the process's :data:`~negotiatord.fastpath.compiler.descriptions.PROCESS_DESCRIPTIONS`, so a
+    daemon's next cycle, building a new evaluator over the records its snapshot builder kept,
+    reads no unchanged ad again. A caller may keep a cache of its own instead.
+    """
+
+    def __init__(self, table: SlotTable, settings: Settings, now: int,
+                 descriptions: AdDescriptions = PROCESS_DESCRIPTIONS) -> None:
+        self._table = table
+        self._now = now
+        self._descriptions = descriptions
+        self.stats = FastPathStats()
+        self._fallback = ReferenceFallback(table, settings, now)
+        self._specs = CycleRoots.of(table.assets, settings)
+        self._reset(old_semantics())
+
+    def _reset(self, old: bool) -> None:
+        """Everything compiled depends on classad2's scoping mode; start over when it changes."""
+        table = self._table
+        strings = StringTable()
+        cells = CellTable(strings)
+        columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, cells, self._now,
+                              self._descriptions)
+        self._context = Context(IRGraph(), cells, columns, strings, len(table.assets), self._now, old)
+        self._match_space = Space(self._context, np.flatnonzero(table.candidate), len(table))
+        self._roots = JobRoots(table, self._context, self._match_space, self._descriptions)
+        self._one_call = OneCallAssessment(self._context, self._match_space, self._roots,
+                                           self._specs.in_kernel_order, self.stats)
+        self._stages = StagedAssessment(table, self._context, self._match_space, self._roots, self._specs,
+                                        self._fallback, self.stats)
+        self._offer: Offer | None = None                          # in this match space
+
+    # -- PairEvaluator ------------------------------------------------------------------------------
+
+    def slot_weights(self, rows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        self._start_call()
+        return self._stages.slot_weights(rows, amounts)
+
+    def assess(self, autocluster: Autocluster, rows: np.ndarray, amounts: np.ndarray) -> Assessment:
+        rows = np.asarray(rows, dtype=np.int64)
+        amounts = np.ascontiguousarray(amounts, dtype=np.float64)
+        self._start_call()
+        self.stats.assess_calls += 1
+        self.stats.pairs += len(rows)
+        job = self._job(autocluster)
+        offer = self._offer_of(rows)
+        job.enter(self._match_space.epoch)
+        done = self._one_call.assess(job, offer, amounts)
+        if done is not None:
+            self.stats.kernel_batches += 1
+            return done
+        return self._stages.assess(autocluster, job, rows, amounts)
+
+    # -- pieces ------------------------------------------------------------------------------------
+
+    def _start_call(self) -> None:
+        self._roots.clock = int(time.time())
+
+    def _job(self, autocluster: Autocluster) -> JobState:
+        """The job's state; a job not seen before is first checked against classad2's scoping
+        mode, which the process may have switched since this evaluator compiled anything."""
+        state = self._roots.known(autocluster)
+        if state is None:
+            if old_semantics() != self._context.old_semantics:
+                clock = self._roots.clock
+                self._reset(not self._context.old_semantics)
+                self._roots.clock = clock
+            state = self._roots.add(autocluster)
+        return state
+
+    def _offer_of(self, rows: np.ndarray) -> Offer:
+        """The per-row columns of ``rows``, gathered once for a row array passed again (the cycle
+        offers one read-only array to every autocluster until a match changes the pool)."""
+        offer = self._offer
+        if offer is None or offer.rows is not rows or rows.flags.writeable:
+            table = self._table
+            offer = self._offer = Offer(rows, self._match_space.universe(rows), table.consumption_policy[rows],
+                                        table.amounts[rows], table.integer_amounts[rows])
+        return offer

@@ -1,0 +1,151 @@
+"""Each job's compiled roots and the job-side values their leaves read, at the current call's clock.
+
+A job here is an autocluster: its representative's ad is read through
+:class:`~negotiatord.fastpath.compiler.cells.JobCells`, its roots are compiled (or found among
+the compilations of jobs of the same shape) on first use in each epoch of the match space, and the
+values of its job-only nodes are computed once per wall-clock second they depend on. Slot-only
+roots (SlotWeight) and calls without a job share one compilation per space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from negotiatord.fastpath.compiler.cells import JobCells
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.compiler.leaves import Leaf
+from negotiatord.fastpath.runtime.execution import Frame, NeedsFallback, Triple
+from negotiatord.fastpath.runtime.job_scalars import JobScalars
+from negotiatord.fastpath.runtime.space import CompiledRoot, Context, RootSpec, Space, match_array
+from negotiatord.fastpath.runtime.stacks import JobStatic, Stack
+from negotiatord.fastpath.runtime.tables import JobTables
+from negotiatord.pool.autoclusters import Autocluster
+from negotiatord.pool.snapshot import SlotTable
+
+
+@dataclass
+class JobState:
+    """One job (autocluster) of an evaluator: its ad's cells, its job-only values, and what was
+    compiled and laid out for it in the match space's current epoch."""
+
+    cells: JobCells | None
+    scalars: JobScalars
+    epoch: int = 0                                  # the match space's epoch these roots belong to
+    stack: Stack | None = None                      # the one-call path's roots for this epoch
+    tables: JobTables | None = None                 # scalar inputs of the stack's leaves (both paths read them)
+    job_static: JobStatic | None = None             # with ``tables``
+    roots: dict[str, CompiledRoot] = field(default_factory=dict)
+    scalar_triples: dict[tuple[int, int], tuple[np.ndarray, ...]] = field(default_factory=dict)
+    scalar_ok: dict[tuple[int, int], bool] = field(default_factory=dict)
+
+    def enter(self, epoch: int) -> None:
+        """Forget roots compiled for an earlier universe of the match space."""
+        if self.epoch != epoch:
+            self.roots.clear()
+            self.stack, self.tables, self.job_static = None, None, None
+            self.epoch = epoch
+
+
+class JobRoots:
+    """The jobs of one evaluator (one classad2 scoping mode) and their compiled roots."""
+
+    def __init__(self, table: SlotTable, context: Context, match_space: Space, descriptions: AdDescriptions) -> None:
+        self._table = table
+        self._context = context
+        self._match_space = match_space
+        self._descriptions = descriptions
+        self._jobs: dict[int, JobState] = {}
+        self._no_job = JobState(None, JobScalars(context, None))
+        self._shared: dict[tuple[int, int, str], CompiledRoot] = {}
+        self.clock = 0           # wall-clock second of the current call (old-semantics CurrentTime)
+
+    def known(self, autocluster: Autocluster) -> JobState | None:
+        return self._jobs.get(autocluster.id)
+
+    def add(self, autocluster: Autocluster) -> JobState:
+        """A job not seen before: its representative's ad, described once per ad record."""
+        representative = autocluster.representative
+        cells = JobCells(representative.ad, self._context.cells, self._context.now,
+                         self._descriptions.of(representative))
+        state = self._jobs[autocluster.id] = JobState(cells, JobScalars(self._context, cells))
+        return state
+
+    def compiled(self, spec: RootSpec, job: JobState | None, space: Space) -> CompiledRoot:
+        if job is None or spec.mode.no_target:
+            key = (id(space), space.epoch, spec.name)
+            found = self._shared.get(key)
+            if found is None:
+                found = self._shared[key] = space.compiled(spec, None, self._domain(spec))
+            return found
+        found = job.roots.get(spec.name)
+        if found is None:
+            job.scalars.set_clock(self.clock)
+            found = job.roots[spec.name] = space.compiled(spec, job.cells, self._domain(spec), job.scalars.value)
+        return found
+
+    def _domain(self, spec: RootSpec) -> Callable[[np.ndarray], np.ndarray]:
+        """The slot-table rows a root applies to: Consumption<asset> on consumption-policy slots
+        having the asset, each Requirements root on its kind of slot, the rest everywhere."""
+        table = self._table
+        if spec.mode.consume is not None:
+            column = table.asset_column(spec.mode.consume)
+            return lambda rows: table.consumption_policy[rows] & ~np.isnan(table.amounts[rows, column])
+        if spec.name.endswith("requirements"):
+            return lambda rows: ~table.consumption_policy[rows]
+        if spec.name.endswith("requirements_cp"):
+            return lambda rows: table.consumption_policy[rows]
+        return lambda rows: np.ones(len(rows), dtype=bool)
+
+    def scalars(self, job: JobState | None, leaf: Leaf) -> Triple:
+        """The job's values of the leaf's scalar inputs."""
+        tables = job.tables if job is not None else None
+        if tables is not None and tables.has(leaf.id) and tables.holds(self.clock):
+            return tables.part(leaf.id)
+        state = job or self._no_job
+        state.scalars.set_clock(self.clock)
+        key = (leaf.id, self.clock if leaf.uses_clock else 0)
+        found = state.scalar_triples.get(key)
+        if found is None:
+            found = state.scalar_triples[key] = state.scalars.triple(leaf.scalar_nodes)
+        return found
+
+    def values(self, job: JobState, nodes: list[int]) -> Triple:
+        """The job's values of job-only ``nodes`` at the current call's clock."""
+        job.scalars.set_clock(self.clock)
+        return job.scalars.triple(nodes)
+
+    def job_static_ok(self, job: JobState | None, leaf: Leaf, universe_rows: np.ndarray) -> np.ndarray:
+        """Whether the leaf's job-and-slot conjuncts match on ``universe_rows`` (space.job_static_ok)."""
+        values = self.values(job or self._no_job, leaf.job_static_inputs.scalar_nodes)
+        return self._match_space.job_static_ok(leaf, values, universe_rows)
+
+    def scalar_ok(self, job: JobState | None, leaf: Leaf) -> bool:
+        """Whether every job-only conjunct of a Requirements leaf matches for this job."""
+        if not leaf.scalar_conjuncts:
+            return True
+        state = job or self._no_job
+        state.scalars.set_clock(self.clock)
+        clocked = any(self._context.graph[n].uses_clock for n in leaf.scalar_conjuncts)
+        key = (leaf.id, self.clock if clocked else 0)
+        found = state.scalar_ok.get(key)
+        if found is None:
+            found = state.scalar_ok[key] = bool(match_array(*state.scalars.triple(leaf.scalar_conjuncts)).all())
+        return found
+
+    def fill_python_inputs(self, leaf: Leaf, positions: np.ndarray, job: JobState | None, frame: Frame) -> bool:
+        """Fill the leaf's classad2-step inputs for ``positions``; False if one needs a fallback."""
+        space = self._match_space
+        if frame.dynamic[0].shape[0] < space.dynamic_input_rows:       # classad2 steps compiled since
+            grown = space.dynamic_inputs(frame.dynamic[0].shape[1])
+            for new, old in zip(grown, frame.dynamic):
+                new[: old.shape[0]] = old
+            frame.dynamic = grown
+        try:
+            space.fill_python_inputs(leaf.python_inputs, positions, frame.universe_rows, self.scalars(job, leaf),
+                                     frame.dynamic)
+        except NeedsFallback:
+            return False
+        return True

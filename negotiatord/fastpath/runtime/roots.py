@@ -1,0 +1,62 @@
+"""The root expressions the negotiator asks of a (job, slot) pair, as the fast path compiles them.
+
+Each is a :class:`~negotiatord.fastpath.runtime.space.RootSpec`: which ad is MY, which attribute
+(or which parsed expression), how job attributes resolve, and the sink converting its value the
+way the reference evaluator converts classad2's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import classad2
+
+from negotiatord.classad.parser import ParseError, parse
+from negotiatord.fastpath.compiler.cells import CONSUMPTION_PREFIX, SLOT_WEIGHT
+from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
+from negotiatord.fastpath.instructions import (
+    SINK_CONSUME, SINK_MATCH, SINK_NUMBER, SINK_RANK_UNRANKED, SINK_RANK_ZERO,
+)
+from negotiatord.fastpath.runtime.space import RootSpec
+from negotiatord.settings import Settings
+
+WEIGHT = RootSpec("weight", SLOT, SLOT_WEIGHT, None, Mode(no_target=True), SINK_NUMBER)
+REQUIREMENTS = {       # (side, on consumption-policy slots) -> that Requirements root
+    (side, override): RootSpec(f"{side}_requirements{'_cp' if override else ''}", side, "requirements", None,
+                               Mode(override=override), SINK_MATCH)
+    for side in (SLOT, JOB) for override in (False, True)
+}
+JOB_RANK = RootSpec("job_rank", JOB, "rank", None, Mode(), SINK_RANK_ZERO)
+
+
+@dataclass(frozen=True)
+class CycleRoots:
+    """The roots of one cycle: a Consumption<asset> per asset of the slot table, and the
+    three ranks (the configured pre and post job ranks are None when unset)."""
+
+    consumption: tuple[RootSpec, ...]
+    ranks: tuple[RootSpec | None, RootSpec, RootSpec | None]
+
+    @classmethod
+    def of(cls, assets: tuple[str, ...], settings: Settings) -> CycleRoots:
+        consumption = tuple(RootSpec(f"consumption_{a.lower()}", SLOT, CONSUMPTION_PREFIX + a.lower(), None,
+                                     Mode(consume=a.lower()), SINK_CONSUME) for a in assets)
+        return cls(consumption, (_rank("pre_rank", settings.pre_job_rank), JOB_RANK,
+                                 _rank("post_rank", settings.post_job_rank)))
+
+    @property
+    def in_kernel_order(self) -> list[RootSpec | None]:
+        """Every root, in the order kernels.assess_rows reads them."""
+        return [*self.consumption, REQUIREMENTS[SLOT, False], REQUIREMENTS[SLOT, True], REQUIREMENTS[JOB, False],
+                REQUIREMENTS[JOB, True], WEIGHT, *self.ranks]
+
+
+def _rank(name: str, text: str | None) -> RootSpec | None:
+    """NEGOTIATOR_PRE_JOB_RANK or NEGOTIATOR_POST_JOB_RANK, evaluated with the slot as MY."""
+    if not text:
+        return None
+    try:
+        ast = parse(str(classad2.ExprTree(text)))
+    except ParseError:
+        ast = ("call", "eval", ())       # resolves as unsupported: classad2 evaluates it
+    return RootSpec(name, SLOT, None, ast, Mode(), SINK_RANK_UNRANKED)
