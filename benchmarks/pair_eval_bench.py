@@ -25,7 +25,7 @@ import numpy as np
 from pool_generator import CONFIG_PATH, count_arg, generate_pool
 
 from negotiatord.evaluation import ClassAdEvaluator
-from negotiatord.fastpath.runtime.evaluator import FastEvaluator
+from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import load_settings
 

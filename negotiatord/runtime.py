@@ -50,7 +50,8 @@ from negotiatord.accountant import AccountantState
 from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import PairEvaluator
-from negotiatord.fastpath.runtime.evaluator import FastEvaluator
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import Settings
 
@@ -80,14 +81,15 @@ _was_frozen = False         # whether the process had frozen its heap when the f
 
 
 def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
-              evaluator: PairEvaluator | None = None) -> CycleResult:
+              evaluator: PairEvaluator | None = None, descriptions: AdDescriptions | None = None) -> CycleResult:
     """Negotiate over ``snapshot`` at time ``now``, with garbage collection paused.
 
     ``evaluator`` answers the cycle's job-slot questions; by default the fast path, built here for
-    the snapshot, inside the pause (building it reads the slots' attributes into columns)."""
+    the snapshot, inside the pause (building it reads the slots' attributes into columns), with
+    ``descriptions`` as what it knows of the ads already (a daemon keeps one across cycles)."""
     with garbage_collection_paused():
         if evaluator is None:
-            evaluator = FastEvaluator(snapshot.table, settings, now)
+            evaluator = FastEvaluator(snapshot.table, settings, now, descriptions)
         return negotiate(snapshot, accountant, settings, now, evaluator)
 
 

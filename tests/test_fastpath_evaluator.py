@@ -19,7 +19,7 @@ import pytest
 
 from negotiatord.accountant import AccountantState
 from negotiatord.evaluation import ClassAdEvaluator
-from negotiatord.fastpath.runtime.evaluator import FastEvaluator
+from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
@@ -239,15 +239,17 @@ def test_a_daemons_next_cycle_reads_no_unchanged_ad_again_and_decides_the_same(o
     AdDescriptions, kept across cycles), which a daemon's snapshot builder keeps for an unchanged
     ad: the next cycle, with a new evaluator, interns it without asking the ad."""
     from negotiatord.fastpath.compiler import cells
+    from negotiatord.fastpath.compiler.descriptions import AdDescriptions
     from negotiatord.pool.builder import SnapshotBuilder
 
     config = load_settings(CONFIG_PATH)
-    builder = SnapshotBuilder()
+    builder, descriptions = SnapshotBuilder(), AdDescriptions()
     job_ads = list(ospool.job_ads)                  # the same ad objects both cycles, as a store's
-    first = run_cycle(builder.build(ospool.slot_ads, job_ads, config), AccountantState(), config, ospool.now)
+    first = run_cycle(builder.build(ospool.slot_ads, job_ads, config), AccountantState(), config, ospool.now,
+                      descriptions=descriptions)
     read, describe = [], cells.describe
     monkeypatch.setattr(cells, "describe", lambda *args: read.append(args[1]) or describe(*args))
     snapshot = builder.build(ospool.slot_ads, job_ads, config)
-    again = run_cycle(snapshot, AccountantState(), config, ospool.now)
+    again = run_cycle(snapshot, AccountantState(), config, ospool.now, descriptions=descriptions)
     assert read == []
     assert again.matches == first.matches and len(first.matches) > 10

@@ -19,7 +19,7 @@ import structlog
 from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.ads import AdFormatError, AdProblem, stream_ads
 from negotiatord.evaluation import ClassAdEvaluator
-from negotiatord.fastpath.runtime.evaluator import FastEvaluator
+from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.publish.report import cycle_document, cycle_table
 from negotiatord.runtime import run_cycle

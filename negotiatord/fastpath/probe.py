@@ -24,9 +24,9 @@ from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.ir import IRGraph
 from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
 from negotiatord.fastpath.instructions import SINK_RAW
-from negotiatord.fastpath.runtime.execution import Frame, NeedsFallback, decode, run_plan, triple
-from negotiatord.fastpath.runtime.job_scalars import JobScalars
-from negotiatord.fastpath.runtime.space import Context, RootSpec, Space
+from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, decode, run_plan, triple
+from negotiatord.fastpath.interpreter.job_scalars import JobScalars
+from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space
 from negotiatord.fastpath.strings import StringTable
 
 

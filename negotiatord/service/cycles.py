@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance
 from negotiatord.cycle.result import CycleResult
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.publish.holds import Hold, holds_for
@@ -88,6 +89,7 @@ class CycleRunner:
         self.accountant = accountant
         self.matches = matches
         self.snapshots = SnapshotBuilder()   # reuses per-ad work for ads unchanged since the last cycle
+        self.descriptions = AdDescriptions()  # what the fast path read of the ads those records stand for
         self.phase = "idle"
         self._commit = threading.Lock()
         self._abandoned = False
@@ -104,7 +106,7 @@ class CycleRunner:
             phases["snapshot"] = time.perf_counter() - started
 
             self.phase = "negotiate"
-            result = run_cycle(snapshot, state, settings, now)
+            result = run_cycle(snapshot, state, settings, now, descriptions=self.descriptions)
             phases.update(result.stats.phase_s)
 
             self.phase = "accountant"

@@ -5,7 +5,7 @@ A daemon's snapshot builder keeps the :class:`~negotiatord.pool.slots.Slot` and 
 :class:`~negotiatord.pool.job_ads.MatchmakingAd` of an unchanged ad from one cycle to the next, so
 what was read of an ad is filed under the identity of its record: the next cycle's evaluator
 interns those descriptions without asking the ad again. Entries are held weakly, so a record the
-pool lets go takes its descriptions with it, and one cache may serve every cycle of a process.
+pool lets go takes its descriptions with it, and one cache may serve every cycle of a daemon.
 """
 
 from __future__ import annotations
@@ -42,7 +42,3 @@ class AdDescriptions:
         """Records described and still alive."""
         return len(self._by_record)
 
-
-PROCESS_DESCRIPTIONS = AdDescriptions()
-"""The cache an evaluator uses unless given its own: each cycle builds a new evaluator, and the
-records a daemon keeps between cycles find their descriptions here."""

@@ -24,13 +24,13 @@ from negotiatord.evaluation.protocol import UNRANKED, Assessment
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.compiler.resolution import JOB, SLOT
 from negotiatord.fastpath.instructions import SINK_FILTER, SINK_FILTER_LAST
-from negotiatord.fastpath.runtime import kernels
-from negotiatord.fastpath.runtime.evaluation_counts import FastPathStats
-from negotiatord.fastpath.runtime.execution import Frame, NeedsFallback, run_batch, run_plan, triple
-from negotiatord.fastpath.runtime.fallback import ReferenceFallback
-from negotiatord.fastpath.runtime.jobs import JobRoots, JobState
-from negotiatord.fastpath.runtime.roots import REQUIREMENTS, WEIGHT, CycleRoots
-from negotiatord.fastpath.runtime.space import Context, RootSpec, Space, by_leaf
+from negotiatord.fastpath.interpreter import kernels
+from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
+from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, run_batch, run_plan, triple
+from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
+from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
+from negotiatord.fastpath.interpreter.roots import REQUIREMENTS, WEIGHT, CycleRoots
+from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space, by_leaf
 from negotiatord.fastpath.strings import StringTable
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable

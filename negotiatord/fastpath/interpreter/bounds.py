@@ -21,9 +21,9 @@ import numpy as np
 from negotiatord.fastpath.instructions import (
     LEAF_KIND, LEAF_PLAIN, LEAF_SEGMENTS_END, LEAF_SEGMENTS_START, SOURCE_NONE, SOURCE_SCALAR, SOURCE_STATIC,
 )
-from negotiatord.fastpath.runtime import kernels
-from negotiatord.fastpath.runtime.execution import Triple
-from negotiatord.fastpath.runtime.tables import LeafTables
+from negotiatord.fastpath.interpreter import kernels
+from negotiatord.fastpath.interpreter.execution import Triple
+from negotiatord.fastpath.interpreter.tables import LeafTables
 
 
 @dataclass(frozen=True)

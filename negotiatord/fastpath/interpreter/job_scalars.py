@@ -9,8 +9,8 @@ from negotiatord.fastpath.compiler.cells import JobCells
 from negotiatord.fastpath.compiler.ir import CONST, collect
 from negotiatord.fastpath.compiler.lowering import Plan, lower
 from negotiatord.fastpath.instructions import SINK_RAW, SOURCE_SCALAR
-from negotiatord.fastpath.runtime.execution import Frame, Triple, decode, encode, run_plan, triple
-from negotiatord.fastpath.runtime.space import Context
+from negotiatord.fastpath.interpreter.execution import Frame, Triple, decode, encode, run_plan, triple
+from negotiatord.fastpath.interpreter.space import Context
 
 
 class JobScalars:

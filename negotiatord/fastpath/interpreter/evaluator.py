@@ -18,15 +18,15 @@ import numpy as np
 from negotiatord.classad.semantics import old_semantics
 from negotiatord.evaluation.protocol import Assessment
 from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns
-from negotiatord.fastpath.compiler.descriptions import PROCESS_DESCRIPTIONS, AdDescriptions
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.ir import IRGraph
-from negotiatord.fastpath.runtime.evaluation_counts import FastPathStats
-from negotiatord.fastpath.runtime.fallback import ReferenceFallback
-from negotiatord.fastpath.runtime.jobs import JobRoots, JobState
-from negotiatord.fastpath.runtime.one_call import Offer, OneCallAssessment
-from negotiatord.fastpath.runtime.roots import CycleRoots
-from negotiatord.fastpath.runtime.space import Context, Space
-from negotiatord.fastpath.runtime.stages import StagedAssessment
+from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
+from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
+from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
+from negotiatord.fastpath.interpreter.one_call import Offer, OneCallAssessment
+from negotiatord.fastpath.interpreter.roots import CycleRoots
+from negotiatord.fastpath.interpreter.space import Context, Space
+from negotiatord.fastpath.interpreter.stages import StagedAssessment
 from negotiatord.fastpath.strings import StringTable
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
@@ -36,17 +36,16 @@ from negotiatord.settings import Settings
 class FastEvaluator:
     """PairEvaluator over a :class:`SlotTable` for one cycle (``now`` is the cycle's ``time()``).
 
-    ``descriptions`` keeps what was read of each slot and job ad, by the ad's record; by default
-    the process's :data:`~negotiatord.fastpath.compiler.descriptions.PROCESS_DESCRIPTIONS`, so a
-    daemon's next cycle, building a new evaluator over the records its snapshot builder kept,
-    reads no unchanged ad again. A caller may keep a cache of its own instead.
+    ``descriptions`` keeps what was read of each slot and job ad, by the ad's record. A daemon
+    hands every cycle's evaluator the same cache, so its next cycle, over the records its snapshot
+    builder kept, reads no unchanged ad again; by default the evaluator starts an empty one.
     """
 
     def __init__(self, table: SlotTable, settings: Settings, now: int,
-                 descriptions: AdDescriptions = PROCESS_DESCRIPTIONS) -> None:
+                 descriptions: AdDescriptions | None = None) -> None:
         self._table = table
         self._now = now
-        self._descriptions = descriptions
+        self._descriptions = AdDescriptions() if descriptions is None else descriptions
         self.stats = FastPathStats()
         self._fallback = ReferenceFallback(table, settings, now)
         self._specs = CycleRoots.of(table.assets, settings)

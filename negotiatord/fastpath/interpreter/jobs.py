@@ -17,11 +17,11 @@ import numpy as np
 from negotiatord.fastpath.compiler.cells import JobCells
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.leaves import Leaf
-from negotiatord.fastpath.runtime.execution import Frame, NeedsFallback, Triple
-from negotiatord.fastpath.runtime.job_scalars import JobScalars
-from negotiatord.fastpath.runtime.space import CompiledRoot, Context, RootSpec, Space, match_array
-from negotiatord.fastpath.runtime.stacks import JobStatic, Stack
-from negotiatord.fastpath.runtime.tables import JobTables
+from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple
+from negotiatord.fastpath.interpreter.job_scalars import JobScalars
+from negotiatord.fastpath.interpreter.space import CompiledRoot, Context, RootSpec, Space, match_array
+from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
+from negotiatord.fastpath.interpreter.tables import JobTables
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
 

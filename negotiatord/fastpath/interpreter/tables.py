@@ -15,7 +15,7 @@ from negotiatord.fastpath.instructions import (
     LEAF_CHAIN, LEAF_COLUMNS, LEAF_KIND, LEAF_NEVER, LEAF_PLAIN, LEAF_PYTHON, LEAF_SEGMENTS_END,
     LEAF_SEGMENTS_START, SINK_FILTER, SINK_FILTER_LAST, SINK_OWN,
 )
-from negotiatord.fastpath.runtime.execution import Triple
+from negotiatord.fastpath.interpreter.execution import Triple
 
 
 class LeafTables:

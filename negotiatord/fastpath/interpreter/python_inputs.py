@@ -15,7 +15,7 @@ from negotiatord.classad.values import NotScalar, Value
 from negotiatord.fastpath.compiler.folding import evaluate
 from negotiatord.fastpath.compiler.lowering import PyStep
 from negotiatord.fastpath.instructions import SOURCE_SCALAR, SOURCE_STATIC
-from negotiatord.fastpath.runtime.execution import NeedsFallback, Triple, decode, encode
+from negotiatord.fastpath.interpreter.execution import NeedsFallback, Triple, decode, encode
 from negotiatord.fastpath.strings import StringTable
 
 

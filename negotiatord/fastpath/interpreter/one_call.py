@@ -1,6 +1,6 @@
 """A whole assessment in one kernel call (kernels.assess_rows), for jobs whose roots allow it.
 
-The job's roots are compiled into a :class:`~negotiatord.fastpath.runtime.stacks.Stack`; its
+The job's roots are compiled into a :class:`~negotiatord.fastpath.interpreter.stacks.Stack`; its
 scalar inputs and job-only conjuncts are laid out once per job (:class:`JobTables`), its
 job-and-slot conjuncts looked up per distinct job values; classad2 steps over job values and slot
 literals are computed before the kernel; rows a known consumption does not fit are left out
@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from negotiatord.evaluation.protocol import UNRANKED, Assessment
-from negotiatord.fastpath.runtime import kernels
-from negotiatord.fastpath.runtime.bounds import misfits
-from negotiatord.fastpath.runtime.evaluation_counts import FastPathStats
-from negotiatord.fastpath.runtime.execution import Frame, NeedsFallback, Triple, triple
-from negotiatord.fastpath.runtime.jobs import JobRoots, JobState
-from negotiatord.fastpath.runtime.space import Context, RootSpec, Space, by_leaf, match_array
-from negotiatord.fastpath.runtime.stacks import JobStatic, Stack, Stacks
-from negotiatord.fastpath.runtime.tables import JobTables
+from negotiatord.fastpath.interpreter import kernels
+from negotiatord.fastpath.interpreter.bounds import misfits
+from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
+from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple, triple
+from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
+from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space, by_leaf, match_array
+from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack, Stacks
+from negotiatord.fastpath.interpreter.tables import JobTables
 
 _PRUNE_FROM = 16        # rows; on fewer, pruning first costs more than the kernel rows it saves
 

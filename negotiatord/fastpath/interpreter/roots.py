@@ -1,6 +1,6 @@
 """The root expressions the negotiator asks of a (job, slot) pair, as the fast path compiles them.
 
-Each is a :class:`~negotiatord.fastpath.runtime.space.RootSpec`: which ad is MY, which attribute
+Each is a :class:`~negotiatord.fastpath.interpreter.space.RootSpec`: which ad is MY, which attribute
 (or which parsed expression), how job attributes resolve, and the sink converting its value the
 way the reference evaluator converts classad2's.
 """
@@ -17,7 +17,7 @@ from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
 from negotiatord.fastpath.instructions import (
     SINK_CONSUME, SINK_MATCH, SINK_NUMBER, SINK_RANK_UNRANKED, SINK_RANK_ZERO,
 )
-from negotiatord.fastpath.runtime.space import RootSpec
+from negotiatord.fastpath.interpreter.space import RootSpec
 from negotiatord.settings import Settings
 
 WEIGHT = RootSpec("weight", SLOT, SLOT_WEIGHT, None, Mode(no_target=True), SINK_NUMBER)

@@ -17,7 +17,7 @@ from negotiatord.fastpath.compiler.lowering import Operand, Plan, PyStep
 from negotiatord.fastpath.instructions import (
     SINK_NONE, SOURCE_ASSET, SOURCE_NONE, SOURCE_REGISTER, SOURCE_SCALAR, SOURCE_STATIC,
 )
-from negotiatord.fastpath.runtime import kernels
+from negotiatord.fastpath.interpreter import kernels
 from negotiatord.fastpath.strings import StringTable
 
 

@@ -26,9 +26,9 @@ from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
 from negotiatord.fastpath.compiler.lowering import PyStep, lower
 from negotiatord.fastpath.compiler.resolution import GUARD, Builder, Mode, guard_key, probe_class, resolve
 from negotiatord.fastpath.instructions import SINK_MATCH, SINK_RAW, SOURCE_SCALAR, SOURCE_STATIC
-from negotiatord.fastpath.runtime.execution import Frame, Triple, encode, run_plan, triple
-from negotiatord.fastpath.runtime.python_inputs import PythonInputs
-from negotiatord.fastpath.runtime.tables import LeafTables
+from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, run_plan, triple
+from negotiatord.fastpath.interpreter.python_inputs import PythonInputs
+from negotiatord.fastpath.interpreter.tables import LeafTables
 from negotiatord.fastpath.strings import StringTable
 
 

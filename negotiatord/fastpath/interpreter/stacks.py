@@ -14,10 +14,10 @@ import numpy as np
 
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.instructions import LEAF_KIND, LEAF_PYTHON
-from negotiatord.fastpath.runtime.bounds import KnownConsumption, known_consumption
-from negotiatord.fastpath.runtime.execution import Triple
-from negotiatord.fastpath.runtime.space import CompiledRoot, Space
-from negotiatord.fastpath.runtime.tables import ScalarLayout
+from negotiatord.fastpath.interpreter.bounds import KnownConsumption, known_consumption
+from negotiatord.fastpath.interpreter.execution import Triple
+from negotiatord.fastpath.interpreter.space import CompiledRoot, Space
+from negotiatord.fastpath.interpreter.tables import ScalarLayout
 
 
 @dataclass
