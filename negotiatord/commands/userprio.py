@@ -65,22 +65,25 @@ def run(args: argparse.Namespace) -> int:
         if args.setfactor:
             name, factor = args.setfactor
             daemon.post("/v1/accountant/factor", {"customer": name, "factor": _number(factor)})
-            print(f"The priority factor of {name} was set to {_number(factor):f}")
+            output = f"The priority factor of {name} was set to {_number(factor):f}"
         elif args.resetusage:
             daemon.post("/v1/accountant/reset-usage", {"customer": args.resetusage})
-            print(f"The accumulated usage of {args.resetusage} was reset")
+            output = f"The accumulated usage of {args.resetusage} was reset"
         elif args.resetall:
             daemon.post("/v1/accountant/reset-usage", {"all": True})
-            print("The accumulated usage was reset for all users")
+            output = "The accumulated usage was reset for all users"
         else:
             document = daemon.get("/v1/accountant")
-            print(json.dumps(document, indent=1) if args.long else render(document, args.allusers))
+            output = json.dumps(document, indent=1) if args.long else render(document, args.allusers)
     except _Refused as error:
         print(f"negotiatord userprio: {error}", file=sys.stderr)
         return EXIT_REFUSED
     except (_Unreachable, ConfigError, StateDirError, OSError, ValueError) as error:
         print(f"negotiatord userprio: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    # Printed outside the handlers above: a closed stdout (`| head`) is the command line's to
+    # handle, not a daemon that cannot be reached.
+    print(output)
     return 0
 
 

@@ -1,0 +1,49 @@
+"""The command line in ordinary shell use: output cut short by a pipe."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.service_harness import ROOT, DaemonProcess
+
+CONFIG = ROOT / "config" / "default.conf"
+NEGOTIATE = ("negotiate", "--config", str(CONFIG), "--slots", str(ROOT / "samples" / "slots.ads"),
+             "--jobs", str(ROOT / "samples" / "jobs.ads"))
+EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE: what the shell reports for `cat big | head`'s cat
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    process = DaemonProcess(tmp_path_factory.mktemp("daemon"), settings={"NEGOTIATOR_INTERVAL": "3600"})
+    process.start()
+    yield process
+    process.stop()
+
+
+def with_reader_gone(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run negotiatord with its stdout a pipe whose only reader has already closed it (as
+    ``| head`` does once it has its lines); returns the exit status and stderr."""
+    child = subprocess.Popen([sys.executable, "-m", "negotiatord", *args], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child.stdout.close()
+    stderr = child.stderr.read()
+    return child.wait(timeout=120), stderr
+
+
+@pytest.mark.parametrize("form", ["json", "table"])
+def test_negotiate_into_a_closed_pipe_stops_quietly(form: str) -> None:
+    # Python docs, library/signal.html "Note on SIGPIPE": on BrokenPipeError point stdout at
+    # devnull and exit, so the interpreter's final flush does not raise again.
+    status, stderr = with_reader_gone(*NEGOTIATE, "--format", form)
+    assert status == EXIT_BROKEN_PIPE
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr and "Errno 32" not in stderr
+
+
+def test_userprio_into_a_closed_pipe_stops_quietly(daemon: DaemonProcess) -> None:
+    for listing in ((), ("-l",)):
+        status, stderr = with_reader_gone("userprio", "--url", daemon.url, *listing)
+        assert status == EXIT_BROKEN_PIPE, stderr
+        assert stderr == ""
