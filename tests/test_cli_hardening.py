@@ -1,7 +1,10 @@
-"""The command line in ordinary shell use: output cut short by a pipe."""
+"""The command line in ordinary shell use: output cut short by a pipe, and ``userprio --url`` in a
+process whose ``$CONDOR_CONFIG`` is HTCondor's /dev/null."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
@@ -47,3 +50,22 @@ def test_userprio_into_a_closed_pipe_stops_quietly(daemon: DaemonProcess) -> Non
         status, stderr = with_reader_gone("userprio", "--url", daemon.url, *listing)
         assert status == EXIT_BROKEN_PIPE, stderr
         assert stderr == ""
+
+
+def test_userprio_with_url_needs_no_config(daemon: DaemonProcess) -> None:
+    # Importing HTCondor's Python bindings sets CONDOR_CONFIG=/dev/null when no HTCondor config is
+    # found (htcondor2/__init__.py, _set_null_config); their child processes inherit it.
+    env = dict(os.environ, CONDOR_CONFIG=os.devnull)
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url, "-l"],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["customers"] == []
+    table = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert table.returncode == 0 and table.stdout.startswith("Last Priority Update: never")
+
+    # an edit still needs the token, and says where it would come from
+    edit = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url,
+                           "-setfactor", "alice@example.org", "2"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert edit.returncode == 2 and os.devnull in edit.stderr

@@ -8,8 +8,8 @@ HTCondor, only customers active in the last day are listed unless ``-allusers`` 
 it, a customer with resources in use counts as active even before its first priority update.
 
 Edit options (``-setfactor``, ``-resetusage``, ``-resetall``) go to the daemon over HTTP with the
-bearer token. The daemon's address and token come from the config (``--config``, default
-``$CONDOR_CONFIG``) or from ``--url`` and ``--token-file``.
+bearer token. The daemon's address and token come from ``--url`` and ``--token-file``, else from
+the config (``--config``, default ``$CONDOR_CONFIG``): a listing with ``--url`` reads no config.
 
 Exit status: 0; 1 when the daemon refuses the request; 2 when it cannot be reached or asked.
 """
@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="the daemon's URL, e.g. http://127.0.0.1:9680 (default: from the config)")
     parser.add_argument("--token-file", type=Path, help="bearer token for edits (default: from the config)")
     parser.add_argument("--cafile", type=Path, help="CA certificate for HTTPS (default: the configured "
-                                                     "NEGOTIATORD_TLS_CERTIFICATE)")
+                                                     "NEGOTIATORD_TLS_CERTIFICATE when the config is read, "
+                                                     "else the system's CAs)")
     parser.add_argument("-allusers", action="store_true", help="list every customer, active or not")
     parser.add_argument("-l", dest="long", action="store_true", help="print the daemon's JSON document")
     edits = parser.add_mutually_exclusive_group()
@@ -102,8 +103,17 @@ class _Daemon:
 
     @classmethod
     def locate(cls, args: argparse.Namespace) -> _Daemon:
-        config = args.config or (Path(os.environ["CONDOR_CONFIG"]) if os.environ.get("CONDOR_CONFIG") else None)
+        """The daemon's address, token and CA: from the options, then from the config for what
+        they leave out. ``$CONDOR_CONFIG`` is read only when the command needs something from
+        it (the address, or the token for an edit): importing HTCondor's bindings sets it to
+        /dev/null when they find no HTCondor config (htcondor2/__init__.py), and their child
+        processes inherit that, yet a listing with ``--url`` needs no config at all."""
         url, token_file, cafile = args.url, args.token_file, args.cafile
+        editing = bool(args.setfactor or args.resetusage or args.resetall)
+        config = args.config
+        needed = url is None or (editing and token_file is None)
+        if config is None and needed and os.environ.get("CONDOR_CONFIG"):
+            config = Path(os.environ["CONDOR_CONFIG"])
         if config is not None and (url is None or token_file is None):
             service = load_settings(config).service
             host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(service.http_address, service.http_address)
