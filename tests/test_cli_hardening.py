@@ -1,5 +1,5 @@
-"""The command line in ordinary shell use: output cut short by a pipe, and ``userprio --url`` in a
-process whose ``$CONDOR_CONFIG`` is HTCondor's /dev/null."""
+"""The command line in ordinary shell use: output cut short by a pipe, ``userprio --url`` in a
+process whose ``$CONDOR_CONFIG`` is HTCondor's /dev/null, and what ``userprio -l`` says it prints."""
 
 from __future__ import annotations
 
@@ -69,3 +69,12 @@ def test_userprio_with_url_needs_no_config(daemon: DaemonProcess) -> None:
                            "-setfactor", "alice@example.org", "2"],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert edit.returncode == 2 and os.devnull in edit.stderr
+
+
+def test_userprio_long_listing_says_it_is_json() -> None:
+    # condor_userprio -l prints the negotiator's ClassAd in the long form (HTCondor manual,
+    # condor_userprio); ours prints the daemon's JSON document, and its help says so.
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--help"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    help_for_l = " ".join(shown.stdout.split()).split(" -l ", 1)[1]
+    assert help_for_l.startswith("print the daemon's accountant document as JSON (not condor_userprio -l's")

@@ -6,6 +6,7 @@ priority; columns effective and configured quota, surplus policy, effective prio
 factor, weighted resources in use, total usage in weighted hours, and time since last usage. As in
 HTCondor, only customers active in the last day are listed unless ``-allusers`` is given; unlike
 it, a customer with resources in use counts as active even before its first priority update.
+``-l`` prints the daemon's accountant document as JSON, not condor_userprio's long ClassAd form.
 
 Edit options (``-setfactor``, ``-resetusage``, ``-resetall``) go to the daemon over HTTP with the
 bearer token. The daemon's address and token come from ``--url`` and ``--token-file``, else from
@@ -53,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                      "NEGOTIATORD_TLS_CERTIFICATE when the config is read, "
                                                      "else the system's CAs)")
     parser.add_argument("-allusers", action="store_true", help="list every customer, active or not")
-    parser.add_argument("-l", dest="long", action="store_true", help="print the daemon's JSON document")
+    parser.add_argument("-l", dest="long", action="store_true",
+                        help="print the daemon's accountant document as JSON (not condor_userprio -l's "
+                             "long ClassAd form)")
     edits = parser.add_mutually_exclusive_group()
     edits.add_argument("-setfactor", nargs=2, metavar=("USER", "FACTOR"), help="set a priority factor (>= 1)")
     edits.add_argument("-resetusage", metavar="USER", help="reset a customer's accumulated usage")
