@@ -15,9 +15,9 @@ import classad2
 
 
 class AdFormatError(Exception):
-    """The input as a whole cannot be read as ClassAds (not gzip/UTF-8 text,
-    XML, or JSON whose top level is neither an object nor a list), so there
-    is no ad to report a problem against."""
+    """The input as a whole cannot be read as ClassAds (damaged gzip data, XML,
+    or JSON whose top level is neither an object nor a list), so there is no ad
+    to report a problem against."""
 
 
 @dataclass(frozen=True)
