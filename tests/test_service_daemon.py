@@ -156,7 +156,7 @@ def test_bad_input_is_refused_and_nothing_accepted_is_lost(daemon):
              'MyType = "Machine"\nName = "slot3@new.example.org"\nCpus = 3\n')
     answer = daemon.request("POST", "/v1/ads/slots", batch)
     assert answer.status == 200 and answer.body["accepted"] == 2
-    assert [(r["position"], r["line"]) for r in answer.body["rejected"]] == [(2, 5), (3, None)]
+    assert [(r["position"], r["line"]) for r in answer.body["rejected"]] == [(2, 5), (3, 9)]
     assert "Cpus" in answer.body["rejected"][0]["reason"] and "no Name" in answer.body["rejected"][1]["reason"]
     assert daemon.status()["ads"]["slots"] == before["slots"] + 2
 

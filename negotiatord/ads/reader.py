@@ -41,14 +41,16 @@ _UNDECODED = re.compile("[\udc80-\udcff]")
 
 def parse_ads(text: str, source: str = "<text>") -> AdBatch:
     """All ads in `text`; `source` names the input in problems."""
-    ads, positions, problems = [], [], []
-    for position, outcome in iter_ads(text, source):
+    ads, positions, lines, problems = [], [], [], []
+    for position, piece in _numbered(text, source):
+        outcome = _outcome(piece, source, position)
         if isinstance(outcome, AdProblem):
             problems.append(outcome)
         else:
             ads.append(outcome)
             positions.append(position)
-    return AdBatch(ads, problems, positions)
+            lines.append(piece.line)
+    return AdBatch(ads, problems, positions, lines)
 
 
 def iter_ads(text: str, source: str = "<text>") -> Iterator[tuple[int, classad2.ClassAd | AdProblem]]:
@@ -56,11 +58,7 @@ def iter_ads(text: str, source: str = "<text>") -> Iterator[tuple[int, classad2.
     callers that digest each ad and need not hold them all (a 255k-job dump
     takes gigabytes as ClassAds). Input that cannot be read as ClassAds at all
     raises AdFormatError here, before the first ad."""
-    text = text.removeprefix("\ufeff")
-    pieces = _pieces(text, source)
-    if not text.isascii() and _UNDECODED.search(text):  # isascii: instant, the usual case
-        pieces = _blame_undecoded(pieces, text)
-    return ((position, _outcome(piece, source, position)) for position, piece in enumerate(pieces, 1))
+    return ((position, _outcome(piece, source, position)) for position, piece in _numbered(text, source))
 
 
 def decode_ads(data: bytes) -> str:
@@ -127,6 +125,16 @@ def _excerpt(text: str, at: int, reach: int = 25) -> str:
     end = text.find("\n", at, at + reach)
     shown = text[start : end if end >= 0 else at + reach]
     return snippet(shown.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
+
+
+def _numbered(text: str, source: str) -> Iterator[tuple[int, Piece]]:
+    """The pieces of `text` with their 1-based positions; AdFormatError at once (not on the
+    first next()) for input that cannot be read as ClassAds at all."""
+    text = text.removeprefix("\ufeff")
+    pieces = _pieces(text, source)
+    if not text.isascii() and _UNDECODED.search(text):  # isascii: instant, the usual case
+        pieces = _blame_undecoded(pieces, text)
+    return enumerate(pieces, 1)
 
 
 def _outcome(piece: Piece, source: str, position: int) -> classad2.ClassAd | AdProblem:
