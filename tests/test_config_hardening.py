@@ -1,7 +1,8 @@
-"""Packaging metadata."""
+"""Packaging metadata and the bundled configs' references."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 
 from tests.service_harness import ROOT
@@ -14,3 +15,11 @@ def test_the_license_is_an_spdx_expression_and_the_build_can_read_it() -> None:
     assert pyproject["project"]["license"] == "Apache-2.0"
     [setuptools] = [r for r in pyproject["build-system"]["requires"] if r.startswith("setuptools")]
     assert setuptools == "setuptools>=77"
+
+
+def test_bundled_configs_cite_what_users_have() -> None:
+    for conf in sorted((ROOT / "config").glob("*.conf")):
+        comments = "\n".join(line for line in conf.read_text().splitlines() if line.lstrip().startswith("#"))
+        assert not re.search(r"\bseed\b|/work/", comments, re.I), conf.name
+        if "CONSUMPTION_POLICY = True" in conf.read_text():
+            assert "HTCondor manual" in comments, conf.name
