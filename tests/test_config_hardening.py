@@ -1,11 +1,13 @@
-"""Packaging metadata and the bundled configs' references."""
+"""Packaging metadata, the bundled configs' references, and what a reload says about knobs that
+need a restart."""
 
 from __future__ import annotations
 
 import re
+import signal
 import tomllib
 
-from tests.service_harness import ROOT
+from tests.service_harness import ROOT, DaemonProcess, free_port
 
 
 def test_the_license_is_an_spdx_expression_and_the_build_can_read_it() -> None:
@@ -23,3 +25,22 @@ def test_bundled_configs_cite_what_users_have() -> None:
         assert not re.search(r"\bseed\b|/work/", comments, re.I), conf.name
         if "CONSUMPTION_POLICY = True" in conf.read_text():
             assert "HTCondor manual" in comments, conf.name
+
+
+def test_a_reload_names_the_knob_that_needs_a_restart(tmp_path) -> None:
+    daemon = DaemonProcess(tmp_path / "daemon", settings={"NEGOTIATOR_INTERVAL": "3600"})
+    daemon.start()
+    try:
+        running_port = daemon.port
+        daemon.write_config(f"NEGOTIATORD_HTTP_PORT = {free_port()}")
+        seen = len(daemon.messages)
+        daemon.signal(signal.SIGHUP)
+        daemon.wait_for_message("READY=1", since=daemon.wait_for_message("RELOADING=1", since=seen))
+        reload = daemon.status()["reload"]
+        assert reload["ok"] is True and reload["needs_restart"] == ["NEGOTIATORD_HTTP_PORT"]
+        [warning] = [e for e in daemon.log_events()
+                     if e["event"] == "these settings take effect only after a restart"]
+        assert warning["params"] == ["NEGOTIATORD_HTTP_PORT"]
+        assert daemon.port == running_port    # still served where it was
+    finally:
+        assert daemon.stop() == 0

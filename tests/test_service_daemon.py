@@ -244,7 +244,7 @@ def test_a_broken_config_on_reload_is_reported_and_the_old_one_stays(daemon):
     while not daemon.status()["reload"]["ok"] and time.monotonic() < deadline:
         time.sleep(0.05)
     reload = daemon.status()["reload"]
-    assert reload["ok"] is True and reload["needs_restart"] == ["max_body_bytes"]
+    assert reload["ok"] is True and reload["needs_restart"] == ["NEGOTIATORD_MAX_BODY_BYTES"]
     assert [k for k in daemon.get("/v1/negotiator") if k.startswith("LastNegotiationCycleId")] == \
         ["LastNegotiationCycleId0"]
     assert daemon.request("POST", "/v1/reschedule", token=old_token).status == 403
