@@ -284,10 +284,9 @@ def test_problem_source_is_the_file(tmp_path: Path) -> None:
     assert str(problem).startswith(f"{path}:5 (ad 2): ")
 
 
-@pytest.mark.parametrize("data", [b'Name = "caf\xe9"\n', b"\x1f\x8bnot really gzip"])
-def test_unreadable_bytes(tmp_path: Path, data: bytes) -> None:
+def test_unreadable_bytes(tmp_path: Path) -> None:
     path = tmp_path / "bad.ads"
-    path.write_bytes(data)
+    path.write_bytes(b"\x1f\x8bnot really gzip")
     with pytest.raises(AdFormatError, match=str(path)):
         read_ads(path)
 

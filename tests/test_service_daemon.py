@@ -156,7 +156,7 @@ def test_bad_input_is_refused_and_nothing_accepted_is_lost(daemon):
              'MyType = "Machine"\nName = "slot3@new.example.org"\nCpus = 3\n')
     answer = daemon.request("POST", "/v1/ads/slots", batch)
     assert answer.status == 200 and answer.body["accepted"] == 2
-    assert [(r["position"], r["line"]) for r in answer.body["rejected"]] == [(2, 5), (3, None)]
+    assert [(r["position"], r["line"]) for r in answer.body["rejected"]] == [(2, 5), (3, 9)]
     assert "Cpus" in answer.body["rejected"][0]["reason"] and "no Name" in answer.body["rejected"][1]["reason"]
     assert daemon.status()["ads"]["slots"] == before["slots"] + 2
 
@@ -244,7 +244,7 @@ def test_a_broken_config_on_reload_is_reported_and_the_old_one_stays(daemon):
     while not daemon.status()["reload"]["ok"] and time.monotonic() < deadline:
         time.sleep(0.05)
     reload = daemon.status()["reload"]
-    assert reload["ok"] is True and reload["needs_restart"] == ["max_body_bytes"]
+    assert reload["ok"] is True and reload["needs_restart"] == ["NEGOTIATORD_MAX_BODY_BYTES"]
     assert [k for k in daemon.get("/v1/negotiator") if k.startswith("LastNegotiationCycleId")] == \
         ["LastNegotiationCycleId0"]
     assert daemon.request("POST", "/v1/reschedule", token=old_token).status == 403

@@ -15,9 +15,9 @@ import classad2
 
 
 class AdFormatError(Exception):
-    """The input as a whole cannot be read as ClassAds (not gzip/UTF-8 text,
-    XML, or JSON whose top level is neither an object nor a list), so there
-    is no ad to report a problem against."""
+    """The input as a whole cannot be read as ClassAds (damaged gzip data, XML,
+    or JSON whose top level is neither an object nor a list), so there is no ad
+    to report a problem against."""
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,9 @@ class AdProblem:
 
 @dataclass(frozen=True)
 class AdBatch:
-    """The accepted ads in input order, with their input positions, and the problems."""
+    """The accepted ads in input order, with their input positions and lines, and the problems."""
 
     ads: list[classad2.ClassAd]
     problems: list[AdProblem]
     positions: list[int]  # 1-based input position of each accepted ad (parallel to ads)
+    lines: list[int]  # 1-based line where each accepted ad starts (parallel to ads), for refusals after parsing

@@ -7,11 +7,15 @@ Every ad is parsed by classad2 itself (see longform/bracketed for how the input
 is split and why), so what an accepted ad means is exactly what classad2 says.
 A malformed ad becomes an AdProblem and its neighbours are kept; AdFormatError
 is kept for input that cannot be read as ClassAds at all (see AdFormatError).
+Bytes that are not UTF-8 (a Latin-1 `Args` in a real `condor_q` dump) cost only
+the ad that holds them: see decode_ads.
 """
 
 from __future__ import annotations
 
+import bisect
 import gzip
+import itertools
 import json
 import re
 import zlib
@@ -23,7 +27,7 @@ import classad2
 from .batch import AdBatch, AdFormatError, AdProblem
 from .bracketed import JSON, NEW_FORM, read_bracketed
 from .longform import read_long_form
-from .piece import Piece
+from .piece import LineCounter, Piece, snippet
 
 _LEADING_NOISE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 _WHITESPACE = re.compile(r"\s*")
@@ -31,18 +35,22 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # A JSON document can only start with one of these if it is a bare string,
 # number, true, false or null.
 _JSON_SCALAR_START = re.compile(r'["\-0-9]|true\b|false\b|null\b')
+# What decode_ads makes of a byte that is not UTF-8 (Python's surrogateescape).
+_UNDECODED = re.compile("[\udc80-\udcff]")
 
 
 def parse_ads(text: str, source: str = "<text>") -> AdBatch:
     """All ads in `text`; `source` names the input in problems."""
-    ads, positions, problems = [], [], []
-    for position, outcome in iter_ads(text, source):
+    ads, positions, lines, problems = [], [], [], []
+    for position, piece in _numbered(text, source):
+        outcome = _outcome(piece, source, position)
         if isinstance(outcome, AdProblem):
             problems.append(outcome)
         else:
             ads.append(outcome)
             positions.append(position)
-    return AdBatch(ads, problems, positions)
+            lines.append(piece.line)
+    return AdBatch(ads, problems, positions, lines)
 
 
 def iter_ads(text: str, source: str = "<text>") -> Iterator[tuple[int, classad2.ClassAd | AdProblem]]:
@@ -50,8 +58,14 @@ def iter_ads(text: str, source: str = "<text>") -> Iterator[tuple[int, classad2.
     callers that digest each ad and need not hold them all (a 255k-job dump
     takes gigabytes as ClassAds). Input that cannot be read as ClassAds at all
     raises AdFormatError here, before the first ad."""
-    pieces = _pieces(text.removeprefix("\ufeff"), source)
-    return ((position, _outcome(piece, source, position)) for position, piece in enumerate(pieces, 1))
+    return ((position, _outcome(piece, source, position)) for position, piece in _numbered(text, source))
+
+
+def decode_ads(data: bytes) -> str:
+    """The text of ClassAd input. A byte that is not UTF-8 is kept as a lone surrogate
+    (surrogateescape) instead of refusing the whole input: classad2 takes its text as UTF-8 and
+    so never parses an ad holding one, which iter_ads then reports as that ad's problem."""
+    return data.decode("utf-8", "surrogateescape")
 
 
 def read_ads(path: Path) -> AdBatch:
@@ -74,11 +88,53 @@ def _file_text(path: Path) -> str:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as error:
             raise AdFormatError(f"{path}: damaged gzip data: {error}") from error
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise AdFormatError(f"{path}:{line}: not UTF-8 text (byte {error.start}: {error.reason})") from error
+    return decode_ads(data)
+
+
+def _blame_undecoded(pieces: Iterator[Piece], text: str) -> Iterator[Piece]:
+    """`pieces`, each refused one whose stretch of input holds a byte that is not UTF-8 reported
+    as such: that byte is why classad2 refused it, whatever parse error it gave. A stretch runs
+    from its first line to the next piece's; an accepted piece keeps its ad (the byte was in a
+    comment line, which the long form drops)."""
+    lines = LineCounter(text)
+    undecoded: list[tuple[int, str]] = []  # (line, reason) for the first such byte of each line
+    for match in _UNDECODED.finditer(text):
+        line = lines.line_at(match.start())
+        if not undecoded or undecoded[-1][0] != line:
+            byte = ord(match.group()) - 0xDC00
+            undecoded.append((line, f"line {line}: byte 0x{byte:02X} is not UTF-8 text: "
+                                    f"{_excerpt(text, match.start())}"))
+    bad_lines = [line for line, _ in undecoded]
+    previous: Piece | None = None
+    for piece in itertools.chain(pieces, [None]):
+        if previous is not None and previous.ad is None:
+            end = piece.line if piece is not None else lines.line_at(len(text)) + 1
+            first = bisect.bisect_left(bad_lines, previous.line)
+            # max(): the next ad may start on this ad's own line (JSON on one line)
+            if first < len(undecoded) and undecoded[first][0] < max(end, previous.line + 1):
+                previous = previous._replace(reason=undecoded[first][1])
+        if previous is not None:
+            yield previous
+        previous = piece
+
+
+def _excerpt(text: str, at: int, reach: int = 25) -> str:
+    """The input around offset `at` within its line, undecodable bytes shown as `\\xNN`."""
+    start = max(at - reach, 0)
+    start = text.rfind("\n", start, at) + 1 or start
+    end = text.find("\n", at, at + reach)
+    shown = text[start : end if end >= 0 else at + reach]
+    return snippet(shown.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
+
+
+def _numbered(text: str, source: str) -> Iterator[tuple[int, Piece]]:
+    """The pieces of `text` with their 1-based positions; AdFormatError at once (not on the
+    first next()) for input that cannot be read as ClassAds at all."""
+    text = text.removeprefix("\ufeff")
+    pieces = _pieces(text, source)
+    if not text.isascii() and _UNDECODED.search(text):  # isascii: instant, the usual case
+        pieces = _blame_undecoded(pieces, text)
+    return enumerate(pieces, 1)
 
 
 def _outcome(piece: Piece, source: str, position: int) -> classad2.ClassAd | AdProblem:

@@ -1,12 +1,15 @@
 """``negotiatord negotiate``: one cycle over ad files, printed as JSON or a table (a dry run).
 
 Exit status: 0 when every ad was read, 3 when some ads were malformed (reported on stderr, the
-rest negotiated), 2 when the input cannot be used at all (config error, unreadable file).
+rest negotiated), 2 when the input cannot be used at all (config error, unreadable file). Input
+that reads well but is probably not what was meant (swapped files, no idle job, glideins past
+their end of life) is said in the result's problems and on stderr (see input_hints).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -18,6 +21,7 @@ import structlog
 
 from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.ads import AdFormatError, AdProblem, stream_ads
+from negotiatord.commands.input_hints import AdTally, input_hints
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.snapshot import Snapshot
@@ -47,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config)
-        slots, jobs = _Ads(stream_ads(args.slots)), _Ads(stream_ads(args.jobs))
+        slots, jobs = _Ads(stream_ads(args.slots), "Machine"), _Ads(stream_ads(args.jobs), "Job")
         slot_ads = list(slots)
         accountant = _accountant(args.accountant)
     except (ConfigError, AdFormatError, OSError, ValueError) as err:
@@ -59,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     result = run_cycle(snapshot, accountant, settings, now, evaluator)
     for problem in result.problems:
         log.warning("left out of the cycle", problem=problem)
+    hints = input_hints(slots.tally, jobs.tally, slot_ads, result.stats, now, args.now is not None)
+    for hint in hints:
+        log.warning("the input is probably not what was meant", hint=hint)
+    result = dataclasses.replace(result, problems=(*result.problems, *hints))
     log.info("cycle", **{k: v for k, v in cycle_document(result)["cycle"].items() if k != "phases_s"})
     if args.format == "json":
         print(json.dumps(cycle_document(result), indent=1))
@@ -68,12 +76,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _Ads:
-    """The ads of a file, one at a time, each malformed one reported and counted as it goes by:
-    a 255k-job file is negotiated without holding its ads (gigabytes as ClassAds)."""
+    """The ads of a file, one at a time, each malformed one reported and counted as it goes by,
+    each good one tallied by kind: a 255k-job file is negotiated without holding its ads
+    (gigabytes as ClassAds)."""
 
-    def __init__(self, outcomes: Iterator[tuple[int, classad2.ClassAd | AdProblem]]) -> None:
+    def __init__(self, outcomes: Iterator[tuple[int, classad2.ClassAd | AdProblem]], wanted: str) -> None:
         self._outcomes = outcomes
         self.malformed = 0
+        self.tally = AdTally(wanted)
 
     def __iter__(self) -> Iterator[classad2.ClassAd]:
         for _, outcome in self._outcomes:
@@ -81,6 +91,7 @@ class _Ads:
                 log.error("malformed ad skipped", problem=str(outcome))
                 self.malformed += 1
             else:
+                self.tally.count(outcome)
                 yield outcome
 
 

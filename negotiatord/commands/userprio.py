@@ -6,10 +6,11 @@ priority; columns effective and configured quota, surplus policy, effective prio
 factor, weighted resources in use, total usage in weighted hours, and time since last usage. As in
 HTCondor, only customers active in the last day are listed unless ``-allusers`` is given; unlike
 it, a customer with resources in use counts as active even before its first priority update.
+``-l`` prints the daemon's accountant document as JSON, not condor_userprio's long ClassAd form.
 
 Edit options (``-setfactor``, ``-resetusage``, ``-resetall``) go to the daemon over HTTP with the
-bearer token. The daemon's address and token come from the config (``--config``, default
-``$CONDOR_CONFIG``) or from ``--url`` and ``--token-file``.
+bearer token. The daemon's address and token come from ``--url`` and ``--token-file``, else from
+the config (``--config``, default ``$CONDOR_CONFIG``): a listing with ``--url`` reads no config.
 
 Exit status: 0; 1 when the daemon refuses the request; 2 when it cannot be reached or asked.
 """
@@ -50,9 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="the daemon's URL, e.g. http://127.0.0.1:9680 (default: from the config)")
     parser.add_argument("--token-file", type=Path, help="bearer token for edits (default: from the config)")
     parser.add_argument("--cafile", type=Path, help="CA certificate for HTTPS (default: the configured "
-                                                     "NEGOTIATORD_TLS_CERTIFICATE)")
+                                                     "NEGOTIATORD_TLS_CERTIFICATE when the config is read, "
+                                                     "else the system's CAs)")
     parser.add_argument("-allusers", action="store_true", help="list every customer, active or not")
-    parser.add_argument("-l", dest="long", action="store_true", help="print the daemon's JSON document")
+    parser.add_argument("-l", dest="long", action="store_true",
+                        help="print the daemon's accountant document as JSON (not condor_userprio -l's "
+                             "long ClassAd form)")
     edits = parser.add_mutually_exclusive_group()
     edits.add_argument("-setfactor", nargs=2, metavar=("USER", "FACTOR"), help="set a priority factor (>= 1)")
     edits.add_argument("-resetusage", metavar="USER", help="reset a customer's accumulated usage")
@@ -65,22 +69,25 @@ def run(args: argparse.Namespace) -> int:
         if args.setfactor:
             name, factor = args.setfactor
             daemon.post("/v1/accountant/factor", {"customer": name, "factor": _number(factor)})
-            print(f"The priority factor of {name} was set to {_number(factor):f}")
+            output = f"The priority factor of {name} was set to {_number(factor):f}"
         elif args.resetusage:
             daemon.post("/v1/accountant/reset-usage", {"customer": args.resetusage})
-            print(f"The accumulated usage of {args.resetusage} was reset")
+            output = f"The accumulated usage of {args.resetusage} was reset"
         elif args.resetall:
             daemon.post("/v1/accountant/reset-usage", {"all": True})
-            print("The accumulated usage was reset for all users")
+            output = "The accumulated usage was reset for all users"
         else:
             document = daemon.get("/v1/accountant")
-            print(json.dumps(document, indent=1) if args.long else render(document, args.allusers))
+            output = json.dumps(document, indent=1) if args.long else render(document, args.allusers)
     except _Refused as error:
         print(f"negotiatord userprio: {error}", file=sys.stderr)
         return EXIT_REFUSED
     except (_Unreachable, ConfigError, StateDirError, OSError, ValueError) as error:
         print(f"negotiatord userprio: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    # Printed outside the handlers above: a closed stdout (`| head`) is the command line's to
+    # handle, not a daemon that cannot be reached.
+    print(output)
     return 0
 
 
@@ -99,8 +106,17 @@ class _Daemon:
 
     @classmethod
     def locate(cls, args: argparse.Namespace) -> _Daemon:
-        config = args.config or (Path(os.environ["CONDOR_CONFIG"]) if os.environ.get("CONDOR_CONFIG") else None)
+        """The daemon's address, token and CA: from the options, then from the config for what
+        they leave out. ``$CONDOR_CONFIG`` is read only when the command needs something from
+        it (the address, or the token for an edit): importing HTCondor's bindings sets it to
+        /dev/null when they find no HTCondor config (htcondor2/__init__.py), and their child
+        processes inherit that, yet a listing with ``--url`` needs no config at all."""
         url, token_file, cafile = args.url, args.token_file, args.cafile
+        editing = bool(args.setfactor or args.resetusage or args.resetall)
+        config = args.config
+        needed = url is None or (editing and token_file is None)
+        if config is None and needed and os.environ.get("CONDOR_CONFIG"):
+            config = Path(os.environ["CONDOR_CONFIG"])
         if config is not None and (url is None or token_file is None):
             service = load_settings(config).service
             host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(service.http_address, service.http_address)

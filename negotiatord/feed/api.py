@@ -21,6 +21,7 @@ import structlog
 from aiohttp import web
 
 from negotiatord.ads import AdFormatError, AdProblem
+from negotiatord.ads.reader import decode_ads
 from negotiatord.feed.intake import Intake, take_in_text
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.store import AdStore, release
@@ -130,13 +131,9 @@ class FeedApi:
 
 
 def take_in_body(kind: AdKind, body: bytes, source: str) -> Intake:
-    """Decode and parse a request body; AdFormatError if it is not UTF-8 text of ads."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = body.count(b"\n", 0, error.start) + 1
-        raise AdFormatError(f"{source}: line {line}: not UTF-8 text (byte {error.start}: {error.reason})") from None
-    return take_in_text(kind, text, source)
+    """Decode and parse a request body; AdFormatError if it cannot be read as ads at all. An ad
+    holding bytes that are not UTF-8 is refused alone, as the reader does for files."""
+    return take_in_text(kind, decode_ads(body), source)
 
 
 def _kind(request: web.Request) -> AdKind:

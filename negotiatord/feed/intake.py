@@ -27,11 +27,11 @@ def take_in(kind: AdKind, batch: AdBatch, source: str) -> Intake:
     filed as ``kind``."""
     accepted = []
     problems = list(batch.problems)
-    for ad, position in zip(batch.ads, batch.positions):
+    for ad, position, line in zip(batch.ads, batch.positions, batch.lines):
         try:
             accepted.append((ad_key(kind, ad), ad))
         except UnkeyedAd as refused:
-            problems.append(AdProblem(source, position, None, str(refused)))
+            problems.append(AdProblem(source, position, line, str(refused)))
     problems.sort(key=lambda p: p.position)
     return Intake(accepted, problems)
 

@@ -48,9 +48,12 @@ T = TypeVar("T")
 
 # How often expired ads are swept (each sweep only looks at expired ads) and the heap is frozen.
 EXPIRY_SWEEP_S = 1.0
-# Knobs a reload cannot change: the socket, TLS and the databases are set up once.
-RESTART_ONLY = ("http_address", "http_port", "tls_certificate", "tls_key", "state_dir",
-                "accountant_db", "token_file", "max_body_bytes")
+# Knobs a reload cannot change: the socket, TLS and the databases are set up once. By
+# ServiceSettings field, the config knob a reload names to the administrator.
+RESTART_ONLY = {"http_address": "NEGOTIATORD_HTTP_ADDRESS", "http_port": "NEGOTIATORD_HTTP_PORT",
+                "tls_certificate": "NEGOTIATORD_TLS_CERTIFICATE", "tls_key": "NEGOTIATORD_TLS_KEY",
+                "state_dir": "NEGOTIATORD_STATE_DIR", "accountant_db": "NEGOTIATORD_ACCOUNTANT_DB",
+                "token_file": "NEGOTIATORD_TOKEN_FILE", "max_body_bytes": "NEGOTIATORD_MAX_BODY_BYTES"}
 _SHOWN_PROBLEMS = 5
 CYCLE_THREAD = "negotiation-cycle"
 
@@ -313,7 +316,7 @@ class Daemon:
                 self.reload_state = {"ok": False, "time": self.clock.now(), "error": str(error)}
                 self.log.error("config reload refused; the previous config stays in force", error=str(error))
             else:
-                kept = [name for name in RESTART_ONLY
+                kept = [knob for name, knob in RESTART_ONLY.items()
                         if getattr(new.service, name) != getattr(self.settings.service, name)]
                 if kept:
                     self.log.warning("these settings take effect only after a restart", params=kept)

@@ -1,0 +1,80 @@
+"""The command line in ordinary shell use: output cut short by a pipe, ``userprio --url`` in a
+process whose ``$CONDOR_CONFIG`` is HTCondor's /dev/null, and what ``userprio -l`` says it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.service_harness import ROOT, DaemonProcess
+
+CONFIG = ROOT / "config" / "default.conf"
+NEGOTIATE = ("negotiate", "--config", str(CONFIG), "--slots", str(ROOT / "samples" / "slots.ads"),
+             "--jobs", str(ROOT / "samples" / "jobs.ads"))
+EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE: what the shell reports for `cat big | head`'s cat
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    process = DaemonProcess(tmp_path_factory.mktemp("daemon"), settings={"NEGOTIATOR_INTERVAL": "3600"})
+    process.start()
+    yield process
+    process.stop()
+
+
+def with_reader_gone(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run negotiatord with its stdout a pipe whose only reader has already closed it (as
+    ``| head`` does once it has its lines); returns the exit status and stderr."""
+    child = subprocess.Popen([sys.executable, "-m", "negotiatord", *args], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child.stdout.close()
+    stderr = child.stderr.read()
+    return child.wait(timeout=120), stderr
+
+
+@pytest.mark.parametrize("form", ["json", "table"])
+def test_negotiate_into_a_closed_pipe_stops_quietly(form: str) -> None:
+    # Python docs, library/signal.html "Note on SIGPIPE": on BrokenPipeError point stdout at
+    # devnull and exit, so the interpreter's final flush does not raise again.
+    status, stderr = with_reader_gone(*NEGOTIATE, "--format", form)
+    assert status == EXIT_BROKEN_PIPE
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr and "Errno 32" not in stderr
+
+
+def test_userprio_into_a_closed_pipe_stops_quietly(daemon: DaemonProcess) -> None:
+    for listing in ((), ("-l",)):
+        status, stderr = with_reader_gone("userprio", "--url", daemon.url, *listing)
+        assert status == EXIT_BROKEN_PIPE, stderr
+        assert stderr == ""
+
+
+def test_userprio_with_url_needs_no_config(daemon: DaemonProcess) -> None:
+    # Importing HTCondor's Python bindings sets CONDOR_CONFIG=/dev/null when no HTCondor config is
+    # found (htcondor2/__init__.py, _set_null_config); their child processes inherit it.
+    env = dict(os.environ, CONDOR_CONFIG=os.devnull)
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url, "-l"],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["customers"] == []
+    table = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert table.returncode == 0 and table.stdout.startswith("Last Priority Update: never")
+
+    # an edit still needs the token, and says where it would come from
+    edit = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url,
+                           "-setfactor", "alice@example.org", "2"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert edit.returncode == 2 and os.devnull in edit.stderr
+
+
+def test_userprio_long_listing_says_it_is_json() -> None:
+    # condor_userprio -l prints the negotiator's ClassAd in the long form (HTCondor manual,
+    # condor_userprio); ours prints the daemon's JSON document, and its help says so.
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--help"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    help_for_l = " ".join(shown.stdout.split()).split(" -l ", 1)[1]
+    assert help_for_l.startswith("print the daemon's accountant document as JSON (not condor_userprio -l's")
