@@ -102,8 +102,8 @@ class MatchLog:
     @contextmanager
     def _transaction(self, doing: str) -> Iterator[None]:
         with self._lock:
-            self._writer.execute("BEGIN IMMEDIATE")
             try:
+                self._writer.execute("BEGIN IMMEDIATE")   # waits out another writer's lock, up to 5 s
                 yield
                 self._writer.execute("COMMIT")
             except BaseException as error:

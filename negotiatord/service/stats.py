@@ -36,6 +36,7 @@ class ServiceCounters:
     cycles: int = 0
     cycle_failures: int = 0
     matches_published: int = 0
+    publication_failures: int = 0     # attempts at publishing a committed cycle's matches that failed
     reloads: int = 0
     reload_failures: int = 0
     pull_failures: int = 0

@@ -1,0 +1,161 @@
+"""A cycle whose accountant commit succeeded is done, even when its matches cannot be published yet.
+
+The match log is a second SQLite database; publishing into it can fail after the charges are
+committed: another process holding a write lock longer than the 5 s busy timeout, a full disk, an
+I/O error. The daemon must then retry the publication (logged, shown in ``/v1/status``), hold the
+matched jobs and slots at once, and start no new cycle until the matches are out, so that no
+charge is made twice and no match is published twice, across restarts too.
+
+The daemon runs in this process (its event loop in the test's main thread), so the match log can
+be locked or made to fail at the exact moment between the accountant commit and the publication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Awaitable, Callable
+
+import pytest
+from structlog.testing import capture_logs
+
+from negotiatord.accountant import AccountantStore
+from negotiatord.ads import read_ads
+from negotiatord.feed.kinds import AdKind
+from negotiatord.publish.matchlog import MatchLog
+from negotiatord.service import daemon as daemon_module
+from negotiatord.service.daemon import Daemon, DaemonClock
+from negotiatord.settings import load_settings
+
+from tests.service_harness import ROOT, DaemonProcess
+
+LOCK_S = 7.0   # longer than the match log's 5 s busy timeout
+QUICK = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0"}
+
+
+def _daemon(home: Path) -> Daemon:
+    process = DaemonProcess(home, settings=QUICK)    # writes the config and nothing else
+    preload = {AdKind.SLOT: read_ads(ROOT / "samples" / "slots.ads"),
+               AdKind.JOB: read_ads(ROOT / "samples" / "jobs.ads")}
+    return Daemon(process.config, load_settings(process.config), DaemonClock(), preload)
+
+
+def _run(daemon: Daemon, scenario: Callable[[Daemon], Awaitable[None]]) -> None:
+    async def main() -> None:
+        serving = asyncio.ensure_future(daemon.serve())
+        try:
+            await scenario(daemon)
+        finally:
+            daemon.stop()
+            await serving
+
+    asyncio.run(main())
+
+
+async def _wait_for_cycle(daemon: Daemon, after: int, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = daemon.history.last
+        if last is not None and last.outcome.cycle_id > after:
+            return last.outcome.cycle_id
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no cycle after {after} within {timeout} s")
+
+
+async def _two_more_cycles(daemon: Daemon) -> None:
+    """Cycles after the troubled one: the publication must be out before they start."""
+    for _ in range(2):
+        before = daemon.history.last.outcome.cycle_id
+        daemon.reschedule()
+        await _wait_for_cycle(daemon, before)
+
+
+def _check_exactly_once(state: Path, events: list[dict]) -> None:
+    log = MatchLog(state / "matches.sqlite")
+    try:
+        published = log.since(0, 100000)
+        assert log.recover(10**9) == (0, 0)                       # nothing left staged
+    finally:
+        log.close()
+    jobs = Counter(m.match.job for m in published)
+    assert published and max(jobs.values()) == 1, [job for job, n in jobs.items() if n > 1]
+    with AccountantStore(state / "accountant.sqlite") as store:
+        cycles = store.last_cycle_id()
+        charged = sum(cost for cycle in range(1, cycles + 1)
+                      for name, cost in store.charges(cycle).items() if "@" in name)
+        first = sum(cost for name, cost in store.charges(1).items() if "@" in name)
+    assert charged == pytest.approx(sum(m.match.cost for m in published))
+    assert first == pytest.approx(sum(m.match.cost for m in published if m.cycle == 1))
+    assert {m.cycle for m in published} <= set(range(1, cycles + 1))
+    assert not [e for e in events if "nothing was committed" in e["event"]]
+
+
+def test_a_locked_match_log_delays_publication_and_charges_once(tmp_path, monkeypatch):
+    daemon = _daemon(tmp_path / "d")
+    commit = daemon.accountant.commit_cycle
+    locks: list[sqlite3.Connection] = []
+
+    def commit_then_lock(*args, **kwargs):
+        committed = commit(*args, **kwargs)
+        if not locks:   # another writer takes the match log between the commit and the publication
+            holder = sqlite3.connect(daemon.paths.match_log, isolation_level=None, check_same_thread=False)
+            holder.execute("BEGIN IMMEDIATE")
+            locks.append(holder)
+            threading.Timer(LOCK_S, holder.rollback).start()
+        return committed
+
+    monkeypatch.setattr(daemon.accountant, "commit_cycle", commit_then_lock)
+    seen: list[dict] = []
+
+    async def scenario(daemon: Daemon) -> None:
+        deadline = time.monotonic() + 60
+        while not seen or seen[-1]["attempts"] < 1:
+            assert time.monotonic() < deadline, "publication never reported as pending"
+            pending = daemon.status()["publication"]
+            if pending is not None:
+                seen.append(pending)
+            await asyncio.sleep(0.1)
+        assert seen[-1]["cycle"] == 1 and "locked" in seen[-1]["error"]
+        assert daemon.status()["held"]["jobs"] == 47     # held from the commit on, not from publication
+        while daemon.status()["publication"] is not None:
+            assert time.monotonic() < deadline, "the publication was never retried"
+            await asyncio.sleep(0.1)
+        assert daemon.history.last.outcome.cycle_id == 1    # no other cycle ran meanwhile
+        await _two_more_cycles(daemon)
+
+    with capture_logs() as events:
+        _run(daemon, scenario)
+    _check_exactly_once(daemon.paths.state_dir, events)
+    failed = [e for e in events if e["event"].startswith("publishing the matches failed")]
+    assert failed and failed[0]["cycle"] == 1 and "locked" in failed[0]["error"]
+    assert [e for e in events if e["event"] == "matches published" and e["cycle"] == 1]
+
+
+def test_an_io_error_at_publication_is_retried_and_charges_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(daemon_module, "PUBLISH_RETRY_FIRST_S", 0.2)
+    daemon = _daemon(tmp_path / "d")
+    publish = daemon.matchlog.publish
+    failures = [sqlite3.OperationalError("disk I/O error") for _ in range(3)]
+
+    def failing_publish(*args, **kwargs):
+        if failures:
+            raise failures.pop()
+        return publish(*args, **kwargs)
+
+    monkeypatch.setattr(daemon.matchlog, "publish", failing_publish)
+
+    async def scenario(daemon: Daemon) -> None:
+        await _wait_for_cycle(daemon, 0)
+        await _two_more_cycles(daemon)
+
+    with capture_logs() as events:
+        _run(daemon, scenario)
+    assert not failures
+    _check_exactly_once(daemon.paths.state_dir, events)
+    failed = [e for e in events if e["event"].startswith("publishing the matches failed")]
+    assert [e["attempt"] for e in failed] == [1, 2, 3] and all("disk I/O error" in e["error"] for e in failed)
+    assert daemon.counters.publication_failures == 3
