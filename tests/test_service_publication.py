@@ -18,60 +18,29 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Awaitable, Callable
 
 import pytest
 from structlog.testing import capture_logs
 
 from negotiatord.accountant import AccountantStore
-from negotiatord.ads import read_ads
-from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.service import daemon as daemon_module
-from negotiatord.service.daemon import Daemon, DaemonClock
-from negotiatord.settings import load_settings
+from negotiatord.service.daemon import Daemon
 
-from tests.service_harness import ROOT, DaemonProcess
+from tests.service_harness import SAMPLE_POOL, cycle_after, in_process, next_cycle, serve
 
 LOCK_S = 7.0   # longer than the match log's 5 s busy timeout
 QUICK = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0"}
 
 
 def _daemon(home: Path) -> Daemon:
-    process = DaemonProcess(home, settings=QUICK)    # writes the config and nothing else
-    preload = {AdKind.SLOT: read_ads(ROOT / "samples" / "slots.ads"),
-               AdKind.JOB: read_ads(ROOT / "samples" / "jobs.ads")}
-    return Daemon(process.config, load_settings(process.config), DaemonClock(), preload)
-
-
-def _run(daemon: Daemon, scenario: Callable[[Daemon], Awaitable[None]]) -> None:
-    async def main() -> None:
-        serving = asyncio.ensure_future(daemon.serve())
-        try:
-            await scenario(daemon)
-        finally:
-            daemon.stop()
-            await serving
-
-    asyncio.run(main())
-
-
-async def _wait_for_cycle(daemon: Daemon, after: int, timeout: float = 60.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        last = daemon.history.last
-        if last is not None and last.outcome.cycle_id > after:
-            return last.outcome.cycle_id
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no cycle after {after} within {timeout} s")
+    return in_process(home, QUICK, SAMPLE_POOL)
 
 
 async def _two_more_cycles(daemon: Daemon) -> None:
     """Cycles after the troubled one: the publication must be out before they start."""
     for _ in range(2):
-        before = daemon.history.last.outcome.cycle_id
-        daemon.reschedule()
-        await _wait_for_cycle(daemon, before)
+        await next_cycle(daemon)
 
 
 def _check_exactly_once(state: Path, events: list[dict]) -> None:
@@ -128,7 +97,7 @@ def test_a_locked_match_log_delays_publication_and_charges_once(tmp_path, monkey
         await _two_more_cycles(daemon)
 
     with capture_logs() as events:
-        _run(daemon, scenario)
+        serve(daemon, scenario)
     _check_exactly_once(daemon.paths.state_dir, events)
     failed = [e for e in events if e["event"].startswith("publishing the matches failed")]
     assert failed and failed[0]["cycle"] == 1 and "locked" in failed[0]["error"]
@@ -149,11 +118,11 @@ def test_an_io_error_at_publication_is_retried_and_charges_once(tmp_path, monkey
     monkeypatch.setattr(daemon.matchlog, "publish", failing_publish)
 
     async def scenario(daemon: Daemon) -> None:
-        await _wait_for_cycle(daemon, 0)
+        await cycle_after(daemon, 0)
         await _two_more_cycles(daemon)
 
     with capture_logs() as events:
-        _run(daemon, scenario)
+        serve(daemon, scenario)
     assert not failures
     _check_exactly_once(daemon.paths.state_dir, events)
     failed = [e for e in events if e["event"].startswith("publishing the matches failed")]

@@ -1,4 +1,4 @@
-"""What later cycles see of a job or slot that a committed cycle matched, until it is re-advertised.
+"""What later cycles see of a job or slot that a committed cycle matched, until a newer ad arrives.
 
 HTCondor gets this from the other daemons: the schedd stops offering a matched job, and the startd
 of a matched slot enters the Matched state, then Claimed, while the accountant keeps charging the
@@ -27,7 +27,7 @@ import classad2
 from negotiatord.ads.values import evaluate_number, evaluate_string
 from negotiatord.cycle.result import Match
 from negotiatord.feed.kinds import AdKind
-from negotiatord.feed.store import AdStore, PoolView
+from negotiatord.feed.store import AdStore, PoolView, ad_version
 
 CLAIMED = "Claimed"
 
@@ -37,6 +37,7 @@ class Hold:
     kind: AdKind
     key: str
     seen: classad2.ClassAd                    # the ad the matching cycle negotiated over
+    version: str                              # ad_version of the stored ad behind ``seen``
     stand_in: classad2.ClassAd | None         # what later cycles see instead; None: left out
     extras: tuple[tuple[str, classad2.ClassAd], ...] = field(default=())   # claimed dynamic slots
 
@@ -48,27 +49,28 @@ def holds_for(view: PoolView, matches: Sequence[Match]) -> list[Hold]:
     for match in matches:
         job = view.jobs.get(match.job)
         if job is not None:
-            holds.append(Hold(AdKind.JOB, match.job, job, None))
+            holds.append(Hold(AdKind.JOB, match.job, job, ad_version(job), None))
         by_slot[match.slot].append(match)
     for name, slot_matches in by_slot.items():
         slot = view.slots.get(name)
         if slot is None:
             continue
+        version = view.held_slot_versions.get(name) or ad_version(slot)
         if slot.get("PartitionableSlot") is True:
             extras = tuple((f"{name}#{m.job}", _dynamic_slot(slot, m, view.jobs.get(m.job)))
                            for m in slot_matches)
-            holds.append(Hold(AdKind.SLOT, name, slot, _what_is_left(slot, slot_matches), extras))
+            holds.append(Hold(AdKind.SLOT, name, slot, version, _what_is_left(slot, slot_matches), extras))
         else:
-            holds.append(Hold(AdKind.SLOT, name, slot, _claimed(_copy(slot), slot_matches[0],
-                                                                 view.jobs.get(slot_matches[0].job))))
+            holds.append(Hold(AdKind.SLOT, name, slot, version, _claimed(_copy(slot), slot_matches[0],
+                                                                          view.jobs.get(slot_matches[0].job))))
     return holds
 
 
 def apply_holds(store: AdStore, holds: Iterable[Hold]) -> None:
-    """File the stand-ins a committed cycle made; a job or slot advertised again since that cycle
+    """File the stand-ins a committed cycle made; a job or slot advertised anew since that cycle
     saw it is not held (:meth:`~negotiatord.feed.store.AdTable.hold`)."""
     for hold in holds:
-        store.table(hold.kind).hold(hold.key, hold.seen, hold.stand_in, hold.extras)
+        store.table(hold.kind).hold(hold.key, hold.seen, hold.version, hold.stand_in, hold.extras)
 
 
 def _copy(ad: classad2.ClassAd) -> classad2.ClassAd:
