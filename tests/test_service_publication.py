@@ -128,3 +128,31 @@ def test_an_io_error_at_publication_is_retried_and_charges_once(tmp_path, monkey
     failed = [e for e in events if e["event"].startswith("publishing the matches failed")]
     assert [e["attempt"] for e in failed] == [1, 2, 3] and all("disk I/O error" in e["error"] for e in failed)
     assert daemon.counters.publication_failures == 3
+
+
+def test_a_restart_with_publication_pending_publishes_once_and_keeps_the_holds(tmp_path, monkeypatch):
+    first = _daemon(tmp_path / "d")
+    def broken(*args, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(first.matchlog, "publish", broken)
+
+    async def stop_while_pending(daemon: Daemon) -> None:
+        await cycle_after(daemon, 0)
+        assert daemon.status()["publication"]["cycle"] == 1
+
+    with capture_logs() as events:
+        serve(first, stop_while_pending)
+    monkeypatch.undo()
+
+    assert [e for e in events if e["event"].startswith("stopping with committed matches unpublished")]
+
+    async def two_more_cycles_after_start(daemon: Daemon) -> None:
+        await cycle_after(daemon, 1)
+        await _two_more_cycles(daemon)
+
+    second = _daemon(tmp_path / "d")
+    with capture_logs() as more:
+        serve(second, two_more_cycles_after_start)
+    assert [e for e in more if e["event"] == "finished publishing after a crash" and e["published"] == 47]
+    _check_exactly_once(second.paths.state_dir, events + more)

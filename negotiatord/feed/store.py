@@ -103,6 +103,11 @@ class AdTable:
             self._queues[lifetime][key] = None
             self._lifetimes[key] = lifetime
 
+    def get(self, key: str) -> classad2.ClassAd | None:
+        """The stored ad, held or not."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.ad
+
     def remove(self, key: str) -> bool:
         entry = self._unfile(key)
         if entry is None:

@@ -128,7 +128,7 @@ class CycleRunner:
 
             self.phase = "commit"
             mark = time.perf_counter()
-            self._commit_cycle(cycle_id, now, new_state, result)
+            self._commit_cycle(cycle_id, now, new_state, result, holds)
             phases["commit"] = time.perf_counter() - mark
 
             self.phase = "publish"
@@ -148,11 +148,12 @@ class CycleRunner:
             candidate_slots=int(snapshot.table.candidate.sum()), holds=holds,
         )
 
-    def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult) -> None:
+    def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult,
+                      holds: list[Hold]) -> None:
         with self._commit:
             if self._abandoned:
                 raise CycleAbandoned(f"cycle {cycle_id} abandoned before its commit")
-            self.matches.stage(cycle_id, now, result.matches)
+            self.matches.stage(cycle_id, now, result.matches, holds)
             try:
                 committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges)
             except BaseException:

@@ -30,7 +30,7 @@ from negotiatord.feed.intake import take_in
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
-from negotiatord.publish.holds import apply_holds
+from negotiatord.publish.holds import RestoredHolds, apply_holds
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import HeapKeeper, load_fast_path
@@ -137,6 +137,7 @@ class Daemon:
         self.rescheduled = False
         self.last_seq = 0
         self.publication: PendingPublication | None = None
+        self.restored = RestoredHolds()   # holds of the previous run, for ads not filed yet
         self.reload_state: dict[str, Any] = {"ok": True, "time": None, "error": None}
         self.pull_state: dict[str, Any] = {"time": None, "error": None, "problems": 0}
         self.stopping = asyncio.Event()
@@ -154,7 +155,9 @@ class Daemon:
             self.log.warning("finished publishing after a crash", published=published, dropped=dropped,
                              last_committed_cycle=self.accountant.last_cycle_id())
         self.last_seq = self.matchlog.bounds()[1]
+        self.restored = RestoredHolds.from_log(self.matchlog.held_matches())
         self._preload()
+        self._restore_holds()
         started = time.perf_counter()
         await asyncio.to_thread(load_fast_path, self.settings)
         self.log.info("fast path loaded", seconds=round(time.perf_counter() - started, 3))
@@ -279,6 +282,7 @@ class Daemon:
             if settings.service.collector_host:
                 await self._pull(settings)
             self._expire()
+            self._restore_holds()
             view = self.store.view()
             now = int(self.clock.now())
             prune_before = now - settings.service.match_retention
@@ -349,6 +353,15 @@ class Daemon:
             self.log.warning("collector query problem", problem=problem)
 
     # -- the feed -------------------------------------------------------------------------------
+
+    def _restore_holds(self) -> None:
+        """Hold again what the previous run matched, as its ads are filed (before any cycle sees them)."""
+        if not self.restored:
+            return
+        held = self.restored.apply(self.store)
+        if held:
+            self.log.info("matched jobs and slots held again after a restart", held=held,
+                          not_yet_filed=len(self.restored))
 
     def _expire(self) -> None:
         for kind, count in self.store.expire(time.monotonic()).items():
