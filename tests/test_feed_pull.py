@@ -1,27 +1,35 @@
-"""Pull mode (COLLECTOR_HOST) and re-sent ads: an unchanged ad does not end a hold.
+"""Pull mode (COLLECTOR_HOST) and re-sent ads: an unchanged ad does not end a hold, and a failed
+collector query says why.
 
 A collector answers every query with every ad it has, changed or not, and a client may re-post
 what it sent before. Only a newer ad (its own ``UpdateSequenceNumber``/``LastHeardFrom``, else its
 content) may end the hold on a matched job or slot; otherwise every pull hands out the same matches
 again. The daemon tests run it in this process with the collector query answered from the sample
 pool's own ads, parsed afresh for each pull as a real query's answer is.
+
+The bindings do not ship HTCondor's daemons, so failed queries are made against loopback ports:
+one closed, one that takes the connection and never answers, one that drops it during the
+security handshake.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import threading
 import urllib.request
 from collections import Counter
 from pathlib import Path
 
 import classad2
 import pytest
+from structlog.testing import capture_logs
 
 from negotiatord.ads import read_ads
 from negotiatord.accountant import AccountantState
 from negotiatord.feed import AdKind, AdStore, take_in
-from negotiatord.feed.pull import Pulled, sort_ads
+from negotiatord.feed.pull import PullError, Pulled, failure, pull, sort_ads
 from negotiatord.feed.store import Source
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.publish.holds import apply_holds, holds_for
@@ -31,7 +39,7 @@ from negotiatord.service import daemon as daemon_module
 from negotiatord.service.daemon import Daemon
 from negotiatord.settings import load_settings
 
-from tests.service_harness import ROOT, SAMPLE_POOL, cycle_after, in_process, next_cycle, serve
+from tests.service_harness import ROOT, SAMPLE_POOL, cycle_after, free_port, in_process, next_cycle, serve
 
 LIFETIME = 900.0
 QUICK = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0"}
@@ -164,3 +172,103 @@ def test_pulling_unchanged_ads_every_cycle_publishes_each_match_once(tmp_path, m
     assert {m.cycle for m in published} == {1}
     jobs = Counter(m.match.job for m in published)
     assert len(jobs) == 47 and max(jobs.values()) == 1
+
+
+# --- why a collector query failed --------------------------------------------------------------
+
+class _Listener:
+    """A TCP port on loopback that takes connections and then never answers (``stall``) or drops
+    them at once (``drop``), as a firewall, a wrong service or a refusing collector would."""
+
+    def __init__(self, behaviour: str) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.socket.getsockname()[1]}"
+        self.behaviour = behaviour
+        self.taken: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            if self.behaviour == "drop":
+                connection.close()
+            else:
+                self.taken.append(connection)
+
+    def close(self) -> None:
+        for connection in self.taken:
+            connection.close()
+        self.socket.close()
+
+
+@pytest.fixture
+def quick_config(tmp_path) -> Path:
+    config = tmp_path / "condor_config"
+    config.write_text("QUERY_TIMEOUT = 2\n")
+    return config
+
+
+def _pull_error(host: str, config: Path) -> PullError:
+    with pytest.raises(PullError) as failed:
+        asyncio.run(pull(host, config))
+    return failed.value
+
+
+def test_a_closed_port_a_silent_one_and_a_refused_handshake_are_told_apart(quick_config):
+    closed = f"127.0.0.1:{free_port()}"
+    refused = _pull_error(closed, quick_config)
+    assert refused.reason == "connection refused"
+    assert f"collector {closed}: connection refused" in str(refused)
+    assert "Connection refused (connect errno = 111)" in str(refused)       # HTCondor's own words
+    assert "Failed communication with collector" in str(refused)
+
+    for behaviour, reason, said in (("stall", "no answer in time", "timeout reading"),
+                                    ("drop", "connection closed during the security handshake", "SECMAN")):
+        listener = _Listener(behaviour)
+        try:
+            error = _pull_error(listener.address, quick_config)
+        finally:
+            listener.close()
+        assert error.reason == reason and said in str(error), str(error)
+        assert f"collector {listener.address}: {reason}" in str(error)
+
+
+def test_the_cause_is_read_from_what_htcondor_says():
+    said = {
+        "authentication refused": "Failed communication with collector.; ERROR: AUTHENTICATE:1003:Failed "
+                                  "to authenticate with any method|AUTHENTICATE:1004:Failed to "
+                                  "authenticate using IDTOKENS",
+        "unknown host": "Failed communication with collector.; Can't resolve collector cm.invalid; skipping",
+        "query failed": "Failed communication with collector.",
+    }
+    for reason, text in said.items():
+        error = failure("cm.example.org", text)
+        assert error.reason == reason and text in str(error)
+    assert "SEC_CLIENT_AUTHENTICATION_METHODS" in str(failure("cm", said["authentication refused"]))
+
+
+def test_the_daemon_logs_why_the_collector_failed(tmp_path):
+    listener = _Listener("stall")
+    closed = f"127.0.0.1:{free_port()}"
+    logged = {}
+    try:
+        for host in (closed, listener.address):
+            daemon = in_process(tmp_path / host.replace(":", "_"),
+                                {**QUICK, "COLLECTOR_HOST": host, "QUERY_TIMEOUT": "2"})
+
+            async def first_cycle(daemon: Daemon) -> None:
+                await cycle_after(daemon, 0)
+
+            with capture_logs() as events:
+                serve(daemon, first_cycle)
+            failed, = [e for e in events if e["event"].startswith("collector query failed")]
+            assert failed["host"] == host and daemon.status()["collector"]["reason"] == failed["reason"]
+            logged[host] = failed
+    finally:
+        listener.close()
+    assert logged[closed]["reason"] == "connection refused"
+    assert logged[listener.address]["reason"] == "no answer in time"
+    assert "Connection refused" in logged[closed]["error"] and "timeout" in logged[listener.address]["error"]

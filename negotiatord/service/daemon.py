@@ -139,7 +139,7 @@ class Daemon:
         self.publication: PendingPublication | None = None
         self.restored = RestoredHolds()   # holds of the previous run, for ads not filed yet
         self.reload_state: dict[str, Any] = {"ok": True, "time": None, "error": None}
-        self.pull_state: dict[str, Any] = {"time": None, "error": None, "problems": 0}
+        self.pull_state: dict[str, Any] = {"time": None, "error": None, "reason": None, "problems": 0}
         self.stopping = asyncio.Event()
         self.new_matches = asyncio.Event()
         self._poke = asyncio.Event()
@@ -341,14 +341,15 @@ class Daemon:
             pulled = await pull(host, self.config)
         except PullError as error:
             self.counters.pull_failures += 1
-            self.pull_state = {"time": self.clock.now(), "error": str(error), "problems": 0}
-            self.log.error("collector query failed; negotiating over the ads already filed", error=str(error))
+            self.pull_state = {"time": self.clock.now(), "error": str(error), "reason": error.reason, "problems": 0}
+            self.log.error("collector query failed; negotiating over the ads already filed", host=host,
+                           reason=error.reason, error=str(error))
             return
         for kind, ads in pulled.ads.items():
             self.store.replace_pulled(kind, ads, time.monotonic(), settings.service.classad_lifetime)
             self.totals.filed[kind.value] += len(ads)
         self.feed_api.bury()
-        self.pull_state = {"time": self.clock.now(), "error": None, "problems": len(pulled.problems)}
+        self.pull_state = {"time": self.clock.now(), "error": None, "reason": None, "problems": len(pulled.problems)}
         for problem in pulled.problems[:_SHOWN_PROBLEMS]:
             self.log.warning("collector query problem", problem=problem)
 
