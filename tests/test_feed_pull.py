@@ -42,6 +42,7 @@ from negotiatord.settings import load_settings
 from tests.service_harness import ROOT, SAMPLE_POOL, cycle_after, free_port, in_process, next_cycle, serve
 
 LIFETIME = 900.0
+PULL_S = 0.2
 QUICK = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0"}
 
 
@@ -149,6 +150,7 @@ def test_pulling_unchanged_ads_every_cycle_publishes_each_match_once(tmp_path, m
 
     async def collector(host: str, config: Path) -> Pulled:
         pulls.append(1)
+        await asyncio.sleep(PULL_S)     # a collector takes its time to answer
         return sort_ads(answer, f"collector {host}")
 
     monkeypatch.setattr(daemon_module, "pull", collector)
@@ -166,12 +168,24 @@ def test_pulling_unchanged_ads_every_cycle_publishes_each_match_once(tmp_path, m
         assert answer["accepted"] == 58
         await next_cycle(daemon)
 
-    serve(daemon, scenario)
+    with capture_logs() as events:
+        serve(daemon, scenario)
     assert len(pulls) == 5
     published = _published(daemon.paths.state_dir)
     assert {m.cycle for m in published} == {1}
     jobs = Counter(m.match.job for m in published)
     assert len(jobs) == 47 and max(jobs.values()) == 1
+
+    # the pull is the cycle's first phase, in every figure of it, and counts in its duration
+    cycles = [e for e in events if e["event"] == "cycle"]
+    assert len(cycles) == 5
+    for logged in cycles:
+        assert list(logged["phases_s"])[0] == "pull" and logged["phases_s"]["pull"] >= PULL_S
+        assert logged["duration_s"] >= sum(logged["phases_s"].values()) - 0.001
+    last = daemon.history.last_cycle_document()["cycle"]
+    assert last["phases_s"]["pull"] >= PULL_S and last["duration_s"] >= PULL_S
+    assert daemon.history.negotiator_ad()["LastNegotiationCyclePhasePullDuration0"] >= PULL_S
+    assert 'negotiatord_last_cycle_phase_seconds{phase="pull"}' in daemon.metrics.exposition().decode()
 
 
 # --- why a collector query failed --------------------------------------------------------------

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance, customer_usage
 from negotiatord.cycle.result import CycleResult
@@ -82,14 +82,19 @@ class CycleOutcome:
     cycle_id: int
     time: int                    # the cycle's time(), on the daemon clock
     result: CycleResult
-    duration_s: float            # snapshot to publication
-    phases_s: dict[str, float]   # snapshot, the cycle's own phases, accountant, holds, commit, publish
+    duration_s: float            # pull (if any) to publication
+    phases_s: dict[str, float]   # pull, snapshot, the cycle's own phases, accountant, holds, commit, publish
     last_seq: int | None         # the match log's last published sequence number; None: not published
     publish_error: str | None    # why publishing failed after the commit (the daemon retries it)
     idle_jobs: int
     submitters: int              # submitters with idle jobs
     candidate_slots: int         # unclaimed slots offered to idle jobs
     holds: list[Hold]            # stand-ins for what was matched, for the ad store
+
+    def after(self, phase: str, seconds: float) -> CycleOutcome:
+        """This outcome with ``phase``, which the daemon ran before handing the cycle to the runner
+        (the collector pull), as its first phase and part of its duration."""
+        return replace(self, duration_s=self.duration_s + seconds, phases_s={phase: seconds, **self.phases_s})
 
 
 class CycleRunner:

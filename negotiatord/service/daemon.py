@@ -277,10 +277,13 @@ class Daemon:
         started = self.clock.now()
         self.cycle_running = True
         view = None
+        pulled_s = None
         try:
             settings = self.settings
             if settings.service.collector_host:
+                mark = time.perf_counter()
                 await self._pull(settings)
+                pulled_s = time.perf_counter() - mark
             self._expire()
             self._restore_holds()
             view = self.store.view()
@@ -299,6 +302,8 @@ class Daemon:
             if view is not None:  # it may hold the last reference to ads replaced meanwhile
                 self.feed_api.bury(view.slots, view.jobs)
                 view = None
+        if pulled_s is not None:
+            outcome = outcome.after("pull", pulled_s)
         apply_holds(self.store, outcome.holds)
         outcome.holds.clear()
         self.history.add(outcome, started, self.clock.now())
