@@ -10,6 +10,9 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 
+from negotiatord.cycle.result import Match
+from negotiatord.feed.kinds import AdKind
+from negotiatord.publish.holds import Hold, RestoredHolds
 from negotiatord.publish.matchlog import SCHEMA_VERSION, MatchLog
 
 from tests.service_harness import SAMPLE_POOL, DaemonProcess
@@ -62,3 +65,24 @@ def test_a_match_log_of_schema_1_is_upgraded_in_place(tmp_path):
     finally:
         log.close()
     assert sqlite3.connect(path).execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_only_what_may_still_hold_is_read_back(tmp_path):
+    log = MatchLog(tmp_path / "matches.sqlite")
+    slot_v1 = [Hold(AdKind.SLOT, "p", None, "usn=1", None)]
+    slot_v2 = [Hold(AdKind.SLOT, "p", None, "usn=2", None)]
+    try:
+        for cycle, (job, job_version, slot_holds) in enumerate(
+                [("a", "a1", slot_v1), ("b", "b1", slot_v1), ("a", "a2", slot_v2), ("c", "c1", slot_v2)], 1):
+            log.stage(cycle, 100.0 * cycle, [Match(job, "p", "alice@site", "<none>", 1.0, {"Cpus": 1})],
+                      [Hold(AdKind.JOB, job, None, job_version, None), *slot_holds])
+            log.publish(cycle)
+        held = log.held_matches()
+    finally:
+        log.close()
+    # job a's first match and the slot's matches against its first version hold nothing any more
+    assert [(m.job, job_version, slot_version) for m, job_version, slot_version in held] == \
+           [("b", "b1", None), ("a", "a2", "usn=2"), ("c", "c1", "usn=2")]
+    restored = RestoredHolds.from_log(held)
+    assert restored.jobs == {"a": "a2", "b": "b1", "c": "c1"}
+    assert restored.slots == {"p": ("usn=2", [m for m, _, slot_version in held if slot_version])}

@@ -166,13 +166,24 @@ class MatchLog:
         return published, dropped
 
     def held_matches(self) -> list[tuple[Match, str | None, str | None]]:
-        """Every published match with the versions of the job and slot ads it was matched against,
-        oldest first (for :class:`~negotiatord.publish.holds.RestoredHolds`, at start-up)."""
+        """The published matches that may still hold their job or slot, with the versions of the
+        ads they were matched against, oldest first (for
+        :class:`~negotiatord.publish.holds.RestoredHolds`, at start-up): each job's last match, and
+        each slot's matches against the version of that slot its last match saw."""
         with self._lock:
-            rows = self._writer.execute(
-                "SELECT job, slot, submitter, grp, cost, consumed, job_version, slot_version FROM matches "
-                "WHERE published = 1 AND (job_version IS NOT NULL OR slot_version IS NOT NULL) "
-                "ORDER BY seq").fetchall()
+            rows = self._writer.execute("""
+                WITH kept AS (SELECT * FROM matches WHERE published = 1),
+                     last_job AS (SELECT MAX(seq) AS seq FROM kept WHERE job_version IS NOT NULL GROUP BY job),
+                     last_slot AS (SELECT slot, slot_version FROM kept WHERE seq IN (
+                         SELECT MAX(seq) FROM kept WHERE slot_version IS NOT NULL GROUP BY slot))
+                SELECT job, slot, submitter, grp, cost, consumed,
+                       CASE WHEN seq IN (SELECT seq FROM last_job) THEN job_version END,
+                       CASE WHEN (slot, slot_version) IN (SELECT slot, slot_version FROM last_slot)
+                            THEN slot_version END
+                FROM kept
+                WHERE seq IN (SELECT seq FROM last_job)
+                   OR (slot, slot_version) IN (SELECT slot, slot_version FROM last_slot)
+                ORDER BY seq""").fetchall()
         return [(Match(job, slot, submitter, group, cost, json.loads(consumed)), job_version, slot_version)
                 for job, slot, submitter, group, cost, consumed, job_version, slot_version in rows]
 

@@ -87,11 +87,11 @@ class PendingPublication:
     cycle_id: int
     matches: int
     prune_before: float
-    error: str | None         # why the last attempt failed
-    attempts: int             # failed attempts so far
-    retry_at: float           # monotonic
+    error: str | None = None  # why the last attempt failed
+    attempts: int = 0         # failed attempts so far
+    retry_at: float = 0.0     # monotonic
 
-    def failed(self, error: str) -> None:
+    def failed(self, error: str | None) -> None:
         self.error = error
         self.attempts += 1
         self.retry_at = time.monotonic() + self.backoff
@@ -311,14 +311,14 @@ class Daemon:
         self.metrics.cycle_duration.observe(outcome.duration_s)
         matches = len(outcome.result.matches)
         if outcome.last_seq is None:
-            self.publication = PendingPublication(
-                outcome.cycle_id, matches, prune_before, outcome.publish_error, attempts=1,
-                retry_at=time.monotonic() + PUBLISH_RETRY_FIRST_S)
+            self.publication = PendingPublication(outcome.cycle_id, matches, prune_before)
+            self.publication.failed(outcome.publish_error)
             self._publication_failed(self.publication)
         else:
             self._published(outcome.cycle_id, matches, outcome.last_seq)
         stats = outcome.result.stats
-        # the whole cycle's duration and phases (snapshot, holds, commit too), not only negotiation's
+        # the whole cycle's duration and phases (pull, snapshot, holds, commit, publication too),
+        # not only negotiation's
         figures = {**cycle_figures(stats, digits=4), "duration_s": round(outcome.duration_s, 4),
                    "phases_s": {k: round(v, 4) for k, v in outcome.phases_s.items()}}
         self.log.info("cycle", cycle=outcome.cycle_id, candidate_slots=outcome.candidate_slots,
