@@ -1,4 +1,5 @@
-"""Running the real daemon as a subprocess on a loopback port, for the service tests.
+"""Running the real daemon as a subprocess on a loopback port, for the service tests; or in the
+test's own process (:func:`in_process`), where a test can reach into it at a precise moment.
 
 Each daemon gets its own directory: a copy of the bundled configs (they include each other through
 $(CONFIG_ROOT)), a config that includes default.conf and adds the test's settings, and a state
@@ -8,6 +9,7 @@ the test binds), so the tests also prove what systemd would see.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -22,7 +24,10 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+if TYPE_CHECKING:
+    from negotiatord.service.daemon import Daemon
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -228,3 +233,53 @@ def _decode(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw.decode(errors="replace")
+
+
+# -- in this process ----------------------------------------------------------------------------
+
+SAMPLE_POOL = {"slots": ROOT / "samples" / "slots.ads", "jobs": ROOT / "samples" / "jobs.ads"}
+
+
+def in_process(home: Path, settings: dict[str, str], preload: dict[str, Path] | None = None) -> Daemon:
+    """A daemon set up as :class:`DaemonProcess` would start it, not yet serving (see :func:`serve`)."""
+    from negotiatord.ads import read_ads
+    from negotiatord.feed.kinds import AdKind
+    from negotiatord.service.daemon import Daemon, DaemonClock
+    from negotiatord.settings import load_settings
+
+    config = DaemonProcess(home, settings=settings).config   # writes the config and nothing else
+    ads = {AdKind(kind): read_ads(path) for kind, path in (preload or {}).items()}
+    return Daemon(config, load_settings(config), DaemonClock(), ads)
+
+
+def serve(daemon: Daemon, scenario: Callable[[Daemon], Awaitable[None]]) -> None:
+    """Serve until ``scenario(daemon)`` returns (or fails), then stop as on SIGTERM."""
+    async def main() -> None:
+        serving = asyncio.ensure_future(daemon.serve())
+        try:
+            await scenario(daemon)
+        finally:
+            daemon.stop()
+            await serving
+
+    asyncio.run(main())
+
+
+async def cycle_after(daemon: Daemon, after: int, timeout: float = 60.0) -> int:
+    """Wait until a cycle with an id above ``after`` has finished; returns the last cycle's id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = daemon.history.last
+        if last is not None and last.outcome.cycle_id > after:
+            return last.outcome.cycle_id
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no cycle after {after} within {timeout} s")
+
+
+async def next_cycle(daemon: Daemon) -> int:
+    """Reschedule and wait for the cycle; returns its id."""
+    last = daemon.history.last
+    before = last.outcome.cycle_id if last else 0
+    daemon.reschedule()
+    return await cycle_after(daemon, before)
+

@@ -187,7 +187,8 @@ def test_re_advertising_a_held_ad_releases_it(sample_store, settings):
     view, first = _cycle(store, settings)
     apply_holds(store, holds_for(view, first.matches))
     job = first.matches[0].job
-    fresh = dict(jobs)[job]
+    fresh = _ad(dict(jobs)[job].printOld())
+    fresh["NumJobStarts"] = 1
     assert job not in store.view().jobs
     store.update(AdKind.JOB, [(job, fresh)], 5.0, LIFETIME)     # the schedd says it is idle again
     assert store.view().jobs[job] is fresh
@@ -201,6 +202,7 @@ def test_an_ad_re_advertised_during_the_cycle_is_not_held(sample_store, settings
     view, first = _cycle(store, settings)
     job = first.matches[0].job
     newer = _ad(dict(jobs)[job].printOld())
+    newer["JobPrio"] = 10
     store.update(AdKind.JOB, [(job, newer)], 1.0, LIFETIME)     # arrives while the cycle commits
     apply_holds(store, holds_for(view, first.matches))
     assert store.view().jobs[job] is newer

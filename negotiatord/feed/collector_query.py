@@ -6,14 +6,24 @@ process for the reason the config is read in one (see ``negotiatord.settings.par
 HTCondor's library exits the whole process on a bad config, and the daemon must outlive that.
 What it asks for follows ``Matchmaker::obtainAdsFromCollector``: startd and submitter ads from the
 collector; the jobs come from each schedd, as the negotiator gets them during a cycle.
+
+A failed query raises "Failed communication with collector" whatever went wrong; HTCondor says
+what did (connection refused, a read timeout, the security handshake refused) only in its debug
+output. That output is captured while each query runs and printed after the error, for
+:mod:`negotiatord.feed.pull` to name the cause.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
-from typing import Iterable, TextIO
+import tempfile
+from contextlib import contextmanager
+from typing import Iterable, Iterator, TextIO
 
 IDLE_JOBS = "JobStatus == 1"
+_TIMESTAMP = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d ")
 
 
 def _write(ads: Iterable, my_type: str, out: TextIO) -> None:
@@ -24,6 +34,30 @@ def _write(ads: Iterable, my_type: str, out: TextIO) -> None:
         out.write("\n")
 
 
+@contextmanager
+def _htcondor_says() -> Iterator[list[str]]:
+    """Collect what HTCondor's library writes to stderr (file descriptor 2) meanwhile; the list
+    holds its lines, timestamps removed, once the block is left."""
+    said: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            text = capture.read().decode(errors="replace")
+            said += [_TIMESTAMP.sub("", line).strip() for line in text.splitlines() if line.strip()]
+
+
+def _failure(error: Exception, said: list[str]) -> str:
+    """The exception's text, then what HTCondor said about it."""
+    return "; ".join([str(error), *said])
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m negotiatord.feed.collector_query HOST", file=sys.stderr)
@@ -31,21 +65,24 @@ def main(argv: list[str]) -> int:
     host = argv[1]
     import htcondor2  # reads CONDOR_CONFIG on import
 
-    collector = htcondor2.Collector(host)
+    htcondor2.enable_debug()   # HTCondor's own account of a failure goes to stderr, captured below
     try:
-        slots = collector.query(htcondor2.AdTypes.Startd)
-        submitters = collector.query(htcondor2.AdTypes.Submitter)
-        schedds = collector.locateAll(htcondor2.DaemonType.Schedd)
+        with _htcondor_says() as said:
+            collector = htcondor2.Collector(host)
+            slots = collector.query(htcondor2.AdTypes.Startd)
+            submitters = collector.query(htcondor2.AdTypes.Submitter)
+            schedds = collector.locateAll(htcondor2.DaemonType.Schedd)
     except Exception as error:  # the bindings raise HTCondorException and plain OSError/ValueError
-        print(f"collector {host}: {error}", file=sys.stderr)
+        print(_failure(error, said), file=sys.stderr)
         return 1
     _write(slots, "Machine", sys.stdout)
     _write(submitters, "Submitter", sys.stdout)
     for schedd in schedds:
         try:
-            jobs = htcondor2.Schedd(schedd).query(constraint=IDLE_JOBS)
+            with _htcondor_says() as said:
+                jobs = htcondor2.Schedd(schedd).query(constraint=IDLE_JOBS)
         except Exception as error:  # one unreachable schedd must not hide the others' jobs
-            print(f"schedd {schedd.get('Name')}: {error}", file=sys.stderr)
+            print(f"schedd {schedd.get('Name')}: {_failure(error, said)}", file=sys.stderr)
             continue
         _write(jobs, "Job", sys.stdout)
     return 0

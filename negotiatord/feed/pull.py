@@ -3,6 +3,13 @@
 The query runs in a child process (:mod:`negotiatord.feed.collector_query`) with the daemon's own
 config, so the pool's security settings apply and a broken config cannot take the daemon down.
 The answer replaces what the previous pull filed; ads posted over HTTP are left alone.
+
+A failed query is reported with its cause, named from what HTCondor said (the exception text
+and the library's own messages, which the child passes on): the connection refused, the host
+unknown, the credentials refused, the connection dropped during the security handshake, or no
+answer in time. Querying a collector on another
+host needs the same client security settings in negotiatord's config as ``condor_status`` would
+(``SEC_CLIENT_AUTHENTICATION_METHODS``, and the IDTOKENS or SSL settings that go with it).
 """
 
 from __future__ import annotations
@@ -21,10 +28,43 @@ from negotiatord.feed.kinds import AdKind, UnkeyedAd, ad_key
 # How long a collector query may take: HTCondor's QUERY_TIMEOUT default (condor_status & co.).
 PULL_TIMEOUT_S = 60.0
 _KIND_OF = {kind.my_type.lower(): kind for kind in AdKind}
+TIMEOUT = "no answer in time"
+CLOSED = "connection closed during the security handshake"
+# Causes of a failed query, first match wins: what HTCondor's messages hold, and what it means.
+_CAUSES = (
+    (("Connection refused",), "connection refused",
+     "nothing listens at that address and port: a wrong host or port, or the collector is down"),
+    (("Can't resolve", "unknown host", "Name or service not known"), "unknown host",
+     "the collector's host name does not resolve"),
+    (("AUTHENTICATE:", "DENIED", "SECMAN:2010"), "authentication refused",
+     "the collector did not accept this host's credentials or does not allow it to read "
+     "(SEC_CLIENT_AUTHENTICATION_METHODS, the IDTOKENS or SSL settings here; ALLOW_READ at the collector)"),
+    (("SECMAN:2011", "Socket closed", "Connection reset"), CLOSED,
+     "the other end dropped the connection during the security handshake: not a collector, or a "
+     "collector refusing this host (ALLOW_READ, SEC_CLIENT_AUTHENTICATION_METHODS)"),
+    (("timeout reading", "timed out", "did not respond in a reasonable time"), TIMEOUT,
+     "the connection was taken but not answered within QUERY_TIMEOUT: a firewall, a port that is "
+     "not the collector's, or an overloaded collector"),
+)
 
 
 class PullError(Exception):
-    """The collector could not be queried; the message names the host and the reason."""
+    """The collector could not be queried; the message names the host, the cause and what
+    HTCondor said. ``reason`` is the cause alone (connection refused, unknown host,
+    authentication refused, connection closed during the security handshake, no answer in time,
+    query failed)."""
+
+    def __init__(self, host: str, reason: str, details: str) -> None:
+        super().__init__(f"collector {host}: {reason}: {details}")
+        self.reason = reason
+
+
+def failure(host: str, said: str) -> PullError:
+    """The error for a query that failed with HTCondor's messages ``said``."""
+    for marks, reason, meaning in _CAUSES:
+        if any(mark.lower() in said.lower() for mark in marks):
+            return PullError(host, reason, f"{meaning} (HTCondor: {said})")
+    return PullError(host, "query failed", f"HTCondor: {said}")
 
 
 @dataclass
@@ -47,10 +87,10 @@ async def pull(host: str, config: Path, timeout: float = PULL_TIMEOUT_S) -> Pull
     except asyncio.TimeoutError:
         child.kill()
         await child.wait()
-        raise PullError(f"collector {host}: no answer within {timeout:g} s") from None
+        raise PullError(host, TIMEOUT, f"the query took more than {timeout:g} s") from None
     message = err.decode(errors="replace").strip()
     if child.returncode != 0:
-        raise PullError(message or f"collector {host}: query failed (exit status {child.returncode})")
+        raise failure(host, message or f"the query exited with status {child.returncode}")
     pulled = await asyncio.to_thread(sort_ads, out.decode(errors="replace"), f"collector {host}")
     pulled.problems[:0] = message.splitlines()
     return pulled

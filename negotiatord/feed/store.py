@@ -4,9 +4,11 @@
 * An ad not refreshed within its lifetime is forgotten, as HTCondor's collector does
   (``CollectorEngine::cleanHashTable``): the ad's own ``ClassAdLifetime``, else ``CLASSAD_LIFETIME``.
   Ads preloaded from files never expire: they stand in for a pool that is not reporting.
-* A job or slot matched by a committed cycle is *held* until its owner advertises it again:
+* A job or slot matched by a committed cycle is *held* until its owner advertises a newer ad:
   later cycles see the stand-in filed for it (:meth:`AdTable.hold`), or every cycle would hand
-  out the same matches again.
+  out the same matches again. An ad is newer only if it changed (:func:`ad_version`): a collector
+  pulled every cycle, or a client re-posting what it sent before, re-files unchanged ads, and
+  those must not end a hold.
 
 Not thread-safe: the daemon touches a store only from its event loop. Cycles get a
 :class:`PoolView`, a copy of the current ads, and never see later changes.
@@ -18,8 +20,10 @@ worker thread (:func:`release`), which frees them one at a time, letting the eve
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import OrderedDict, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable
 
@@ -27,6 +31,12 @@ import classad2
 
 from negotiatord.classad.conversion import evaluate_number
 from negotiatord.feed.kinds import AdKind
+
+# Marks of one update of an ad: the advertising daemon counts its updates (UpdateSequenceNumber,
+# sent by startds and schedds) and the collector stamps the time it heard each (LastHeardFrom).
+_UPDATE_MARKS = ("UpdateSequenceNumber", "LastHeardFrom")
+# Left out when ads are compared by content: a schedd stamps every query answer with ServerTime.
+_NOT_CONTENT = frozenset({"servertime"})
 
 
 class Source(str, Enum):
@@ -41,6 +51,8 @@ class PoolView:
 
     slots: dict[str, classad2.ClassAd]
     jobs: dict[str, classad2.ClassAd]
+    # ad_version of the stored ad behind each held slot's stand-in in ``slots``
+    held_slot_versions: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,6 +65,7 @@ class _Entry:
 @dataclass(frozen=True)
 class _Hold:
     basis: classad2.ClassAd                # the stored ad the hold is about
+    version: str                           # its ad_version: a newer ad ends the hold
     stand_in: classad2.ClassAd | None      # what cycles see instead; None: left out
     extras: tuple[tuple[str, classad2.ClassAd], ...]
 
@@ -76,24 +89,42 @@ class AdTable:
         return key in self._entries
 
     def put(self, key: str, ad: classad2.ClassAd, now: float, lifetime: float | None, source: Source) -> None:
-        self.remove(key)
+        """File ``ad`` under ``key``. An ad that is not newer than a held one only refreshes its
+        deadline: the hold and the ad it is about stay."""
+        hold = self._holds.get(key)
+        if hold is not None and ad_version(ad) == hold.version:
+            self._unfile(key)
+            self._graveyard.append(ad)
+            ad = hold.basis
+        else:
+            self.remove(key)
         self._entries[key] = _Entry(ad, source, None if lifetime is None else now + lifetime)
         if lifetime is not None:
             self._queues[lifetime][key] = None
             self._lifetimes[key] = lifetime
 
+    def get(self, key: str) -> classad2.ClassAd | None:
+        """The stored ad, held or not."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.ad
+
     def remove(self, key: str) -> bool:
-        entry = self._entries.pop(key, None)
+        entry = self._unfile(key)
         if entry is None:
             return False
-        lifetime = self._lifetimes.pop(key, None)
-        if lifetime is not None:
-            del self._queues[lifetime][key]
         self._graveyard.append(entry.ad)
         hold = self._holds.pop(key, None)
         if hold is not None:
             self._graveyard.append(hold)
         return True
+
+    def _unfile(self, key: str) -> _Entry | None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            lifetime = self._lifetimes.pop(key, None)
+            if lifetime is not None:
+                del self._queues[lifetime][key]
+        return entry
 
     def expire(self, now: float) -> int:
         """Forget every ad whose deadline has passed; returns how many."""
@@ -122,24 +153,28 @@ class AdTable:
             ads.update(hold.extras)
         return ads
 
-    def hold(self, key: str, seen: classad2.ClassAd, stand_in: classad2.ClassAd | None,
+    def hold(self, key: str, seen: classad2.ClassAd, version: str, stand_in: classad2.ClassAd | None,
              extras: tuple[tuple[str, classad2.ClassAd], ...] = ()) -> bool:
-        """Hold ``key`` if the cycle that matched it saw its current ad (or its current stand-in);
-        an ad advertised since then speaks for itself and is not held. Extras (claimed dynamic
-        slots) accumulate over the cycles that match the same partitionable slot."""
+        """Hold ``key`` if the cycle that matched it saw its current stand-in, or an ad of the
+        current ad's ``version`` (:func:`ad_version` of the stored ad behind what it saw); a newer
+        ad advertised since then speaks for itself and is not held. Extras (claimed dynamic slots)
+        accumulate over the cycles that match the same partitionable slot."""
         entry = self._entries.get(key)
         if entry is None:
             return False
         current = self._holds.get(key)
-        if entry.ad is seen:
-            self._holds[key] = _Hold(entry.ad, stand_in, extras)
-        elif current is not None and current.stand_in is seen:
-            self._holds[key] = _Hold(entry.ad, stand_in, current.extras + extras)
-        else:
+        if current is not None and current.stand_in is seen:
+            extras = current.extras + extras
+        elif entry.ad is not seen and ad_version(entry.ad) != version:
             return False
+        self._holds[key] = _Hold(entry.ad, version, stand_in, extras)
         if current is not None:
             self._graveyard.append(current)
         return True
+
+    def held_versions(self) -> dict[str, str]:
+        """ad_version of every held ad that cycles see a stand-in for."""
+        return {key: hold.version for key, hold in self._holds.items() if hold.stand_in is not None}
 
     def held(self) -> int:
         return len(self._holds)
@@ -197,7 +232,8 @@ class AdStore:
         return {kind: table.expire(now) for kind, table in self._tables.items()}
 
     def view(self) -> PoolView:
-        return PoolView(self._tables[AdKind.SLOT].view(), self._tables[AdKind.JOB].view())
+        slots = self._tables[AdKind.SLOT]
+        return PoolView(slots.view(), self._tables[AdKind.JOB].view(), slots.held_versions())
 
     def counts(self) -> dict[str, int]:
         return {kind.value: len(table) for kind, table in self._tables.items()}
@@ -210,6 +246,18 @@ def ad_lifetime(ad: classad2.ClassAd, default: float) -> float:
     """The ad's own ``ClassAdLifetime`` when it is a positive number, else ``default``."""
     own = evaluate_number(ad, "ClassAdLifetime")
     return own if own is not None and own > 0 else default
+
+
+def ad_version(ad: classad2.ClassAd) -> str:
+    """Which update of its key ``ad`` is: two ads of one key have the same version unless the later
+    one is newer. Its own update marks (``UpdateSequenceNumber``, ``LastHeardFrom``) where it has
+    any, else a digest of its content; re-sending or re-pulling an unchanged ad keeps its version."""
+    marks = [f"{name}={ad.lookup(name)}" for name in _UPDATE_MARKS if name in ad]
+    if marks:
+        return " ".join(marks)
+    content = sorted((name.lower(), str(ad.lookup(name))) for name in ad.keys()
+                     if name.lower() not in _NOT_CONTENT)
+    return "sha256:" + hashlib.sha256(json.dumps(content).encode()).hexdigest()
 
 
 def release(buried: list) -> None:

@@ -1,4 +1,4 @@
-"""What later cycles see of a job or slot that a committed cycle matched, until it is re-advertised.
+"""What later cycles see of a job or slot that a committed cycle matched, until a newer ad arrives.
 
 HTCondor gets this from the other daemons: the schedd stops offering a matched job, and the startd
 of a matched slot enters the Matched state, then Claimed, while the accountant keeps charging the
@@ -14,20 +14,24 @@ so it stands in for them:
 
 Copying a slot ad costs a fraction of a millisecond, so stand-ins are made on the cycle's thread
 (:func:`holds_for`) and only filed in the ad store (:func:`apply_holds`) on the event loop.
+
+Holds outlive the daemon: the match log keeps, with each match, the version of the job and slot
+ads it was matched against, and a restarted daemon holds them again (:class:`RestoredHolds`) when
+ads of those versions are filed, whether preloaded, pulled or posted.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import classad2
 
 from negotiatord.classad.conversion import evaluate_number, evaluate_string
 from negotiatord.cycle.result import Match
 from negotiatord.feed.kinds import AdKind
-from negotiatord.feed.store import AdStore, PoolView
+from negotiatord.feed.store import AdStore, PoolView, ad_version
 
 CLAIMED = "Claimed"
 
@@ -37,6 +41,7 @@ class Hold:
     kind: AdKind
     key: str
     seen: classad2.ClassAd                    # the ad the matching cycle negotiated over
+    version: str                              # ad_version of the stored ad behind ``seen``
     stand_in: classad2.ClassAd | None         # what later cycles see instead; None: left out
     extras: tuple[tuple[str, classad2.ClassAd], ...] = field(default=())   # claimed dynamic slots
 
@@ -48,27 +53,80 @@ def holds_for(view: PoolView, matches: Sequence[Match]) -> list[Hold]:
     for match in matches:
         job = view.jobs.get(match.job)
         if job is not None:
-            holds.append(Hold(AdKind.JOB, match.job, job, None))
+            holds.append(Hold(AdKind.JOB, match.job, job, ad_version(job), None))
         by_slot[match.slot].append(match)
     for name, slot_matches in by_slot.items():
         slot = view.slots.get(name)
-        if slot is None:
-            continue
-        if slot.get("PartitionableSlot") is True:
-            extras = tuple((f"{name}#{m.job}", _dynamic_slot(slot, m, view.jobs.get(m.job)))
-                           for m in slot_matches)
-            holds.append(Hold(AdKind.SLOT, name, slot, _what_is_left(slot, slot_matches), extras))
-        else:
-            holds.append(Hold(AdKind.SLOT, name, slot, _claimed(_copy(slot), slot_matches[0],
-                                                                 view.jobs.get(slot_matches[0].job))))
+        if slot is not None:
+            version = view.held_slot_versions.get(name) or ad_version(slot)
+            holds.append(_slot_hold(name, slot, version, slot_matches, view.jobs.get))
     return holds
 
 
+def _slot_hold(name: str, slot: classad2.ClassAd, version: str, matches: Sequence[Match],
+               job_ad: Callable[[str], classad2.ClassAd | None]) -> Hold:
+    """The hold on slot ``name`` (ad ``slot``, stored as ``version``) that ``matches`` call for;
+    ``job_ad`` finds a matched job's ad, for its concurrency limits."""
+    if slot.get("PartitionableSlot") is True:
+        extras = tuple((f"{name}#{m.job}", _dynamic_slot(slot, m, job_ad(m.job))) for m in matches)
+        return Hold(AdKind.SLOT, name, slot, version, _what_is_left(slot, matches), extras)
+    return Hold(AdKind.SLOT, name, slot, version, _claimed(_copy(slot), matches[0], job_ad(matches[0].job)))
+
+
 def apply_holds(store: AdStore, holds: Iterable[Hold]) -> None:
-    """File the stand-ins a committed cycle made; a job or slot advertised again since that cycle
+    """File the stand-ins a committed cycle made; a job or slot advertised anew since that cycle
     saw it is not held (:meth:`~negotiatord.feed.store.AdTable.hold`)."""
     for hold in holds:
-        store.table(hold.kind).hold(hold.key, hold.seen, hold.stand_in, hold.extras)
+        store.table(hold.kind).hold(hold.key, hold.seen, hold.version, hold.stand_in, hold.extras)
+
+
+@dataclass
+class RestoredHolds:
+    """The holds a previous run of the daemon made, read back from the match log at start-up.
+
+    A restarted daemon's store starts empty, or with the preloaded ads; without these, its first
+    cycle would match again every job whose match was already published. A job or slot is held
+    again when an ad of the version it was matched against is filed, and forgotten once a newer
+    one is: the same rule that ends a hold in a running daemon.
+    """
+
+    jobs: dict[str, str] = field(default_factory=dict)                           # key -> version
+    slots: dict[str, tuple[str, list[Match]]] = field(default_factory=dict)      # key -> version, matches
+
+    @classmethod
+    def from_log(cls, rows: Iterable[tuple[Match, str | None, str | None]]) -> RestoredHolds:
+        """From the published matches, oldest first, with their job and slot ad versions: a job is
+        held by its last match; a slot by its matches against the version its last match saw (a
+        partitionable slot takes many, over several cycles)."""
+        restored = cls()
+        for match, job_version, slot_version in rows:
+            if job_version is not None:
+                restored.jobs[match.job] = job_version
+            if slot_version is not None:
+                version, matches = restored.slots.get(match.slot, (None, []))
+                restored.slots[match.slot] = (slot_version, matches + [match] if version == slot_version
+                                              else [match])
+        return restored
+
+    def __len__(self) -> int:
+        return len(self.jobs) + len(self.slots)
+
+    def apply(self, store: AdStore) -> int:
+        """Hold what is now filed under a restored key with the version it was matched against;
+        keys filed with another version are forgotten, keys not filed yet wait. Returns how many
+        were held."""
+        jobs, slots = store.table(AdKind.JOB), store.table(AdKind.SLOT)
+        holds = []
+        for key in [key for key in self.jobs if key in jobs]:
+            version, ad = self.jobs.pop(key), jobs.get(key)
+            if ad_version(ad) == version:
+                holds.append(Hold(AdKind.JOB, key, ad, version, None))
+        for key in [key for key in self.slots if key in slots]:
+            (version, matches), ad = self.slots.pop(key), slots.get(key)
+            if ad_version(ad) == version:
+                holds.append(_slot_hold(key, ad, version, matches, jobs.get))
+        apply_holds(store, holds)
+        return len(holds)
 
 
 def _copy(ad: classad2.ClassAd) -> classad2.ClassAd:

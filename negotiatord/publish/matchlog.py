@@ -12,6 +12,10 @@ transaction), so publication is two-phase, keyed by cycle id:
 accountant committed are published; those of a cycle it did not commit are dropped. So a match is
 published exactly when its charges are committed, whenever the daemon is killed.
 
+Each match also keeps the version (:func:`~negotiatord.feed.store.ad_version`) of the job and slot
+ads it was matched against: what a restarted daemon needs to hold them again
+(:class:`~negotiatord.publish.holds.RestoredHolds`) until newer ads arrive.
+
 Sequence numbers come from ``AUTOINCREMENT`` and are never reused; only one cycle is staged at a
 time and it holds the highest numbers, so the published matches are always a prefix of the
 sequence (with gaps where a crash dropped a staged cycle): a reader resuming after sequence N
@@ -26,12 +30,14 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from negotiatord.cycle.result import Match
+from negotiatord.feed.kinds import AdKind
+from negotiatord.publish.holds import Hold
 from negotiatord.publish.report import match_document
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE TABLE matches (
@@ -44,10 +50,16 @@ CREATE TABLE matches (
     grp       TEXT NOT NULL,
     cost      REAL NOT NULL,
     consumed  TEXT NOT NULL,
-    published INTEGER NOT NULL DEFAULT 0
+    published INTEGER NOT NULL DEFAULT 0,
+    job_version  TEXT,
+    slot_version TEXT
 );
 CREATE INDEX matches_by_cycle ON matches (cycle_id);
 """
+# Schema 1 had no ad versions: its matches hold nothing after a restart.
+_FROM_VERSION_1 = ("ALTER TABLE matches ADD COLUMN job_version TEXT",
+                   "ALTER TABLE matches ADD COLUMN slot_version TEXT",
+                   "UPDATE schema_version SET version = 2")
 _COLUMNS = "seq, cycle_id, time, job, slot, submitter, grp, cost, consumed"
 
 
@@ -94,6 +106,10 @@ class MatchLog:
             version = None
             if "schema_version" in tables:
                 version = self._writer.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+            if "matches" in tables and version == 1:
+                for statement in _FROM_VERSION_1:
+                    self._writer.execute(statement)
+                return
             if "matches" not in tables or version != SCHEMA_VERSION:
                 raise MatchLogError(f"{self.path}: not a negotiatord match log of schema version "
                                     f"{SCHEMA_VERSION} (tables: {', '.join(sorted(tables))}, "
@@ -102,8 +118,8 @@ class MatchLog:
     @contextmanager
     def _transaction(self, doing: str) -> Iterator[None]:
         with self._lock:
-            self._writer.execute("BEGIN IMMEDIATE")
             try:
+                self._writer.execute("BEGIN IMMEDIATE")   # waits out another writer's lock, up to 5 s
                 yield
                 self._writer.execute("COMMIT")
             except BaseException as error:
@@ -115,16 +131,18 @@ class MatchLog:
 
     # -- the cycle thread -----------------------------------------------------------------------
 
-    def stage(self, cycle_id: int, time: float, matches: Iterable[Match]) -> None:
-        """Write a cycle's matches unpublished, replacing what an earlier, failed attempt at the
-        same cycle id may have left staged."""
-        rows = [(cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed))
+    def stage(self, cycle_id: int, time: float, matches: Iterable[Match], holds: Sequence[Hold] = ()) -> None:
+        """Write a cycle's matches unpublished, with the versions of the ads ``holds`` are about,
+        replacing what an earlier, failed attempt at the same cycle id may have left staged."""
+        versions = {(hold.kind, hold.key): hold.version for hold in holds}
+        rows = [(cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed),
+                 versions.get((AdKind.JOB, m.job)), versions.get((AdKind.SLOT, m.slot)))
                 for m in matches]
         with self._transaction(f"staging the matches of cycle {cycle_id}"):
             self._writer.execute("DELETE FROM matches WHERE cycle_id = ? AND published = 0", (cycle_id,))
             self._writer.executemany(
-                "INSERT INTO matches (cycle_id, time, job, slot, submitter, grp, cost, consumed) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                "INSERT INTO matches (cycle_id, time, job, slot, submitter, grp, cost, consumed, "
+                "job_version, slot_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def publish(self, cycle_id: int) -> int:
         """Make cycle ``cycle_id``'s staged matches visible; returns the last published sequence."""
@@ -146,6 +164,28 @@ class MatchLog:
             dropped = self._writer.execute(
                 "DELETE FROM matches WHERE published = 0 AND cycle_id > ?", (last_committed,)).rowcount
         return published, dropped
+
+    def held_matches(self) -> list[tuple[Match, str | None, str | None]]:
+        """The published matches that may still hold their job or slot, with the versions of the
+        ads they were matched against, oldest first (for
+        :class:`~negotiatord.publish.holds.RestoredHolds`, at start-up): each job's last match, and
+        each slot's matches against the version of that slot its last match saw."""
+        with self._lock:
+            rows = self._writer.execute("""
+                WITH kept AS (SELECT * FROM matches WHERE published = 1),
+                     last_job AS (SELECT MAX(seq) AS seq FROM kept WHERE job_version IS NOT NULL GROUP BY job),
+                     last_slot AS (SELECT slot, slot_version FROM kept WHERE seq IN (
+                         SELECT MAX(seq) FROM kept WHERE slot_version IS NOT NULL GROUP BY slot))
+                SELECT job, slot, submitter, grp, cost, consumed,
+                       CASE WHEN seq IN (SELECT seq FROM last_job) THEN job_version END,
+                       CASE WHEN (slot, slot_version) IN (SELECT slot, slot_version FROM last_slot)
+                            THEN slot_version END
+                FROM kept
+                WHERE seq IN (SELECT seq FROM last_job)
+                   OR (slot, slot_version) IN (SELECT slot, slot_version FROM last_slot)
+                ORDER BY seq""").fetchall()
+        return [(Match(job, slot, submitter, group, cost, json.loads(consumed)), job_version, slot_version)
+                for job, slot, submitter, group, cost, consumed, job_version, slot_version in rows]
 
     def prune(self, before: float) -> int:
         """Forget published matches made before ``before`` (NEGOTIATORD_MATCH_RETENTION)."""

@@ -16,11 +16,18 @@ Times are monotonic seconds, so a stepped wall clock cannot stall or rush cycles
 **How**, in :class:`CycleRunner`, on a worker thread. The order matters: load the accountant's
 state; build the snapshot and negotiate (the pure cycle, run by
 :func:`negotiatord.runtime.run_cycle`); advance the state to the cycle's time with this cycle's
-usage (running work plus the new matches); then stage the matches, commit the state and the charges
-in one accountant transaction keyed by the cycle id, and publish the matches (see
-:mod:`negotiatord.publish.matchlog` for why this cannot double-charge or publish an uncommitted
-match). Last, make the stand-ins that hold the matched jobs and slots until they are re-advertised
-(:mod:`negotiatord.publish.holds`).
+usage (running work plus the new matches); make the stand-ins that hold the matched jobs and slots
+until they are re-advertised (:mod:`negotiatord.publish.holds`); then stage the matches, commit the
+state and the charges in one accountant transaction keyed by the cycle id, and publish the matches
+(see :mod:`negotiatord.publish.matchlog` for why this cannot double-charge or publish an
+uncommitted match).
+
+Once the accountant has committed, the cycle is done: its charges stand. Publishing is a second
+write, to the match log, and may fail on its own (a lock held past the busy timeout, a full disk,
+an I/O error); the outcome then says so, and the daemon retries the publication
+(:meth:`CycleRunner.publish`) before it starts another cycle. The staged matches are never
+negotiated again meanwhile: the holds apply from the commit on, and recovery at start-up publishes
+what is still staged.
 
 The runner works off the event loop. The only state shared with it is :attr:`CycleRunner.phase`
 (read for status) and :meth:`CycleRunner.abandon` (called at shutdown).
@@ -31,7 +38,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance
 from negotiatord.cycle.result import CycleResult
@@ -75,13 +82,19 @@ class CycleOutcome:
     cycle_id: int
     time: int                    # the cycle's time(), on the daemon clock
     result: CycleResult
-    duration_s: float            # snapshot to publication
-    phases_s: dict[str, float]   # snapshot, the cycle's own phases, accountant, commit
-    last_seq: int                # the match log's last published sequence number afterwards
+    duration_s: float            # pull (if any) to publication
+    phases_s: dict[str, float]   # pull, snapshot, the cycle's own phases, accountant, holds, commit, publish
+    last_seq: int | None         # the match log's last published sequence number; None: not published
+    publish_error: str | None    # why publishing failed after the commit (the daemon retries it)
     idle_jobs: int
     submitters: int              # submitters with idle jobs
     candidate_slots: int         # unclaimed slots offered to idle jobs
     holds: list[Hold]            # stand-ins for what was matched, for the ad store
+
+    def after(self, phase: str, seconds: float) -> CycleOutcome:
+        """This outcome with ``phase``, which the daemon ran before handing the cycle to the runner
+        (the collector pull), as its first phase and part of its duration."""
+        return replace(self, duration_s=self.duration_s + seconds, phases_s={phase: seconds, **self.phases_s})
 
 
 class CycleRunner:
@@ -114,30 +127,39 @@ class CycleRunner:
             new_state = _advanced(state, result, settings, now)
             phases["accountant"] = time.perf_counter() - mark
 
-            self.phase = "commit"
-            mark = time.perf_counter()
-            last_seq = self._commit_cycle(cycle_id, now, new_state, result, prune_before)
-            phases["commit"] = time.perf_counter() - mark
-
             self.phase = "holds"
             mark = time.perf_counter()
             holds = holds_for(view, result.matches)
             phases["holds"] = time.perf_counter() - mark
+
+            self.phase = "commit"
+            mark = time.perf_counter()
+            self._commit_cycle(cycle_id, now, new_state, result, holds)
+            phases["commit"] = time.perf_counter() - mark
+
+            self.phase = "publish"
+            mark = time.perf_counter()
+            last_seq, publish_error = None, None
+            try:
+                last_seq = self.publish(cycle_id, prune_before)
+            except Exception as error:  # the cycle is committed; the daemon retries the publication
+                publish_error = f"{type(error).__name__}: {error}"
+            phases["publish"] = time.perf_counter() - mark
         finally:
             self.phase = "idle"
         return CycleOutcome(
             cycle_id=cycle_id, time=now, result=result, duration_s=time.perf_counter() - started,
-            phases_s=phases, last_seq=last_seq, idle_jobs=len(snapshot.jobs),
+            phases_s=phases, last_seq=last_seq, publish_error=publish_error, idle_jobs=len(snapshot.jobs),
             submitters=len({job.submitter for job in snapshot.jobs}),
             candidate_slots=int(snapshot.table.candidate.sum()), holds=holds,
         )
 
     def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult,
-                      prune_before: float) -> int:
+                      holds: list[Hold]) -> None:
         with self._commit:
             if self._abandoned:
                 raise CycleAbandoned(f"cycle {cycle_id} abandoned before its commit")
-            self.matches.stage(cycle_id, now, result.matches)
+            self.matches.stage(cycle_id, now, result.matches, holds)
             try:
                 committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges)
             except BaseException:
@@ -148,9 +170,14 @@ class CycleRunner:
                 self.matches.discard(cycle_id)
                 raise RuntimeError(f"{self.accountant.path}: cycle {cycle_id} was already committed "
                                    "by another process; is a second negotiatord using this database?")
-            last_seq = self.matches.publish(cycle_id)
-            self.matches.prune(prune_before)
-            return last_seq
+
+    def publish(self, cycle_id: int, prune_before: float) -> int:
+        """Publish committed cycle ``cycle_id``'s staged matches and forget those made before
+        ``prune_before``; returns the last published sequence number. Safe to repeat until it
+        succeeds: publishing a published cycle changes nothing."""
+        last_seq = self.matches.publish(cycle_id)
+        self.matches.prune(prune_before)
+        return last_seq
 
     def abandon(self) -> None:
         """Let no cycle commit from now on; waits for a commit in progress to finish."""

@@ -15,7 +15,7 @@ import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -30,11 +30,11 @@ from negotiatord.feed.intake import take_in
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
-from negotiatord.publish.holds import apply_holds
+from negotiatord.publish.holds import RestoredHolds, apply_holds
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import HeapKeeper, load_fast_path
-from negotiatord.service.cycles import CycleAbandoned, CycleOutcome, CycleRunner, CycleTiming
+from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
@@ -56,6 +56,10 @@ RESTART_ONLY = {"http_address": "NEGOTIATORD_HTTP_ADDRESS", "http_port": "NEGOTI
                 "token_file": "NEGOTIATORD_TOKEN_FILE", "max_body_bytes": "NEGOTIATORD_MAX_BODY_BYTES"}
 _SHOWN_PROBLEMS = 5
 CYCLE_THREAD = "negotiation-cycle"
+# A publication that failed after its cycle's commit is retried this long after the failure, each
+# next attempt twice as late as the one before, and never more than PUBLISH_RETRY_MAX_S apart.
+PUBLISH_RETRY_FIRST_S = 1.0
+PUBLISH_RETRY_MAX_S = 60.0
 
 
 class DaemonClock:
@@ -73,6 +77,35 @@ class DaemonClock:
 
     def now(self) -> float:
         return time.time() + self.offset
+
+
+@dataclass
+class PendingPublication:
+    """A committed cycle whose matches are staged but not yet published.
+
+    No new cycle starts while one is pending: its matches are charged and held, and cycles that
+    could not be published either would only pile up charges for matches nobody sees.
+    """
+
+    cycle_id: int
+    matches: int
+    prune_before: float
+    error: str | None = None  # why the last attempt failed
+    attempts: int = 0         # failed attempts so far
+    retry_at: float = 0.0     # monotonic
+
+    def failed(self, error: str | None) -> None:
+        self.error = error
+        self.attempts += 1
+        self.retry_at = time.monotonic() + self.backoff
+
+    @property
+    def backoff(self) -> float:
+        return min(PUBLISH_RETRY_FIRST_S * 2 ** (self.attempts - 1), PUBLISH_RETRY_MAX_S)
+
+    def document(self) -> dict[str, Any]:
+        return {"cycle": self.cycle_id, "matches": self.matches, "attempts": self.attempts,
+                "error": self.error, "next_retry_in_s": round(max(0.0, self.retry_at - time.monotonic()), 3)}
 
 
 class Daemon:
@@ -95,7 +128,7 @@ class Daemon:
         self.heap = HeapKeeper()
         self.history = CycleHistory(settings.service.cycle_stats_length)
         self.metrics = ServiceMetrics(self.history, self.counters, self.store, self.totals,
-                                      lambda: self.cycle_running)
+                                      lambda: self.cycle_running, lambda: self.publication is not None)
         self.parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ad-parser")
         self.feed_api = FeedApi(self.store, self.totals, time.monotonic,
                                 lambda: self.settings.service.classad_lifetime, self.parser)
@@ -106,8 +139,10 @@ class Daemon:
         self.last_end: float | None = None
         self.rescheduled = False
         self.last_seq = 0
+        self.publication: PendingPublication | None = None
+        self.restored = RestoredHolds()   # holds of the previous run, for ads not filed yet
         self.reload_state: dict[str, Any] = {"ok": True, "time": None, "error": None}
-        self.pull_state: dict[str, Any] = {"time": None, "error": None, "problems": 0}
+        self.pull_state: dict[str, Any] = {"time": None, "error": None, "reason": None, "problems": 0}
         self.stopping = asyncio.Event()
         self.new_matches = asyncio.Event()
         self._poke = asyncio.Event()
@@ -123,7 +158,9 @@ class Daemon:
             self.log.warning("finished publishing after a crash", published=published, dropped=dropped,
                              last_committed_cycle=self.accountant.last_cycle_id())
         self.last_seq = self.matchlog.bounds()[1]
+        self.restored = RestoredHolds.from_log(self.matchlog.held_matches())
         self._preload()
+        self._restore_holds()
         started = time.perf_counter()
         await asyncio.to_thread(load_fast_path, self.settings)
         self.log.info("fast path loaded", seconds=round(time.perf_counter() - started, 3))
@@ -150,6 +187,9 @@ class Daemon:
         finally:
             self.notifier.stopping()
             self.log.info("stopping", cycle_in_flight=self.cycle_running)
+            if self.publication is not None:
+                self.log.warning("stopping with committed matches unpublished; the next start publishes them",
+                                 cycle=self.publication.cycle_id, matches=self.publication.matches)
             await asyncio.to_thread(self.runner.abandon)
             self.new_matches.set()  # wakes match streams, which see `stopping` and end
             for task in tasks:
@@ -198,8 +238,12 @@ class Daemon:
 
     async def _cycles(self) -> None:
         while not self.stopping.is_set():
-            timing = CycleTiming.from_settings(self.settings)
-            wait = timing.next_start(self.last_start, self.last_end, self.rescheduled) - time.monotonic()
+            if self.publication is not None:
+                due = self.publication.retry_at
+            else:
+                timing = CycleTiming.from_settings(self.settings)
+                due = timing.next_start(self.last_start, self.last_end, self.rescheduled)
+            wait = due - time.monotonic()
             if wait > 0:
                 self._poke.clear()
                 try:
@@ -207,7 +251,28 @@ class Daemon:
                 except asyncio.TimeoutError:
                     pass
                 continue
-            await self._one_cycle()
+            if self.publication is not None:
+                await self._retry_publication(self.publication)
+            else:
+                await self._one_cycle()
+
+    async def _retry_publication(self, pending: PendingPublication) -> None:
+        try:
+            last_seq = await asyncio.to_thread(self.runner.publish, pending.cycle_id, pending.prune_before)
+        except Exception as error:  # the storage is still failing; try again later
+            pending.failed(f"{type(error).__name__}: {error}")
+            self._publication_failed(pending)
+            return
+        self.publication = None
+        self.log.info("matches published", cycle=pending.cycle_id, matches=pending.matches,
+                      attempts=pending.attempts + 1)
+        self._published(pending.cycle_id, pending.matches, last_seq)
+
+    def _publication_failed(self, pending: PendingPublication) -> None:
+        self.counters.publication_failures += 1
+        self.log.warning("publishing the matches failed; the cycle is committed and its publication is retried",
+                         cycle=pending.cycle_id, matches=pending.matches, attempt=pending.attempts,
+                         error=pending.error, retry_in_s=round(pending.retry_at - time.monotonic(), 3))
 
     async def _one_cycle(self) -> None:
         self.rescheduled = False  # as HTCondor resets GotRescheduleCmd when a cycle starts
@@ -215,11 +280,15 @@ class Daemon:
         started = self.clock.now()
         self.cycle_running = True
         view = None
+        pulled_s = None
         try:
             settings = self.settings
             if settings.service.collector_host:
+                mark = time.perf_counter()
                 await self._pull(settings)
+                pulled_s = time.perf_counter() - mark
             self._expire()
+            self._restore_holds()
             view = self.store.view()
             now = int(self.clock.now())
             prune_before = now - settings.service.match_retention
@@ -236,19 +305,28 @@ class Daemon:
             if view is not None:  # it may hold the last reference to ads replaced meanwhile
                 self.feed_api.bury(view.slots, view.jobs)
                 view = None
+        if pulled_s is not None:
+            outcome = outcome.after("pull", pulled_s)
         apply_holds(self.store, outcome.holds)
         outcome.holds.clear()
         self.history.add(outcome, started, self.clock.now())
         self.counters.cycles += 1
-        self.counters.matches_published += len(outcome.result.matches)
         self.metrics.cycle_duration.observe(outcome.duration_s)
-        self._announce(outcome)
+        matches = len(outcome.result.matches)
+        if outcome.last_seq is None:
+            self.publication = PendingPublication(outcome.cycle_id, matches, prune_before)
+            self.publication.failed(outcome.publish_error)
+            self._publication_failed(self.publication)
+        else:
+            self._published(outcome.cycle_id, matches, outcome.last_seq)
         stats = outcome.result.stats
-        # the whole cycle's duration and phases (snapshot, holds, commit too), not only negotiation's
+        # the whole cycle's duration and phases (pull, snapshot, holds, commit, publication too),
+        # not only negotiation's
         figures = {**cycle_figures(stats, digits=4), "duration_s": round(outcome.duration_s, 4),
                    "phases_s": {k: round(v, 4) for k, v in outcome.phases_s.items()}}
         self.log.info("cycle", cycle=outcome.cycle_id, candidate_slots=outcome.candidate_slots,
-                      idle_jobs=outcome.idle_jobs, submitters=outcome.submitters, **figures)
+                      idle_jobs=outcome.idle_jobs, submitters=outcome.submitters,
+                      published=outcome.last_seq is not None, **figures)
         problems = outcome.result.problems
         if problems:
             self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
@@ -256,12 +334,13 @@ class Daemon:
         if paused is not None:
             self.log.info("full garbage collection", seconds=round(paused, 3))
 
-    def _announce(self, outcome: CycleOutcome) -> None:
-        self.last_seq = outcome.last_seq
+    def _published(self, cycle_id: int, matches: int, last_seq: int) -> None:
+        """A cycle's matches are out: wake the match streams."""
+        self.last_seq = last_seq
+        self.counters.matches_published += matches
         announced, self.new_matches = self.new_matches, asyncio.Event()
         announced.set()
-        self.notifier.status(f"cycle {outcome.cycle_id}: {len(outcome.result.matches)} matches; "
-                             f"serving {self._url}")
+        self.notifier.status(f"cycle {cycle_id}: {matches} matches; serving {self._url}")
 
     async def _pull(self, settings: Settings) -> None:
         host = settings.service.collector_host
@@ -270,18 +349,28 @@ class Daemon:
             pulled = await pull(host, self.config)
         except PullError as error:
             self.counters.pull_failures += 1
-            self.pull_state = {"time": self.clock.now(), "error": str(error), "problems": 0}
-            self.log.error("collector query failed; negotiating over the ads already filed", error=str(error))
+            self.pull_state = {"time": self.clock.now(), "error": str(error), "reason": error.reason, "problems": 0}
+            self.log.error("collector query failed; negotiating over the ads already filed", host=host,
+                           reason=error.reason, error=str(error))
             return
         for kind, ads in pulled.ads.items():
             self.store.replace_pulled(kind, ads, time.monotonic(), settings.service.classad_lifetime)
             self.totals.filed[kind.value] += len(ads)
         self.feed_api.bury()
-        self.pull_state = {"time": self.clock.now(), "error": None, "problems": len(pulled.problems)}
+        self.pull_state = {"time": self.clock.now(), "error": None, "reason": None, "problems": len(pulled.problems)}
         for problem in pulled.problems[:_SHOWN_PROBLEMS]:
             self.log.warning("collector query problem", problem=problem)
 
     # -- the feed -------------------------------------------------------------------------------
+
+    def _restore_holds(self) -> None:
+        """Hold again what the previous run matched, as its ads are filed (before any cycle sees them)."""
+        if not self.restored:
+            return
+        held = self.restored.apply(self.store)
+        if held:
+            self.log.info("matched jobs and slots held again after a restart", held=held,
+                          not_yet_filed=len(self.restored))
 
     def _expire(self) -> None:
         for kind, count in self.store.expire(time.monotonic()).items():
@@ -349,6 +438,7 @@ class Daemon:
                       "next_in_s": None if self.cycle_running else round(max(0.0, next_start - time.monotonic()), 3)},
             "last_cycle": summary(last) if last else None,
             "matches": {"last_seq": self.last_seq},
+            "publication": None if self.publication is None else self.publication.document(),
             "counters": asdict(self.counters),
             "reload": self.reload_state,
             "collector": {"host": self.settings.service.collector_host, **self.pull_state},

@@ -24,12 +24,14 @@ _PREFIX = "negotiatord_"
 
 class _Figures(Collector):
     def __init__(self, history: CycleHistory, counters: ServiceCounters, store: AdStore,
-                 totals: FeedTotals, cycle_running: Callable[[], bool]) -> None:
+                 totals: FeedTotals, cycle_running: Callable[[], bool],
+                 publication_pending: Callable[[], bool]) -> None:
         self.history = history
         self.counters = counters
         self.store = store
         self.totals = totals
         self.cycle_running = cycle_running
+        self.publication_pending = publication_pending
 
     def collect(self) -> Iterator[Metric]:
         c = self.counters
@@ -37,6 +39,8 @@ class _Figures(Collector):
             ("cycles", c.cycles, "Negotiation cycles committed"),
             ("cycle_failures", c.cycle_failures, "Negotiation cycles that failed (nothing committed)"),
             ("matches_published", c.matches_published, "Matches published"),
+            ("publication_failures", c.publication_failures,
+             "Attempts at publishing a committed cycle's matches that failed (each is retried)"),
             ("config_reloads", c.reloads, "Successful config reloads (SIGHUP)"),
             ("config_reload_failures", c.reload_failures, "Config reloads refused; the old config stayed"),
             ("collector_pull_failures", c.pull_failures, "Collector queries that failed (COLLECTOR_HOST)"),
@@ -44,6 +48,9 @@ class _Figures(Collector):
             yield CounterMetricFamily(_PREFIX + name, text, value=value)
         yield GaugeMetricFamily(_PREFIX + "cycle_in_progress", "1 while a negotiation cycle runs",
                                 value=1 if self.cycle_running() else 0)
+        yield GaugeMetricFamily(_PREFIX + "publication_pending", "1 while a committed cycle's matches "
+                                "wait for a publication retry (no new cycle starts meanwhile)",
+                                value=1 if self.publication_pending() else 0)
         yield from self._ads()
         yield from self._last_cycle()
 
@@ -102,9 +109,10 @@ class ServiceMetrics:
     """The daemon's registry (not prometheus_client's global one: tests run several daemons)."""
 
     def __init__(self, history: CycleHistory, counters: ServiceCounters, store: AdStore,
-                 totals: FeedTotals, cycle_running: Callable[[], bool]) -> None:
+                 totals: FeedTotals, cycle_running: Callable[[], bool],
+                 publication_pending: Callable[[], bool]) -> None:
         self.registry = CollectorRegistry()
-        self.registry.register(_Figures(history, counters, store, totals, cycle_running))
+        self.registry.register(_Figures(history, counters, store, totals, cycle_running, publication_pending))
         self.cycle_duration = Histogram(_PREFIX + "cycle_duration_seconds", "Negotiation cycle durations",
                                         buckets=_DURATION_BUCKETS, registry=self.registry)
 

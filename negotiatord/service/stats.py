@@ -4,8 +4,8 @@ HTCondor keeps the last ``NEGOTIATION_CYCLE_STATS_LENGTH`` cycles, newest as suf
 Negotiator ad (``Matchmaker::publishNegotiationCycleStats``). The attributes that mean the same
 here keep HTCondor's names; ours are ``LastNegotiationCycleId``, ``...Autoclusters``,
 ``...PoolSize`` and one ``LastNegotiationCyclePhase<Name>Duration`` per phase of our cycle
-(snapshot, slot_weights, running_usage, match_lists, matchmaking, accountant, commit), which do
-not line up with HTCondor's four numbered phases.
+(pull, with ``COLLECTOR_HOST``; snapshot, slot_weights, running_usage, match_lists, matchmaking,
+accountant, holds, commit, publish), which do not line up with HTCondor's four numbered phases.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class ServiceCounters:
     cycles: int = 0
     cycle_failures: int = 0
     matches_published: int = 0
+    publication_failures: int = 0     # attempts at publishing a committed cycle's matches that failed
     reloads: int = 0
     reload_failures: int = 0
     pull_failures: int = 0
