@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import classad2
 
-from negotiatord.ads.values import evaluate_number
+from negotiatord.classad.conversion import evaluate_number
 from negotiatord.cycle.result import CycleStats
 from negotiatord.pool.jobs import IDLE
 
