@@ -238,6 +238,9 @@ def _decode(raw: bytes) -> Any:
 # -- in this process ----------------------------------------------------------------------------
 
 SAMPLE_POOL = {"slots": ROOT / "samples" / "slots.ads", "jobs": ROOT / "samples" / "jobs.ads"}
+# What the first cycle over the sample pool with config/default.conf matches (the dry run on the
+# same files says so: `negotiatord negotiate --config config/default.conf --slots ... --jobs ...`).
+SAMPLE_FIRST_CYCLE_MATCHES = 44
 
 
 def in_process(home: Path, settings: dict[str, str], preload: dict[str, Path] | None = None) -> Daemon:

@@ -39,7 +39,7 @@ from negotiatord.service import daemon as daemon_module
 from negotiatord.service.daemon import Daemon
 from negotiatord.settings import load_settings
 
-from tests.service_harness import ROOT, SAMPLE_POOL, cycle_after, free_port, in_process, next_cycle, serve
+from tests.service_harness import ROOT, SAMPLE_FIRST_CYCLE_MATCHES, SAMPLE_POOL, cycle_after, free_port, in_process, next_cycle, serve
 
 LIFETIME = 900.0
 PULL_S = 0.2
@@ -174,7 +174,7 @@ def test_pulling_unchanged_ads_every_cycle_publishes_each_match_once(tmp_path, m
     published = _published(daemon.paths.state_dir)
     assert {m.cycle for m in published} == {1}
     jobs = Counter(m.match.job for m in published)
-    assert len(jobs) == 47 and max(jobs.values()) == 1
+    assert len(jobs) == SAMPLE_FIRST_CYCLE_MATCHES and max(jobs.values()) == 1
 
     # the pull is the cycle's first phase, in every figure of it, and counts in its duration
     cycles = [e for e in events if e["event"] == "cycle"]

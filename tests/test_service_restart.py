@@ -15,7 +15,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.holds import Hold, RestoredHolds
 from negotiatord.publish.matchlog import SCHEMA_VERSION, MatchLog
 
-from tests.service_harness import SAMPLE_POOL, DaemonProcess
+from tests.service_harness import SAMPLE_FIRST_CYCLE_MATCHES, SAMPLE_POOL, DaemonProcess
 
 QUICK = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0"}
 PRELOAD = ["--preload-slots", str(SAMPLE_POOL["slots"]), "--preload-jobs", str(SAMPLE_POOL["jobs"])]
@@ -25,23 +25,23 @@ def test_a_restart_with_the_same_preloads_publishes_no_match_twice(tmp_path):
     first = DaemonProcess(tmp_path / "d", settings=QUICK, args=PRELOAD)
     first.start()
     try:
-        assert first.wait_for_cycle(0)["Matches"] == 47
+        assert first.wait_for_cycle(0)["Matches"] == SAMPLE_FIRST_CYCLE_MATCHES
     finally:
         assert first.stop() == 0
     second = DaemonProcess(tmp_path / "d", settings=QUICK, args=PRELOAD)
     second.start()
     try:
         assert second.wait_for_cycle(1)["Id"] == 2
-        assert second.status()["held"]["jobs"] == 47
+        assert second.status()["held"]["jobs"] == SAMPLE_FIRST_CYCLE_MATCHES
         second.reschedule()
         matches = second.get("/v1/matches?after=0&limit=10000")["matches"]
     finally:
         assert second.stop() == 0
     jobs = Counter(m["job"] for m in matches)
-    assert len(jobs) == 47 and max(jobs.values()) == 1, [job for job, n in jobs.items() if n > 1]
+    assert len(jobs) == SAMPLE_FIRST_CYCLE_MATCHES and max(jobs.values()) == 1, [job for job, n in jobs.items() if n > 1]
     assert {m["cycle"] for m in matches} == {1}
     restored = [e for e in second.log_events() if e["event"].startswith("matched jobs and slots held again")]
-    assert restored and restored[0]["held"] == 47 + len({m["slot"] for m in matches})
+    assert restored and restored[0]["held"] == SAMPLE_FIRST_CYCLE_MATCHES + len({m["slot"] for m in matches})
 
 
 def test_a_match_log_of_schema_1_is_upgraded_in_place(tmp_path):
