@@ -49,7 +49,7 @@ from pool_generator import CONFIG_PATH, DATA, GeneratedPool, generate_pool
 from negotiatord.accountant import AccountantState
 from negotiatord.commands.negotiate import EVALUATORS
 from negotiatord.evaluation import PairEvaluator
-from negotiatord.pool.builder import SnapshotBuilder
+from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings, load_settings
@@ -116,7 +116,7 @@ def make_evaluator(kind: str, snapshot: Snapshot, settings: Settings, now: int) 
 
 def cycle_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, check: bool) -> Result:
     started = time.perf_counter()
-    snapshot = Snapshot.build(pool.slot_ads, pool.job_ads, settings)
+    snapshot = build_snapshot(pool.slot_ads, pool.job_ads, settings)
     built = time.perf_counter()
     evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
     result = run_cycle(snapshot, AccountantState(), settings, pool.now, evaluator)
@@ -199,7 +199,7 @@ def unfilled_matchable(snapshot: Snapshot, result, evaluator: PairEvaluator) -> 
 
 def pair_rate_scenario(pool: GeneratedPool, settings: Settings, kinds: list[str]) -> Result:
     """Assessments per second of each evaluator, same autoclusters and candidate slots."""
-    snapshot = Snapshot.build(pool.slot_ads, pool.job_ads, settings)
+    snapshot = build_snapshot(pool.slot_ads, pool.job_ads, settings)
     rows = np.flatnonzero(snapshot.table.candidate)
     amounts = snapshot.table.amounts[rows]
     autoclusters = list(snapshot.autoclusters)

@@ -26,7 +26,7 @@ from pool_generator import CONFIG_PATH, count_arg, generate_pool
 
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
-from negotiatord.pool.snapshot import Snapshot
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.settings import load_settings
 
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     pool = generate_pool(args.slots, 25 * args.autoclusters, seed=args.seed)
     settings = load_settings(CONFIG_PATH)
-    snapshot = Snapshot.build(pool.slot_ads, pool.job_ads, settings)
+    snapshot = build_snapshot(pool.slot_ads, pool.job_ads, settings)
     table = snapshot.table
     rows = np.arange(len(table)) if args.all_slots else np.flatnonzero(table.candidate)
     amounts = table.amounts[rows]

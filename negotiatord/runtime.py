@@ -52,6 +52,7 @@ from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import Settings
 
@@ -97,7 +98,7 @@ def load_fast_path(settings: Settings) -> CycleResult:
     """Run one cycle over the built-in two-slot pool, assessing the job against both slots, so
     that the fast path's kernels are loaded before the first real cycle."""
     slots = [classad2.ClassAd(text) for text in _WARMUP_SLOTS]
-    snapshot = Snapshot.build(slots, [classad2.ClassAd(_WARMUP_JOB)], settings)
+    snapshot = build_snapshot(slots, [classad2.ClassAd(_WARMUP_JOB)], settings)
     return run_cycle(snapshot, AccountantState(), settings, int(time.time()))
 
 

@@ -24,7 +24,7 @@ from negotiatord.ads import AdFormatError, AdProblem, stream_ads
 from negotiatord.commands.input_hints import AdTally, input_hints
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
-from negotiatord.pool.snapshot import Snapshot
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.publish.report import cycle_document, cycle_table
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import ConfigError, load_settings
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"negotiatord: {err}", file=sys.stderr)
         return EXIT_UNUSABLE
     now = args.now if args.now is not None else int(time.time())
-    snapshot = Snapshot.build(slot_ads, jobs, settings)        # job ads are let go once read
+    snapshot = build_snapshot(slot_ads, jobs, settings)        # job ads are let go once read
     evaluator = EVALUATORS[args.evaluator](snapshot.table, settings, now)
     result = run_cycle(snapshot, accountant, settings, now, evaluator)
     for problem in result.problems:

@@ -357,3 +357,11 @@ def _is_a(ad: classad2.ClassAd, my_type: str) -> bool:
     Submitter, Negotiator, Collector... ads, which a cycle does not negotiate over."""
     kind = ad.get("MyType")
     return not isinstance(kind, str) or kind.lower() == my_type.lower()
+
+
+def build_snapshot(slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd],
+                   settings: Settings) -> Snapshot:
+    """A one-off snapshot (the dry run, tests, benchmarks): job ads may come from an iterator and
+    are let go once read. A daemon keeps a :class:`SnapshotBuilder` to reuse per-ad work across
+    cycles."""
+    return SnapshotBuilder(remember=False).build(slot_ads, job_ads, settings)

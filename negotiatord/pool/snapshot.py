@@ -11,14 +11,12 @@ from itertools import chain
 from operator import attrgetter
 from typing import Iterable, Sequence
 
-import classad2
 import numpy as np
 
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.slots import Slot
-from negotiatord.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -112,13 +110,3 @@ class Snapshot:
     significant_attributes: tuple[str, ...]
     problems: tuple[LeftOut, ...]
     non_idle_jobs: int
-
-    @classmethod
-    def build(cls, slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd],
-              settings: Settings) -> Snapshot:
-        """A one-off snapshot (the dry run, tests, benchmarks): job ads may come from an iterator
-        and are let go once read. A daemon keeps a :class:`~negotiatord.pool.builder.SnapshotBuilder`
-        to reuse per-ad work across cycles."""
-        from negotiatord.pool.builder import SnapshotBuilder   # the builder makes Snapshots
-
-        return SnapshotBuilder(remember=False).build(slot_ads, job_ads, settings)
