@@ -14,8 +14,8 @@ import pytest
 
 from negotiatord.classad.cycle_time import frozen_ad
 from negotiatord.pool.autoclusters import significance
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, job_reads
-from negotiatord.pool.snapshot import Snapshot
 from tests.builders import jobs, settings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -58,7 +58,7 @@ def test_global_job_id_behind_the_catalog_guard_is_not_significant(ospool_slots)
 def test_jobs_differing_only_in_identity_share_an_autocluster(ospool_slots):
     slot_ads = [catalog_slot(ospool_slots)]
     job_ads = [ospool_job(p) for p in range(5)]
-    snapshot = Snapshot.build(slot_ads, job_ads, settings())
+    snapshot = build_snapshot(slot_ads, job_ads, settings())
     assert len(snapshot.autoclusters) == 1
     assert "GlobalJobID" in snapshot.significant_attributes   # significant only behind its guard
 
@@ -71,7 +71,7 @@ def test_jobs_that_reach_a_dynamic_lookup_stand_alone(ospool_slots):
         job["RequestedCatalogs"] = classad2.ExprTree('{"a"}')
         job["catalogs"] = classad2.ExprTree('{[Catalog = "a"; CatalogSize = 1]}')
         job_ads.append(job)
-    snapshot = Snapshot.build(slot_ads, job_ads + [ospool_job(9)], settings())
+    snapshot = build_snapshot(slot_ads, job_ads + [ospool_job(9)], settings())
     assert sorted(len(a.jobs) for a in snapshot.autoclusters) == [1, 1, 1, 1]
 
 

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from negotiatord.accountant import AccountantState
-from negotiatord.pool.snapshot import Snapshot
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.runtime import run_cycle
 from tests.builders import expr, group, jobs, pslot, settings, static_slot
 
@@ -18,7 +18,7 @@ NOW = 1_700_000_000
 
 def run(slot_ads, job_ads, config=None):
     config = config or settings()
-    return run_cycle(Snapshot.build(slot_ads, job_ads, config), AccountantState(), config, NOW)
+    return run_cycle(build_snapshot(slot_ads, job_ads, config), AccountantState(), config, NOW)
 
 
 def per_slot(result):

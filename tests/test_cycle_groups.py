@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from negotiatord.accountant import AccountantState, CustomerRecord
-from negotiatord.pool.snapshot import Snapshot
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import PslotLoading
 from tests.builders import expr, group, jobs, pslot, settings, static_slot
@@ -16,7 +16,7 @@ CPU_POLICY = dict(consumption_policy=True)
 
 
 def run(slot_ads, job_ads, config, accountant=None):
-    return run_cycle(Snapshot.build(slot_ads, job_ads, config), accountant or AccountantState(), config, NOW)
+    return run_cycle(build_snapshot(slot_ads, job_ads, config), accountant or AccountantState(), config, NOW)
 
 
 def by_group(result):

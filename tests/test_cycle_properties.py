@@ -7,7 +7,7 @@ import classad2
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from negotiatord.accountant import AccountantState
-from negotiatord.pool.snapshot import Snapshot
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.runtime import run_cycle
 from tests.builders import expr, group, jobs, pslot, settings, static_slot
 
@@ -58,7 +58,7 @@ def build(slot_spec, job_spec, mode):
 
 
 def cycle(slot_ads, job_ads, config):
-    return run_cycle(Snapshot.build(slot_ads, job_ads, config), AccountantState(), config, NOW)
+    return run_cycle(build_snapshot(slot_ads, job_ads, config), AccountantState(), config, NOW)
 
 
 @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

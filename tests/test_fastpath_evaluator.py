@@ -20,7 +20,7 @@ import pytest
 from negotiatord.accountant import AccountantState
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
-from negotiatord.pool.snapshot import Snapshot
+from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
 from tests.builders import expr, jobs, pslot, settings, static_slot
@@ -69,7 +69,7 @@ def ospool():
 @pytest.mark.parametrize("consumption_policy", [True, False])
 def test_ospool_shaped_pool(ospool, consumption_policy):
     config = replace(load_settings(CONFIG_PATH), consumption_policy=consumption_policy)
-    snapshot = Snapshot.build(ospool.slot_ads, ospool.job_ads, config)
+    snapshot = build_snapshot(ospool.slot_ads, ospool.job_ads, config)
     pairs, matched, fast = compare_everything(snapshot, config, ospool.now)
     assert pairs > 1000 and matched > 50
     assert fast.stats.fallbacks == 0
@@ -81,7 +81,7 @@ def test_ospool_shaped_pool_after_partial_matches(ospool):
     """Slots whose amounts changed during the cycle are typed as the reference's ad copies are
     (assign_preserve_integers: whole numbers become integers), including fractional leftovers."""
     config = load_settings(CONFIG_PATH)
-    snapshot = Snapshot.build(ospool.slot_ads, ospool.job_ads, config)
+    snapshot = build_snapshot(ospool.slot_ads, ospool.job_ads, config)
     table = snapshot.table
     candidates = np.flatnonzero(table.candidate)
     rng = np.random.default_rng(7)
@@ -131,7 +131,7 @@ def test_awkward_pool(consumption_policy, ranks):
     if ranks:
         config = replace(config, pre_job_rank=HTCONDOR_PRE_JOB_RANK, post_job_rank=HTCONDOR_POST_JOB_RANK)
     slots, job_ads = awkward_pool()
-    snapshot = Snapshot.build(slots, job_ads, config)
+    snapshot = build_snapshot(slots, job_ads, config)
     pairs, matched, fast = compare_everything(snapshot, config, NOW)
     assert matched > 5
     # the slot whose Requirements need eval() is answered by classad2, and counted
@@ -148,7 +148,7 @@ def results_of(snapshot, config, now, evaluator):
 @pytest.mark.parametrize("consumption_policy", [True, False])
 def test_cycle_makes_the_same_matches(ospool, consumption_policy):
     config = replace(load_settings(CONFIG_PATH), consumption_policy=consumption_policy)
-    snapshot = Snapshot.build(ospool.slot_ads, ospool.job_ads, config)
+    snapshot = build_snapshot(ospool.slot_ads, ospool.job_ads, config)
     reference = results_of(snapshot, config, ospool.now, ClassAdEvaluator(snapshot.table, config, ospool.now))
     fast = results_of(snapshot, config, ospool.now, FastEvaluator(snapshot.table, config, ospool.now))
     assert len(reference[0]) > 10
@@ -158,7 +158,7 @@ def test_cycle_makes_the_same_matches(ospool, consumption_policy):
 def test_cycle_on_awkward_pool_makes_the_same_matches():
     config = replace(settings(consumption_policy=True), pre_job_rank=HTCONDOR_PRE_JOB_RANK)
     slots, job_ads = awkward_pool()
-    snapshot = Snapshot.build(slots, job_ads, config)
+    snapshot = build_snapshot(slots, job_ads, config)
     reference = results_of(snapshot, config, NOW, ClassAdEvaluator(snapshot.table, config, NOW))
     assert len(reference[0]) > 5
     assert results_of(snapshot, config, NOW, FastEvaluator(snapshot.table, config, NOW)) == reference
@@ -186,7 +186,7 @@ def test_claimed_slots_before_unclaimed_ones_keep_their_own_answers():
         static_slot("unclaimed-wanted", GLIDEIN_Site="SU-ITS", Requirements=requirements),
     ]
     config = settings()
-    snapshot = Snapshot.build(slots, jobs("alice", 1, memory=100, WantedSite="SU-ITS"), config)
+    snapshot = build_snapshot(slots, jobs("alice", 1, memory=100, WantedSite="SU-ITS"), config)
     table = snapshot.table
     assert table.candidate.tolist() == [False, False, True, True]
     (autocluster,) = snapshot.autoclusters
@@ -203,7 +203,7 @@ def test_claimed_slots_before_unclaimed_ones_keep_their_own_answers():
 def test_ospool_shaped_pool_claimed_slots_too(ospool):
     """Every slot, claimed ones included (as pair_eval_bench.py --all-slots scans them)."""
     config = load_settings(CONFIG_PATH)
-    snapshot = Snapshot.build(ospool.slot_ads, ospool.job_ads, config)
+    snapshot = build_snapshot(ospool.slot_ads, ospool.job_ads, config)
     table = snapshot.table
     rows = np.arange(len(table))
     assert (~table.candidate).sum() > 100
@@ -240,7 +240,6 @@ def test_a_daemons_next_cycle_reads_no_unchanged_ad_again_and_decides_the_same(o
     ad: the next cycle, with a new evaluator, interns it without asking the ad."""
     from negotiatord.fastpath.compiler import cells
     from negotiatord.fastpath.compiler.descriptions import AdDescriptions
-    from negotiatord.pool.builder import SnapshotBuilder
 
     config = load_settings(CONFIG_PATH)
     builder, descriptions = SnapshotBuilder(), AdDescriptions()

@@ -31,7 +31,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.feed import AdKind, AdStore, take_in
 from negotiatord.feed.pull import PullError, Pulled, failure, pull, sort_ads
 from negotiatord.feed.store import Source
-from negotiatord.pool.snapshot import Snapshot
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.publish.holds import apply_holds, holds_for
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.runtime import run_cycle
@@ -67,7 +67,7 @@ def _held_store(settings) -> tuple[AdStore, list, list, list]:
     store.replace_pulled(AdKind.SLOT, slots, 0.0, LIFETIME)
     store.replace_pulled(AdKind.JOB, jobs, 0.0, LIFETIME)
     view = store.view()
-    result = run_cycle(Snapshot.build(view.slots.values(), view.jobs.values(), settings),
+    result = run_cycle(build_snapshot(view.slots.values(), view.jobs.values(), settings),
                        AccountantState(), settings, 1790000000)
     assert result.matches
     apply_holds(store, holds_for(view, result.matches))
@@ -86,7 +86,7 @@ def test_a_re_pulled_or_re_posted_unchanged_ad_keeps_its_hold(settings):
     assert not {m.job for m in matches} & set(after.jobs)
     assert {key: ad.printOld() for key, ad in after.slots.items()} == \
            {key: ad.printOld() for key, ad in before.slots.items()}
-    result = run_cycle(Snapshot.build(after.slots.values(), after.jobs.values(), settings),
+    result = run_cycle(build_snapshot(after.slots.values(), after.jobs.values(), settings),
                        AccountantState(), settings, 1790000100)
     assert not {m.job for m in result.matches} & {m.job for m in matches}
     # the refresh counts: a re-sent ad keeps the held one alive past its first deadline
@@ -121,7 +121,7 @@ def test_an_unchanged_ad_re_posted_while_the_cycle_commits_is_still_held(setting
     store.update(AdKind.SLOT, slots, 0.0, LIFETIME)
     store.update(AdKind.JOB, jobs, 0.0, LIFETIME)
     view = store.view()
-    result = run_cycle(Snapshot.build(view.slots.values(), view.jobs.values(), settings),
+    result = run_cycle(build_snapshot(view.slots.values(), view.jobs.values(), settings),
                        AccountantState(), settings, 1790000000)
     store.update(AdKind.JOB, _fresh(jobs), 1.0, LIFETIME)
     store.update(AdKind.SLOT, _fresh(slots), 1.0, LIFETIME)

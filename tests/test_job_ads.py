@@ -9,10 +9,9 @@ import pytest
 
 from benchmarks.pool_generator import CONFIG_PATH, generate_pool
 from negotiatord.accountant import AccountantState
-from negotiatord.pool.builder import SnapshotBuilder
+from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.job_ads import SharedAds, SignatureBook
 from negotiatord.pool.significance import ANY_ATTRIBUTE, Guard, JobRead, OpenWhen
-from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
 from tests.builders import pslot, settings
@@ -80,7 +79,7 @@ def test_jobs_sharing_an_ad_are_still_split_when_another_job_makes_their_identit
     HTCondor's significant attributes are): the shared jobs form autoclusters by their own ProcId."""
     config = settings(consumption_policy=True)
     job_ads = [job(proc) for proc in range(4)] + [job(9, RequestMemory=classad2.ExprTree("100 * ProcId"))]
-    shared = Snapshot.build([pslot("a", cpus=8)], job_ads, config)
+    shared = build_snapshot([pslot("a", cpus=8)], job_ads, config)
     own = SnapshotBuilder().build([pslot("a", cpus=8)], job_ads, config)
     assert "ProcId" in shared.significant_attributes
     assert shared.autoclusters == own.autoclusters and len(own.autoclusters) == 5
@@ -94,7 +93,7 @@ def pool():
 def test_one_off_snapshot_and_cycle_equal_those_with_every_own_ad(pool):
     config = load_settings(CONFIG_PATH)
     own = SnapshotBuilder().build(pool.slot_ads, list(pool.job_ads), config)
-    shared = Snapshot.build(pool.slot_ads, pool.job_ads, config)
+    shared = build_snapshot(pool.slot_ads, pool.job_ads, config)
     assert shared.jobs == own.jobs and shared.autoclusters == own.autoclusters
     cycles = [run_cycle(snapshot, AccountantState(), config, pool.now) for snapshot in (own, shared)]
     assert cycles[0].matches == cycles[1].matches and cycles[0].matches
@@ -109,7 +108,7 @@ def test_a_one_off_build_keeps_only_its_autoclusters_ads(pool):
             seen.append(weakref.ref(ad))
             yield ad
 
-    snapshot = Snapshot.build(pool.slot_ads, streamed(), config)
+    snapshot = build_snapshot(pool.slot_ads, streamed(), config)
     gc.collect()
     alive = {id(ref()) for ref in seen if ref() is not None}
     assert alive == {id(autocluster.ad) for autocluster in snapshot.autoclusters}

@@ -23,8 +23,8 @@ from benchmarks.pool_generator import (
 from negotiatord.accountant import AccountantState
 from negotiatord.ads import read_ads
 from negotiatord.classad.cycle_time import frozen_ad
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.pool.jobs import submitter_of
-from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
 
@@ -159,7 +159,7 @@ def _replay_with_classad2(snapshot, result, now, job_ads):
 
 
 def test_small_pool_negotiates_and_classad2_agrees_with_every_match(pool, settings):
-    snapshot = Snapshot.build(pool.slot_ads, pool.job_ads, settings)
+    snapshot = build_snapshot(pool.slot_ads, pool.job_ads, settings)
     assert not snapshot.problems
     result = run_cycle(snapshot, AccountantState(), settings, pool.now)
     assert result.matches
@@ -169,7 +169,7 @@ def test_small_pool_negotiates_and_classad2_agrees_with_every_match(pool, settin
 
 def test_legacy_baseline_takes_one_job_per_slot_and_classad2_agrees(pool, settings):
     legacy = replace(settings, consumption_policy=False)
-    snapshot = Snapshot.build(pool.slot_ads, pool.job_ads, legacy)
+    snapshot = build_snapshot(pool.slot_ads, pool.job_ads, legacy)
     result = run_cycle(snapshot, AccountantState(), legacy, pool.now)
     assert result.matches
     assert max(Counter(m.slot for m in result.matches).values()) == 1
@@ -181,7 +181,7 @@ def test_matchmaking_detail_negotiates_exactly_like_the_full_ads(settings):
     decided = []
     for detail in ("matchmaking", "full"):
         generated = generate_pool(120, 400, seed=1, now=NOW, detail=detail)
-        snapshot = Snapshot.build(generated.slot_ads, generated.job_ads, settings)
+        snapshot = build_snapshot(generated.slot_ads, generated.job_ads, settings)
         result = run_cycle(snapshot, AccountantState(), settings, NOW)
         decided.append([(m.job, m.slot, m.cost, m.consumed) for m in result.matches])
     assert decided[0] and decided[0] == decided[1]

@@ -17,7 +17,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.feed import AdKind, AdStore, take_in, take_in_text
 from negotiatord.feed.pull import sort_ads
 from negotiatord.feed.store import Source
-from negotiatord.pool.snapshot import Snapshot
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.publish.holds import apply_holds, holds_for
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
@@ -141,7 +141,7 @@ def sample_store() -> tuple[AdStore, list, list]:
 
 def _cycle(store: AdStore, settings, now: int = 1790000000):
     view = store.view()
-    result = run_cycle(Snapshot.build(view.slots.values(), view.jobs.values(), settings),
+    result = run_cycle(build_snapshot(view.slots.values(), view.jobs.values(), settings),
                        AccountantState(), settings, now)
     return view, result
 

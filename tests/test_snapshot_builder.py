@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.pool_generator import CONFIG_PATH, generate_pool
 from negotiatord.pool.autoclusters import Autoclusters
-from negotiatord.pool.builder import SnapshotBuilder
+from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import load_settings
 from tests.builders import jobs, pslot, settings
@@ -59,12 +59,12 @@ def test_a_builder_gives_what_a_fresh_build_gives_cycle_after_cycle():
     job_ads = jobs("alice", 3, cluster=1) + jobs("bob", 2, cluster=2, cpus=2)
     builder = SnapshotBuilder()
     first = builder.build(slot_ads, job_ads, config)
-    assert _shape(first) == _shape(Snapshot.build(slot_ads, job_ads, config))
+    assert _shape(first) == _shape(build_snapshot(slot_ads, job_ads, config))
 
     # an update replaces the ad object: the new values count, the unchanged ads are reused
     updated = jobs("bob", 2, cluster=2, cpus=4)
     second = builder.build(slot_ads, job_ads[:3] + updated, config)
-    assert _shape(second) == _shape(Snapshot.build(slot_ads, job_ads[:3] + updated, config))
+    assert _shape(second) == _shape(build_snapshot(slot_ads, job_ads[:3] + updated, config))
     bob = next(a for a in second.autoclusters if a.submitter == "bob@site")
     assert bob.ad["RequestCpus"] == 4
 
@@ -84,7 +84,7 @@ def test_a_steady_state_rebuild_gives_what_a_fresh_build_gives(pool, ospool_sett
             for i in rng.sample(range(len(ads)), len(ads) // 20):
                 ads[i] = _updated(ads[i])
         rebuilt = builder.build(slot_ads, job_ads, ospool_settings)
-        assert _content(rebuilt) == _content(Snapshot.build(slot_ads, job_ads, ospool_settings))
+        assert _content(rebuilt) == _content(build_snapshot(slot_ads, job_ads, ospool_settings))
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_the_steady_state_updates_the_autoclusters_instead_of_forming_them_again
     job_ads.append(_updated(job_ads[7], GlobalJobId="new#1.0#1"))
     rebuilt = builder.build(slot_ads, job_ads, ospool_settings)
     assert not formed
-    assert _content(rebuilt) == _content(Snapshot.build(slot_ads, job_ads, ospool_settings))
+    assert _content(rebuilt) == _content(build_snapshot(slot_ads, job_ads, ospool_settings))
 
 
 def test_a_group_whose_first_job_changes_splits_as_the_new_first_job_decides(warm, ospool_settings):
@@ -124,7 +124,7 @@ def test_a_group_whose_first_job_changes_splits_as_the_new_first_job_decides(war
         job_ads[idle[10]] = ad
         rebuilt = builder.build(slot_ads, job_ads, ospool_settings)
         assert not formed
-        assert _content(rebuilt) == _content(Snapshot.build(slot_ads, job_ads, ospool_settings))
+        assert _content(rebuilt) == _content(build_snapshot(slot_ads, job_ads, ospool_settings))
         formed.clear()                          # the fresh build formed its own
         sizes.append(len(rebuilt.autoclusters))
     assert sizes[0] > sizes[1]
@@ -177,7 +177,7 @@ def test_edits_between_cycles_give_what_a_fresh_build_gives(ospool_settings):
     serial = [0]
     for cycle in range(40):
         rebuilt = builder.build(slot_ads, job_ads, ospool_settings)
-        assert _content(rebuilt) == _content(Snapshot.build(slot_ads, job_ads, ospool_settings)), cycle
+        assert _content(rebuilt) == _content(build_snapshot(slot_ads, job_ads, ospool_settings)), cycle
         _edit_jobs(rng, job_ads, serial)
         if cycle % 5 == 4:                      # slots claimed and freed change what is significant
             i = rng.randrange(len(slot_ads))
