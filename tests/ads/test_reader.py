@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from negotiatord.ads import AdFormatError, AdProblem, iter_ads, parse_ads, read_ads
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 HTCONDOR = DATA / "htcondor"
 
 # Blank-line separated long-form files, with the ad counts their SOURCES.txt gives.

@@ -21,7 +21,7 @@ from negotiatord.commands.input_hints import AdTally, input_hints
 from negotiatord.cycle.result import CycleStats
 
 from tests.service_harness import DATA, NOW, POOL, ROOT
-from tests.test_negotiate_command import as_ospool_user_would_submit, real_job_ads, write_ads
+from tests.commands.test_negotiate import as_ospool_user_would_submit, real_job_ads, write_ads
 
 CONFIG = ROOT / "config" / "default.conf"
 SLOTS, JOBS = ROOT / "samples" / "slots.ads", ROOT / "samples" / "jobs.ads"

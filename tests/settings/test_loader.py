@@ -28,7 +28,7 @@ from negotiatord.settings import (
 )
 from negotiatord.settings import loader
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
 
 def _eval(text: str, slot: dict, job: dict | None = None):

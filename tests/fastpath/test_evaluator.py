@@ -25,7 +25,7 @@ from negotiatord.runtime import run_cycle
 from negotiatord.settings import load_settings
 from tests.builders import expr, jobs, pslot, settings, static_slot
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from pool_generator import CONFIG_PATH, generate_pool  # noqa: E402
 
 NOW = 1_700_000_000

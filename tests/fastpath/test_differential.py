@@ -27,10 +27,10 @@ from negotiatord.classad.cycle_time import frozen_ad
 from negotiatord.classad.semantics import old_semantics
 from negotiatord.classad.values import REAL, from_python
 from negotiatord.fastpath.probe import Unevaluated, evaluate, evaluate_over
-from tests.test_fastpath_data import JOB_ROOTS, SLOT_ROOTS, job_ads, slot_ads
+from tests.fastpath.test_data import JOB_ROOTS, SLOT_ROOTS, job_ads, slot_ads
 
 NOW = 1_783_286_345      # the OSPool sample's clock
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def same(mine, reference) -> bool:
@@ -162,7 +162,7 @@ def _ad(attributes: dict[str, object]) -> classad2.ClassAd:
 
 
 # CI runs the same 400 examples every time (derandomize); NEGOTIATORD_EXPLORE=<examples> draws new
-# random ones on each run: NEGOTIATORD_EXPLORE=5000 pytest tests/test_fastpath_differential.py
+# random ones on each run: NEGOTIATORD_EXPLORE=5000 pytest tests/fastpath/test_differential.py
 _EXPLORE = int(os.environ.get("NEGOTIATORD_EXPLORE", "0"))
 
 
@@ -226,7 +226,7 @@ _CHILD = textwrap.dedent("""
     if sys.argv[1] == "old":
         classad2.parseOne("A = 1\\n", classad2.ParserType.Old)
     from negotiatord.classad.semantics import old_semantics
-    from tests.test_fastpath_differential import data_disagreements
+    from tests.fastpath.test_differential import data_disagreements
     ads = json.load(sys.stdin)
     slots = [classad2.ClassAd(text) for text in ads["slots"]]
     jobs = [classad2.ClassAd(text) for text in ads["jobs"]]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from negotiatord.classad.parser import ParseError, parse, unparse
 from negotiatord.fastpath.compiler.resolution import CONTEXT_FUNCTIONS, NATIVE_BINARY, NATIVE_FUNCTIONS, NATIVE_UNARY
-from tests.test_fastpath_data import all_ads, constructs
+from tests.fastpath.test_data import all_ads, constructs
 
 
 def canonical(text: str) -> str:

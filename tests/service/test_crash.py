@@ -19,7 +19,7 @@ from negotiatord.accountant import AccountantStore
 from negotiatord.publish.matchlog import MatchLog
 
 from tests.service_harness import NOW, POOL, DaemonProcess
-from tests.test_negotiate_command import as_ospool_user_would_submit, real_job_ads
+from tests.commands.test_negotiate import as_ospool_user_would_submit, real_job_ads
 
 SLOW_REQUESTS = 600   # distinct autoclusters: the second cycle negotiates for a second or two
 

@@ -17,7 +17,7 @@ import pytest
 
 from negotiatord.classad.cycle_time import frozen_ad
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 POOL = DATA / "ospool" / "pool_sample.ads.gz"
 NOW = 1783286288  # the sample's own LastNegotiationCycleTime0: glidein START clauses hold then

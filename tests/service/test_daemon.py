@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from negotiatord.accountant import AccountantStore
 
 from tests.service_harness import NOW, POOL, ROOT, DaemonProcess
-from tests.test_negotiate_command import as_ospool_user_would_submit, real_job_ads, verify_with_classad2
+from tests.commands.test_negotiate import as_ospool_user_would_submit, real_job_ads, verify_with_classad2
 
 MAX_BODY = 8 * 1024 * 1024   # the pool sample is 4.4 MB of text
 

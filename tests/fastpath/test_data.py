@@ -1,6 +1,6 @@
 """The shared data set's ads for the fast-path tests, and which ClassAd constructs they use.
 
-Helpers here (read once per session) are imported by the other test_fastpath_* modules.
+Helpers here (read once per session) are imported by the other fast-path test modules.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import classad2
 
 from negotiatord.ads.reader import read_ads
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 AD_FILES = sorted(
     p for p in DATA.rglob("*")
     if p.is_file() and not p.name.endswith((".txt", ".md", ".swf.gz", ".log"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import classad2
 
 from negotiatord.fastpath.probe import evaluate, evaluate_over
-from tests.test_fastpath_differential import NOW, _ad, reference, same
+from tests.fastpath.test_differential import NOW, _ad, reference, same
 
 
 def test_classad2_steps_over_job_and_slot_values_do_not_read_an_earlier_evaluation():

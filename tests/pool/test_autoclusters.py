@@ -18,7 +18,7 @@ from negotiatord.pool.builder import build_snapshot
 from negotiatord.pool.significance import ANY_ATTRIBUTE, JobRead, job_reads
 from tests.builders import jobs, settings
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 NOW = 1783286288
 
 
