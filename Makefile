@@ -30,6 +30,7 @@ dry-run: $(STAMP)
 		--slots samples/slots.ads --jobs samples/jobs.ads --format table
 
 test: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

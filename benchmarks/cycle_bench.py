@@ -39,7 +39,8 @@ import traceback
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import classad2
 import numpy as np
@@ -292,9 +293,11 @@ def describe_pairs(figures: Result) -> list[str]:
         if kind in figures:
             f = figures[kind]
             lines.append(f"  pair rate {kind:7s}: {f['pairs_per_s']:>12,.0f} pairs/s ({f['pairs']} pairs over "
-                         f"{figures['candidates']} candidate slots in {f['seconds']:.1f} s; first call {f['warmup_s']:.2f} s)")
+                         f"{figures['candidates']} candidate slots in {f['seconds']:.1f} s; "
+                         f"first call {f['warmup_s']:.2f} s)")
     if "fast" in figures and "classad" in figures and figures["classad"]["pairs_per_s"]:
-        lines.append(f"  ratio fast / classad2: {figures['fast']['pairs_per_s'] / figures['classad']['pairs_per_s']:.0f}x")
+        ratio = figures["fast"]["pairs_per_s"] / figures["classad"]["pairs_per_s"]
+        lines.append(f"  ratio fast / classad2: {ratio:.0f}x")
     return lines
 
 

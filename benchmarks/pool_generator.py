@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import classad2
 import numpy as np
@@ -563,7 +563,8 @@ def _running_job(submitter: _Submitter, rng: np.random.Generator, now: int) -> d
     values: dict[str, object] = {
         "RemoteUser": submitter.user_at_domain, "RemoteOwner": submitter.user_at_domain,
         "ProjectName": submitter.project, "RemoteScheddName": submitter.access_point.schedd,
-        "JobId": f"{cluster}.{proc}", "GlobalJobId": f"{submitter.access_point.schedd}#{cluster}.{proc}#{started - 600}",
+        "JobId": f"{cluster}.{proc}",
+        "GlobalJobId": f"{submitter.access_point.schedd}#{cluster}.{proc}#{started - 600}",
         "JobStart": started, "EnteredCurrentState": started - 1,
     }
     if submitter.accounting_group:
@@ -694,7 +695,8 @@ def _cluster_values(template: _JobTemplate, detail: str, submitter: _Submitter, 
     if request.gpus:
         # condor_submit adds `(TARGET.GPUs >= RequestGPUs)` to a job that requests GPUs.
         values["RequestGPUs"] = request.gpus
-        values["Requirements"] = classad2.ExprTree(f"{template.ad.lookup('Requirements')} && (TARGET.GPUs >= RequestGPUs)")
+        requirements = template.ad.lookup("Requirements")
+        values["Requirements"] = classad2.ExprTree(f"{requirements} && (TARGET.GPUs >= RequestGPUs)")
     for name, value in (("SingularityImage", request.image), ("JobDurationCategory", request.duration),
                         ("DESIRED_Sites", request.desired_sites)):
         if value is not None:

@@ -81,7 +81,8 @@ def pslot(name: str, cpus: float = 8, memory: float = 8192, disk: float = 100000
     return ad(**base)
 
 
-def static_slot(name: str, cpus: float = 1, memory: float = 1024, disk: float = 100000, **attrs: Any) -> classad2.ClassAd:
+def static_slot(name: str, cpus: float = 1, memory: float = 1024, disk: float = 100000,
+                **attrs: Any) -> classad2.ClassAd:
     base = dict(
         Name=name, MyType="Machine", SlotType="Static", State="Unclaimed", Activity="Idle",
         Cpus=cpus, Memory=memory, Disk=disk, MachineResources="Cpus Memory Disk Swap",

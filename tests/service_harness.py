@@ -24,7 +24,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 
 if TYPE_CHECKING:
     from negotiatord.service.daemon import Daemon
@@ -104,7 +105,7 @@ class DaemonProcess:
         while True:
             try:
                 self.messages.append(notify.recv(4096).decode())
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return  # closed

@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from negotiatord.accountant.priorities import (
     MIN_PRIORITY,

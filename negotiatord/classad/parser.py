@@ -52,7 +52,8 @@ _LEVELS = (
     ("*", "/", "%"),
 )
 _OPERATORS = sorted(
-    {"(", ")", "[", "]", "{", "}", ",", ";", ".", "?", ":", "?:", "=", "!", "~", *(op for level in _LEVELS for op in level)},
+    {"(", ")", "[", "]", "{", "}", ",", ";", ".", "?", ":", "?:", "=", "!", "~",
+     *(op for level in _LEVELS for op in level)},
     key=len,
     reverse=True,
 )

@@ -9,7 +9,7 @@ names are case-insensitive; running jobs (claimed slots' ConcurrencyLimits) coun
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from negotiatord.cycle.state import EPSILON
 from negotiatord.pool.jobs import parse_concurrency_limits

@@ -17,7 +17,7 @@ trees of any size.
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import classad2
 

@@ -26,7 +26,7 @@ import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 

@@ -1,9 +1,9 @@
 """Hierarchical group quotas: how much each accounting group's own submitters may hold this cycle.
 
 Pure numbers in, numbers out: the group tree (:class:`~negotiatord.settings.groups.GroupTree`,
-already checked), the pool size, and each group's demand, all in the unit the consumption-policy
-seed calls *matches* (slot weight = match cost = quota). Nothing here looks at slots, jobs or the clock, so the rules can be read, tested
-and argued about on their own.
+already checked), the pool size, and each group's demand, all in slot-weight units, *matches* in
+the language of HTCondor's consumption policies (slot weight = match cost = quota). Nothing here
+looks at slots, jobs or the clock, so the rules can be read, tested and argued about on their own.
 
 Two steps, as in HTCondor's negotiator (``hgq_assign_quotas`` then ``hgq_fairshare``):
 
@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from negotiatord.settings.groups import ROOT_GROUP, GroupSettings, GroupTree
 

@@ -11,7 +11,7 @@ from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Iterable
+from collections.abc import Iterable
 
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job

@@ -9,7 +9,7 @@ takes the temporary Request<Res> overrides, as HTCondor's cp_override_requested 
 from __future__ import annotations
 
 import copy
-from typing import Callable
+from collections.abc import Callable
 
 import classad2
 import numpy as np

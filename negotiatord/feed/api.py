@@ -15,7 +15,7 @@ import json
 from collections import Counter
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import structlog
 from aiohttp import web

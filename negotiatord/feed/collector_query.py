@@ -20,7 +20,8 @@ import re
 import sys
 import tempfile
 from contextlib import contextmanager
-from typing import Iterable, Iterator, TextIO
+from typing import TextIO
+from collections.abc import Iterable, Iterator
 
 IDLE_JOBS = "JobStatus == 1"
 _TIMESTAMP = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d ")

@@ -84,7 +84,7 @@ async def pull(host: str, config: Path, timeout: float = PULL_TIMEOUT_S) -> Pull
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(child.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         child.kill()
         await child.wait()
         raise PullError(host, TIMEOUT, f"the query took more than {timeout:g} s") from None

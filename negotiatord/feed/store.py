@@ -25,7 +25,7 @@ import json
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable
+from collections.abc import Iterable
 
 import classad2
 

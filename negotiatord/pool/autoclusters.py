@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import classad2
 

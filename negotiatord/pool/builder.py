@@ -12,7 +12,7 @@ which depends on the config.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import classad2
 import numpy as np

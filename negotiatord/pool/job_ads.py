@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 from weakref import WeakValueDictionary
 
 import classad2

@@ -30,7 +30,8 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
 
 from negotiatord.cycle.result import Match
 from negotiatord.feed.kinds import AdKind

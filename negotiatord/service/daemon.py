@@ -17,7 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 import structlog
 from aiohttp import web
@@ -248,7 +249,7 @@ class Daemon:
                 self._poke.clear()
                 try:
                     await asyncio.wait_for(self._poke.wait(), wait)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 continue
             if self.publication is not None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -141,7 +142,7 @@ class _ServiceApi:
                     continue
                 try:
                     await asyncio.wait_for(announced.wait(), KEEPALIVE_S)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     await response.write(b": keep-alive\n\n")
         except ConnectionResetError:
             pass  # the client went away

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 import structlog
 

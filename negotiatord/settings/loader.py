@@ -16,7 +16,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import classad2
 
@@ -205,7 +206,7 @@ def _build(path: Path, params: _Params) -> Settings:
         negotiator_cycle_delay=params.number("NEGOTIATOR_CYCLE_DELAY", 0),
         service=_service(params, path.parent),
     )
-    settings.group_tree  # built now, so a mistake in the group tree is reported at load time
+    _ = settings.group_tree  # built now, so a mistake in the group tree is reported at load time
     return settings
 
 

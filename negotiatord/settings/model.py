@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from negotiatord.settings.groups import GroupSettings, GroupTree
 

@@ -154,7 +154,7 @@ def test_bad_first_and_last_ads() -> None:
 
 def test_bad_new_form_ad_is_reported_with_classad2_message() -> None:
     bad = '[ Name = "slot3@host"; Cpus = 3 Memory = 3072 ]'
-    good = ['[ Name = "slot%d@host"; Cpus = %d ]' % (i, i) for i in (1, 2, 4)]
+    good = [f'[ Name = "slot{i}@host"; Cpus = {i} ]' for i in (1, 2, 4)]
     text = "\n".join([good[0], good[1], bad, good[2]]) + "\n"
     batch = parse_ads(text, "<http body>")
     assert batch.positions == [1, 2, 4]
@@ -166,7 +166,7 @@ def test_bad_new_form_ad_is_reported_with_classad2_message() -> None:
 
 def test_bad_json_object_is_reported_with_classad2_message() -> None:
     bad = '{"Name": "slot3@host" "Cpus": 3}'
-    good = ['{"Name": "slot%d@host", "Cpus": %d}' % (i, i) for i in (1, 2, 4)]
+    good = [f'{{"Name": "slot{i}@host", "Cpus": {i}}}' for i in (1, 2, 4)]
     text = "[\n" + ",\n".join([good[0], good[1], bad, good[2]]) + "\n]\n"
     batch = parse_ads(text)
     assert batch.positions == [1, 2, 4]

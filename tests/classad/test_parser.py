@@ -58,7 +58,7 @@ def test_precedence_and_tokens_follow_classad2(text, expected):
 
 @pytest.mark.parametrize("text", ["5.", "f(1)(2)", "a.b(1)", "1 +", '"unterminated', "08"])
 def test_text_classad2_rejects_is_rejected(text):
-    with pytest.raises(Exception):
+    with pytest.raises(classad2.ClassAdException):
         classad2.ExprTree(text)
     with pytest.raises(ParseError):
         parse(text)

@@ -88,7 +88,8 @@ def ospool_slots() -> dict[str, classad2.ClassAd]:
 
 def test_real_pool_with_real_jobs_and_every_match_checked_by_classad2(tmp_path, ospool_slots):
     real = real_job_ads()
-    retargeted = [as_ospool_user_would_submit(ad) for ad in real if "GlobalJobId" in ad and "PoolName" in str(ad.get("Requirements"))]
+    retargeted = [as_ospool_user_would_submit(ad) for ad in real
+                  if "GlobalJobId" in ad and "PoolName" in str(ad.get("Requirements"))]
     jobs = write_ads(tmp_path / "jobs.ads", real + retargeted)
     run = negotiatord("negotiate", "--config", str(CONFIG), "--slots", str(POOL), "--jobs", str(jobs),
                       "--now", str(NOW))

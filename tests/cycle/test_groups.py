@@ -123,7 +123,8 @@ def test_group_sort_expr_decides_which_group_negotiates_first():
     job_ads = jobs("au", 1, group="group_a", cluster=1, **wanted) + jobs("bu", 1, group="group_b", cluster=2, **wanted)
     default = run(slots, job_ads, settings(groups=tree))
     assert [m.group for m in default.matches] == ["group_a"]
-    b_first = run(slots, job_ads, settings(groups=tree, group_sort_expr='ifThenElse(AccountingGroup =?= "group_b", 0, 1)'))
+    b_first = run(slots, job_ads,
+                  settings(groups=tree, group_sort_expr='ifThenElse(AccountingGroup =?= "group_b", 0, 1)'))
     assert [m.group for m in b_first.matches] == ["group_b"]
 
 

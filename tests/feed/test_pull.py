@@ -39,7 +39,9 @@ from negotiatord.service import daemon as daemon_module
 from negotiatord.service.daemon import Daemon
 from negotiatord.settings import load_settings
 
-from tests.service_harness import ROOT, SAMPLE_FIRST_CYCLE_MATCHES, SAMPLE_POOL, cycle_after, free_port, in_process, next_cycle, serve
+from tests.service_harness import (
+    ROOT, SAMPLE_FIRST_CYCLE_MATCHES, SAMPLE_POOL, cycle_after, free_port, in_process, next_cycle, serve,
+)
 
 LIFETIME = 900.0
 PULL_S = 0.2

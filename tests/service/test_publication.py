@@ -89,7 +89,8 @@ def test_a_locked_match_log_delays_publication_and_charges_once(tmp_path, monkey
                 seen.append(pending)
             await asyncio.sleep(0.1)
         assert seen[-1]["cycle"] == 1 and "locked" in seen[-1]["error"]
-        assert daemon.status()["held"]["jobs"] == SAMPLE_FIRST_CYCLE_MATCHES     # held from the commit on, not from publication
+        # held from the commit on, not from publication
+        assert daemon.status()["held"]["jobs"] == SAMPLE_FIRST_CYCLE_MATCHES
         while daemon.status()["publication"] is not None:
             assert time.monotonic() < deadline, "the publication was never retried"
             await asyncio.sleep(0.1)
@@ -154,5 +155,6 @@ def test_a_restart_with_publication_pending_publishes_once_and_keeps_the_holds(t
     second = _daemon(tmp_path / "d")
     with capture_logs() as more:
         serve(second, two_more_cycles_after_start)
-    assert [e for e in more if e["event"] == "finished publishing after a crash" and e["published"] == SAMPLE_FIRST_CYCLE_MATCHES]
+    assert [e for e in more
+            if e["event"] == "finished publishing after a crash" and e["published"] == SAMPLE_FIRST_CYCLE_MATCHES]
     _check_exactly_once(second.paths.state_dir, events + more)

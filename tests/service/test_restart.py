@@ -38,7 +38,8 @@ def test_a_restart_with_the_same_preloads_publishes_no_match_twice(tmp_path):
     finally:
         assert second.stop() == 0
     jobs = Counter(m["job"] for m in matches)
-    assert len(jobs) == SAMPLE_FIRST_CYCLE_MATCHES and max(jobs.values()) == 1, [job for job, n in jobs.items() if n > 1]
+    twice = [job for job, n in jobs.items() if n > 1]
+    assert len(jobs) == SAMPLE_FIRST_CYCLE_MATCHES and max(jobs.values()) == 1, twice
     assert {m["cycle"] for m in matches} == {1}
     restored = [e for e in second.log_events() if e["event"].startswith("matched jobs and slots held again")]
     assert restored and restored[0]["held"] == SAMPLE_FIRST_CYCLE_MATCHES + len({m["slot"] for m in matches})

@@ -10,7 +10,8 @@ a pool asks the same ``stringListMember("CHTC", "a,b,CHTC", ",")`` over and over
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import classad2
 

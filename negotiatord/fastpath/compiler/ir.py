@@ -18,7 +18,8 @@ once per distinct combination of hole values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 CONST, SCALAR, STATIC, ROW = 0, 1, 2, 3
 _JOB, _SLOT, _DYN, _CLOCK = 1, 2, 4, 8

@@ -9,7 +9,7 @@ which can run in a batch with other leaves' plans.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

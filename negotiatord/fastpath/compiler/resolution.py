@@ -23,7 +23,7 @@ need a scope, circular references, lists that reach a kernel operation) raise
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

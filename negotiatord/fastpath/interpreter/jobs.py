@@ -10,7 +10,7 @@ roots (SlotWeight) and calls without a job share one compilation per space.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -16,7 +16,7 @@ An assessment's stages, so a row stops costing anything at the first thing that 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -127,7 +127,7 @@ class StagedAssessment:
         frame = self._frame(space, rows, amounts, np.full(amounts.shape, np.nan), rows_out=1)
         frame.out[2][0] = np.nan
         pending = self._stage([Task(WEIGHT, np.arange(len(rows)), 0, "weight")], None, space, frame)
-        for task, positions in pending:
+        for _task, positions in pending:
             for k in positions:
                 self._stats.fallback_evaluations["weight"] += 1
                 frame.out[2][0, k] = self._fallback.weight(int(rows[k]), amounts[k])
