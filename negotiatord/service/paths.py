@@ -1,8 +1,11 @@
 """Where the daemon keeps its state: accountant database, match log, token file.
 
 ``NEGOTIATORD_STATE_DIR``, else ``$STATE_DIRECTORY`` (what systemd's ``StateDirectory=`` sets),
-holds everything by default; ``NEGOTIATORD_ACCOUNTANT_DB`` and ``NEGOTIATORD_TOKEN_FILE`` may
-point elsewhere.
+else the user's own state directory (``$XDG_STATE_HOME/negotiatord``, by default
+``~/.local/state/negotiatord``, as the XDG Base Directory Specification places "state data that
+should persist between restarts") holds everything; ``NEGOTIATORD_ACCOUNTANT_DB`` and
+``NEGOTIATORD_TOKEN_FILE`` may point elsewhere. The default never depends on where the config
+file was put: a config copied to ``/etc`` must not put the accountant in ``/etc``.
 """
 
 from __future__ import annotations
@@ -36,11 +39,23 @@ class StatePaths:
         if state_dir is None and environ.get("STATE_DIRECTORY"):
             state_dir = Path(environ["STATE_DIRECTORY"].split(":")[0])
         if state_dir is None:
-            raise StateDirError("no state directory: set NEGOTIATORD_STATE_DIR in the config "
-                                "(or run under systemd with StateDirectory=)")
+            state_dir = _user_state_dir(environ)
         return cls(
             state_dir=state_dir,
             accountant_db=service.accountant_db or state_dir / ACCOUNTANT_DB,
             match_log=state_dir / MATCH_LOG,
             token_file=service.token_file or state_dir / TOKEN_FILE,
         )
+
+
+def _user_state_dir(environ: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/negotiatord``, else ``~/.local/state/negotiatord`` (an XDG path must be
+    absolute; a relative one is ignored, as the specification says)."""
+    xdg = environ.get("XDG_STATE_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "negotiatord"
+    home = environ.get("HOME")
+    if not home:
+        raise StateDirError("no state directory: set NEGOTIATORD_STATE_DIR in the config "
+                            "(or run under systemd with StateDirectory=, or with HOME set)")
+    return Path(home) / ".local" / "state" / "negotiatord"

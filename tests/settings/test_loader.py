@@ -418,10 +418,3 @@ NEGOTIATION_CYCLE_STATS_LENGTH = 5
     assert service.max_body_bytes == 1024 * 1024                                 # evaluated like param_integer
     assert (service.match_retention, service.classad_lifetime) == (3600, 300)
     assert service.collector_host == "cm.example.org:9618" and service.cycle_stats_length == 5
-
-
-def test_the_bundled_config_runs_the_daemon_on_loopback_with_state_beside_the_checkout():
-    service = load_settings(CONFIG_DIR / "default.conf").service
-    assert (service.http_address, service.http_port) == ("127.0.0.1", 9680)
-    assert service.state_dir.resolve() == (CONFIG_DIR.parent / ".negotiatord").resolve()
-    assert service.token_file.parent == service.state_dir and service.classad_lifetime == 900
