@@ -28,7 +28,7 @@ def priorities(**real):
                             for name, value in real.items()])
 
 
-def test_issue_example_surplus_goes_to_the_sibling_first():
+def test_surplus_goes_to_the_sibling_first_not_by_tie_order():
     """100 cpus; group_a 0.7 (x, y at 0.5 each), group_b 0.3; demand x 100, y 10, b 100, surplus on:
     negotiatord gives x 60, y 10, b 30 (HTCondor's default gives b 60, x 40, y 0)."""
     tree = (group("group_a", dynamic=0.7, surplus=True), group("group_a.x", dynamic=0.5, surplus=True),

@@ -30,7 +30,7 @@ def allocated(result) -> dict[str, float]:
 # ---------------------------------------------------------------- hand-derived cases
 
 
-def test_issue_example_unused_quota_goes_to_the_sibling_first():
+def test_unused_quota_goes_to_the_sibling_first():
     # 100 cpus; group_a 0.7 -> 70, split 35/35 between x and y; group_b 0.3 -> 30.
     # Promise: x 35, y 10, b 30. y's unused 25 is offered inside group_a first: x takes it.
     groups = [group("group_a", dynamic=0.7), group("group_a.x", dynamic=0.5),

@@ -2,7 +2,8 @@
 
 References no one here wrote: HTCondor itself (``htcondor2.param`` in a separate process, its
 error messages, its macro/include/if machinery), classad2 for expression values, and the worked
-examples of seed 003 (/work/shared/seeds/003_95491ebc54d17725.txt).
+examples of Erlandson's "Consumption Policies and Unifying Heterogeneous Resource Constraints"
+(the design document ``../shared/seeds/003_95491ebc54d17725.txt``, cited below as seed 003).
 Every load costs one child process (~0.2 s), so related checks share a load.
 """
 
