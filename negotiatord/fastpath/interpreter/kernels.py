@@ -15,6 +15,8 @@ is UNDEFINED; reals out of int64 range convert to INT64_MIN.
 
 from __future__ import annotations
 
+from typing import Literal, TypedDict
+
 import numpy as np
 from numba import njit
 
@@ -36,7 +38,14 @@ _INT64_MIN = np.int64(-9223372036854775808)
 _INT64_MAX = np.int64(9223372036854775807)
 _TWO63 = 9.223372036854775808e18
 
-_JIT = dict(nogil=True, cache=True, error_model="numpy")
+
+class _JitOptions(TypedDict):
+    nogil: bool
+    cache: bool
+    error_model: Literal["python", "numpy"]
+
+
+_JIT: _JitOptions = {"nogil": True, "cache": True, "error_model": "numpy"}
 
 
 @njit(inline="always", **_JIT)
