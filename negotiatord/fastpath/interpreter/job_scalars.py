@@ -76,6 +76,7 @@ class JobScalars:
     def _input(self, node: int) -> Value:
         ir = self._context.graph[node]
         if ir.kind == "job":       # a literal, or a missing attribute read for its value
+            assert self._job is not None        # job nodes are built only for leaves compiled with a job
             return self._context.cells.cells[self._job.cell(ir.payload)].value or (UNDEF, None)
         if ir.kind == "clock":
             return (INT, self.clock)

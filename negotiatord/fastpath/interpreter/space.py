@@ -229,6 +229,7 @@ class Space:
 
         def root(b: Builder) -> int:
             if spec.attribute is None:
+                assert spec.ast is not None        # a root without an attribute is its expression
                 return b.build(spec.ast, spec.side)
             found = b.attribute(spec.side, spec.attribute)      # looked up directly, as reference.py does
             return context.graph.const((UNDEF, None)) if found is None else found
@@ -308,12 +309,13 @@ class Space:
             self.python.fill(step, positions, universe_rows, scalars, self.static, dynamic, first + step.dst)
 
     def _run_job_static(self, leaf: Leaf, scalars: Triple, universe_rows: np.ndarray) -> np.ndarray:
-        plan = leaf.job_static
+        plan, inputs = leaf.job_static, leaf.job_static_inputs
+        assert plan is not None and inputs is not None    # only leaves with job-and-slot conjuncts are asked
         frame = Frame(len(universe_rows), universe_rows, scalars, static=self.static, out=triple((len(plan.results),
                                                                                                   len(universe_rows))),
                       dynamic=self.dynamic_inputs(len(universe_rows)))
         positions = np.arange(len(universe_rows))
-        self.fill_python_inputs(leaf.job_static_inputs.python, positions, universe_rows, scalars, frame.dynamic)
+        self.fill_python_inputs(inputs.python, positions, universe_rows, scalars, frame.dynamic)
         run_plan(plan, positions, frame, self.context.strings, [(SINK_MATCH, j) for j in range(len(plan.results))])
         return (frame.out[2] == 1.0).all(axis=0)
 
