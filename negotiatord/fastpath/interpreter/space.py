@@ -23,7 +23,7 @@ from negotiatord.classad.values import BOOL, INT, REAL, UNDEF, Value
 from negotiatord.fastpath.compiler.cells import CellTable, JobCells, SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler.ir import CONST, IRGraph, collect
 from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
-from negotiatord.fastpath.compiler.lowering import PyStep, lower
+from negotiatord.fastpath.compiler.lowering import Operand, PyStep, lower
 from negotiatord.fastpath.compiler.resolution import GUARD, Builder, Mode, guard_key, probe_class, resolve
 from negotiatord.fastpath.instructions import SINK_MATCH, SINK_RAW, SOURCE_SCALAR, SOURCE_STATIC
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, run_plan, triple
@@ -150,7 +150,7 @@ class Space:
             return
         consts: list[int] = []
 
-        def operand(node: int):
+        def operand(node: int) -> Operand | None:
             ir = graph[node]
             if ir.kind == "slot":
                 return (SOURCE_STATIC, self.static_row(node))
@@ -217,7 +217,7 @@ class Space:
         """The job's value of a GUARD condition, as a compilation saw it."""
         return _NONE if scalar_value is None else guard_key(scalar_value(int(probe)))
 
-    def _compile(self, spec: RootSpec, job: JobCells | None, domain,
+    def _compile(self, spec: RootSpec, job: JobCells | None, domain: Callable[[np.ndarray], np.ndarray],
                  scalar_value: Callable[[int], Value] | None) -> tuple[CompiledRoot, dict[tuple[str, str], object]]:
         context = self.context
         universe = np.arange(len(self.rows))
