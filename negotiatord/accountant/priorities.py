@@ -155,7 +155,7 @@ class AccountantState:
             return NotImplemented
         return self._records == other._records and self._accrued == other._accrued
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as __eq__ makes it; typeshed types it a method
 
     def __repr__(self) -> str:
         return f"AccountantState({len(self._records)} customers)"
