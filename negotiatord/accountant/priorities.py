@@ -21,7 +21,7 @@ MIN_PRIORITY = 0.5
 MIN_PRIORITY_FACTOR = 1.0
 
 
-def check_finite(what: str, value: float) -> float:
+def check_finite(what: str, value: object) -> float:
     """``value`` as a float, or a ValueError saying which ``what`` is not a finite number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{what} must be a finite number, got {value!r}")
@@ -40,7 +40,7 @@ def check_usage(customer: str, usage: float) -> float:
     return check_non_negative(f"usage of customer {customer!r}", usage)
 
 
-def check_factor(customer: str, factor: float) -> float:
+def check_factor(customer: str, factor: object) -> float:
     """``factor`` as a float, or a ValueError: condor_userprio -setfactor requires a factor >= 1."""
     factor = check_finite(f"priority factor of customer {customer!r}", factor)
     if factor < MIN_PRIORITY_FACTOR:
@@ -155,7 +155,7 @@ class AccountantState:
             return NotImplemented
         return self._records == other._records and self._accrued == other._accrued
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as __eq__ makes it; typeshed types it a method
 
     def __repr__(self) -> str:
         return f"AccountantState({len(self._records)} customers)"

@@ -226,8 +226,9 @@ class AccountantStore:
             ).fetchall()
         return dict(rows)
 
-    def set_factor(self, name: str, factor: float) -> None:
-        """``condor_userprio -setfactor``: ``name``'s explicit priority factor (>= 1)."""
+    def set_factor(self, name: str, factor: object) -> None:
+        """``condor_userprio -setfactor``: ``name``'s explicit priority factor (>= 1; anything else,
+        a request's value as it came included, is refused with a ValueError)."""
         factor = check_factor(name, factor)
         with self._transaction(f"setting the priority factor of {name!r}"):
             self._db.execute(_INSERT_FRESH, (name, MIN_PRIORITY))

@@ -101,7 +101,9 @@ def _parse(text: str, line: int, syntax: Syntax) -> Piece:
 
 def _stray(text: str, start: int, end: int, syntax: Syntax, lines: LineCounter) -> Iterator[Piece]:
     """A problem for whatever stands between ads and should not."""
-    allowed = syntax.gap.match(text, start, end).end()
+    gap = syntax.gap.match(text, start, end)
+    assert gap is not None               # a gap may be empty
+    allowed = gap.end()
     if allowed < end:
         stray = text[allowed:end].rstrip(_GAP_TRAILER)
         yield Piece(lines.line_at(allowed), None, f"expected a {syntax.name}, got {snippet(stray)!r}")

@@ -142,14 +142,18 @@ def _outcome(piece: Piece, source: str, position: int) -> classad2.ClassAd | AdP
 
 
 def _pieces(text: str, source: str) -> Iterator[Piece]:
-    start = _LEADING_NOISE.match(text).end()
+    noise = _LEADING_NOISE.match(text)
+    assert noise is not None             # the pattern matches the empty string
+    start = noise.end()
     if start == len(text):
         return iter(())
     first = text[start]
     if first == "{":
         return read_bracketed(text, JSON)
     if first == "[":
-        after = _WHITESPACE.match(text, start + 1).end()
+        whitespace = _WHITESPACE.match(text, start + 1)
+        assert whitespace is not None    # the pattern matches the empty string
+        after = whitespace.end()
         # `[{` or `[]` is a JSON list (classad2 cannot parse an empty new-form ad anyway)
         return read_bracketed(text, JSON if text[after : after + 1] in ("{", "]", "") else NEW_FORM)
     if first == "<":

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from negotiatord.classad.values import BOOL, ERROR, INT, INT64_MAX, REAL, STR, UNDEF, quote_string
+from negotiatord.classad.values import BOOL, ERROR, INT, INT64_MAX, REAL, STR, UNDEF, Value, quote_string
 
 Node = tuple[Any, ...]
 
@@ -126,7 +126,8 @@ def _is_operator_word(token: tuple[str, Any]) -> bool:
     return token[0] == "id" and not token[1][1] and token[1][0].lower() in ("is", "isnt")
 
 
-def _number(text: str) -> tuple[int, Any]:
+def _number(text: str) -> Value | tuple[Literal["inexact"], str]:
+    """The literal's value, or the ``inexact`` node of a real classad2 may have printed rounded."""
     if any(c in text for c in ".eE"):
         mantissa = re.split("[eE]", text.lstrip("-"))[0].replace(".", "").strip("0")
         if len(mantissa) > 15:
@@ -162,7 +163,9 @@ def _string(text: str, pos: int) -> tuple[str, int]:
             raise ParseError("unterminated escape")
         char = text[pos]
         if char in "01234567":
-            digits = re.match(r"[0-7]{1,3}", text[pos:]).group()
+            octal = re.match(r"[0-7]{1,3}", text[pos:])
+            assert octal is not None        # text[pos] is an octal digit
+            digits = octal.group()
             if len(digits) == 3 and digits[0] > "3":
                 digits = digits[:2]
             code = int(digits, 8)

@@ -66,7 +66,8 @@ class MatchList:
             if self._version[head] != state.version[row] and not self._reassess(head):
                 self._head += 1
                 continue
-            return Candidate(row, tuple(float(v) for v in self._rank[head]), float(self._cost[head]),
+            rank = self._rank[head]
+            return Candidate(row, (float(rank[0]), float(rank[1]), float(rank[2])), float(self._cost[head]),
                              self._consumption[head], int(self._version[head]))
         return None
 

@@ -26,6 +26,7 @@ import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
+from functools import partial
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -184,8 +185,12 @@ class _Cycle:
         for name in order:
             members = [s for s in self.submitters.values() if s.group == name]
             allocated = allocations[name].allocated
-            made += self._spin_pie(members, name, allocated, lambda n=name, a=allocated: a - self.own_usage[n])
+            made += self._spin_pie(members, name, allocated, partial(self._room_in, name, allocated))
         return made
+
+    def _room_in(self, group: str, allocated: float) -> float:
+        """What is left of group ``group``'s ``allocated`` pie."""
+        return allocated - self.own_usage[group]
 
     def _autoregroup(self, pool_size: float) -> None:
         """GROUP_AUTOREGROUP[_<g>]: after every group had its turn, its submitters may also compete,

@@ -192,6 +192,7 @@ def _working_tree(tree: GroupTree, accept_surplus_root: bool) -> tuple[_Group, l
     by_name = {ROOT_GROUP: _Group(ROOT_GROUP, None, accept_surplus_root)}
     for name in tree.names[1:]:
         settings = tree.settings_of(name)
+        assert settings is not None          # every name after <none> is a configured group
         by_name[name] = _Group(name, settings, settings.accept_surplus)
     for name, group in by_name.items():
         group.children = [by_name[child] for child in tree.children(name)]
@@ -204,7 +205,8 @@ def _attach_demand(tree: GroupTree, ordered: list[_Group], demand: Mapping[str, 
     by_name = {group.name: group for group in ordered}
     seen: dict[_Group, str] = {}
     for key in sorted(demand):
-        group = by_name.get(tree.declared(key))
+        declared = tree.declared(key)
+        group = by_name.get(declared) if declared is not None else None
         if group is None:
             raise ValueError(f"demand given for {key!r}, which is not a configured group")
         if group in seen:
@@ -220,9 +222,9 @@ def _attach_demand(tree: GroupTree, ordered: list[_Group], demand: Mapping[str, 
 def _assign_quota(group: _Group, quota: float, residue: float) -> None:
     """Give ``group`` its subtree quota and split it among its children (``hgq_assign_quotas``)."""
     group.quota = quota
-    statics = [c for c in group.children if _static_quota(c) is not None]
+    static_quotas = [q for q in map(_static_quota, group.children) if q is not None]
     dynamics = [c for c in group.children if _static_quota(c) is None]
-    static_sum = math.fsum(_static_quota(c) for c in statics)
+    static_sum = math.fsum(static_quotas)
     # static children first; scaled down together when they ask for more than there is
     static_scale = 1.0 if static_sum <= quota else quota / static_sum
     # dynamic children share what the static ones left, normalised when fractions sum above 1

@@ -54,7 +54,10 @@ class PairEvaluator(Protocol):
     matches of the same cycle consumed, and every expression must see those values.
     """
 
-    stats: EvaluatorStats
+    @property
+    def stats(self) -> EvaluatorStats:
+        """What the evaluator did so far (an evaluator may keep a subclass with its own figures)."""
+        ...
 
     def slot_weights(self, rows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
         """SlotWeight per row (NaN where it does not evaluate to a number)."""

@@ -63,12 +63,13 @@ class ClassAdEvaluator:
         rank = np.full((n, 3), UNRANKED)
         for i, row in enumerate(rows):
             slot_ad = self._current_ad(row, amounts[i])
-            if self._consumption[row] is None:
+            policy = self._consumption[row]
+            if policy is None:
                 ok = _requirements_hold(job, slot_ad)
                 taken = amounts[i]
                 price = self._weight(slot_ad, row) if ok else np.nan
             else:
-                ok, taken, price = self._assess_consumption(job, slot_ad, row, amounts[i])
+                ok, taken, price = self._assess_consumption(job, slot_ad, row, policy, amounts[i])
             matched[i] = ok and not np.isnan(price)
             if matched[i]:
                 consumption[i] = taken
@@ -100,11 +101,11 @@ class ClassAdEvaluator:
         return np.nan if value is None else value
 
     def _assess_consumption(
-        self, job: classad2.ClassAd, slot_ad: classad2.ClassAd, row: int, amounts: np.ndarray
+        self, job: classad2.ClassAd, slot_ad: classad2.ClassAd, row: int, policy: dict[str, classad2.ExprTree],
+        amounts: np.ndarray,
     ) -> tuple[bool, np.ndarray, float]:
         """HTCondor's cp_compute_consumption, cp_sufficient_assets and cp_deduct_assets, in one pass."""
         slot: Slot = self._table.slots[row]
-        policy = self._consumption[row]
         used = {asset: self._consume(job, slot_ad, asset, policy[asset]) for asset in slot.assets}
         available = {a: amounts[self._column[a.lower()]] for a in slot.assets}
         taken = np.full(len(self._table.assets), np.nan)

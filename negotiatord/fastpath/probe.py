@@ -36,6 +36,7 @@ class _Ad:
 
     ad: classad2.ClassAd
     assets: tuple[str, ...] = ()
+    integer_amounts: tuple[bool, ...] = ()
     consumption: None = None
     slot_weight: None = None
 

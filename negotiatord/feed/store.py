@@ -132,7 +132,9 @@ class AdTable:
         for queue in self._queues.values():
             while queue:
                 key = next(iter(queue))
-                if self._entries[key].deadline > now:  # type: ignore[operator]
+                deadline = self._entries[key].deadline
+                assert deadline is not None      # only ads with a lifetime are queued
+                if deadline > now:
                     break
                 self.remove(key)
                 expired += 1

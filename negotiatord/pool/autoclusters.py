@@ -158,7 +158,7 @@ class Autoclusters:
         self._known = frozenset(known)
         reads = _undecided(significant.guarded, self._known)
         self._groups = {self._group_key(group[0]): _Node.grown(group, self._known, reads) for group in groups}
-        return self._result()
+        return self._result(significant)
 
     def update(self, significant: Significance, leaving: Iterable[ClusteringJob],
                joining: Iterable[ClusteringJob]) -> tuple[list[Autocluster], Significance] | None:
@@ -180,17 +180,17 @@ class Autoclusters:
         for key, group in list(self._groups.items()):
             if not group.settle(touched, leavers):
                 del self._groups[key]
-        return self._result() if self._closure_holds() else None
+        return self._result(significant) if self._closure_holds(significant) else None
 
     def _group_key(self, job: ClusteringJob) -> tuple:
         return (job.submitter, *(job.signature(names) for names in self._passes))
 
-    def _closure_holds(self) -> bool:
+    def _closure_holds(self, significant: Significance) -> bool:
         """Whether the closure, worked out again over the current jobs, passes as it did: every job
         of a closure group has its first job's values, so the groups' first jobs are asked."""
-        firsts = sorted((group.first for group in self._groups.values()), key=_RANK)
+        firsts = sorted((group.settled_first for group in self._groups.values()), key=_RANK)
         known: set[str] = set()
-        pending = self._significance.unconditional
+        pending = significant.unconditional
         for names in self._passes:
             if pending != names:
                 return False
@@ -198,14 +198,14 @@ class Autoclusters:
             pending = _new_references(firsts, names, known)
         return not pending
 
-    def _result(self) -> tuple[list[Autocluster], Significance]:
+    def _result(self, significant: Significance) -> tuple[list[Autocluster], Significance]:
         leaves = sorted((leaf for group in self._groups.values() for leaf in group.leaves()),
-                        key=lambda leaf: leaf.first.rank)
-        autoclusters = [Autocluster(id=i, submitter=leaf.first.submitter, jobs=tuple(map(JOB, leaf.members)),
+                        key=lambda leaf: leaf.settled_first.rank)
+        autoclusters = [Autocluster(id=i, submitter=leaf.settled_first.submitter, jobs=tuple(map(JOB, leaf.members)),
                                     representative=leaf.members[0].ad)
                         for i, leaf in enumerate(leaves)]
         names = [name for names in self._passes for name in names]
-        return autoclusters, Significance(tuple(sorted(names, key=str.lower)), self._significance.guarded)
+        return autoclusters, Significance(tuple(sorted(names, key=str.lower)), significant.guarded)
 
 
 class _Node:
@@ -225,6 +225,12 @@ class _Node:
         self.split: tuple[str, ...] = ()            # () for a leaf; _ALONE: one leaf per job
         self.children: dict[object, _Node] = {}     # by the jobs' signature over ``split``
         self.members: list[ClusteringJob] = []      # a leaf's jobs, in job order
+
+    @property
+    def settled_first(self) -> ClusteringJob:
+        """The first job of a grown or settled node, as every node of the tree is between updates."""
+        assert self.first is not None
+        return self.first
 
     @classmethod
     def grown(cls, jobs: list[ClusteringJob], known: frozenset[str], reads: tuple[JobRead, ...]) -> _Node:

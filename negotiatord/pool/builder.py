@@ -136,13 +136,13 @@ class SnapshotBuilder:
         if settings is not self._settings:
             self._settings, self._slots = settings, {}
         problems: list[LeftOut] = []
-        slot_entries = self._slot_entries(slot_ads, settings, problems)
-        table = SlotTable.from_slots([entry.slot for entry in slot_entries])
+        slots = self._slots_read(slot_ads, settings, problems)
+        table = SlotTable.from_slots([slot for slot, _ in slots])
         rank_exprs = [classad2.ExprTree(e) for e in (settings.pre_job_rank, settings.post_job_rank) if e]
         reads: set[JobRead] = set()
-        for entry in slot_entries:
+        for slot, entry in slots:
             if entry.candidate:
-                reads |= self._reads(entry, rank_exprs)
+                reads |= self._reads(slot, entry, rank_exprs)
         significant = significance(reads, table.assets)
         if self._remember:
             idle = self._idle_jobs(job_ads, problems)
@@ -164,23 +164,25 @@ class SnapshotBuilder:
         formed = self._autoclusters.update(significant, idle.leaving, idle.joining) if idle.comparable else None
         return formed or self._autoclusters.form(idle.jobs, significant)
 
-    def _slot_entries(self, ads: Iterable[classad2.ClassAd], settings: Settings,
-                      problems: list[LeftOut]) -> list[_SlotEntry]:
-        """The slots by name (the last ad of a name counts), reading only the ads not seen last cycle:
-        entries are filed by ``id(ad)`` and keep their ads alive, so no other ad has that id."""
+    def _slots_read(self, ads: Iterable[classad2.ClassAd], settings: Settings,
+                    problems: list[LeftOut]) -> list[tuple[Slot, _SlotEntry]]:
+        """The slots by name (the last ad of a name counts) with their entries, reading only the ads
+        not seen last cycle: entries are filed by ``id(ad)`` and keep their ads alive, so no other ad
+        has that id."""
         known = self._slots
         kept: dict[int, _SlotEntry] = {}
-        by_name: dict[str, _SlotEntry] = {}
+        by_name: dict[str, tuple[Slot, _SlotEntry]] = {}
         for ad in ads:
             key = id(ad)
             entry = known.get(key)
             if entry is None:
                 entry = _read_slot(ad, settings)
             kept[key] = entry
-            if entry.slot is not None:
-                if entry.slot.name in by_name:
-                    problems.append(LeftOut("slot", entry.slot.name, "Name", DUPLICATE))
-                by_name[entry.slot.name] = entry
+            slot = entry.slot
+            if slot is not None:
+                if slot.name in by_name:
+                    problems.append(LeftOut("slot", slot.name, "Name", DUPLICATE))
+                by_name[slot.name] = (slot, entry)
             elif entry.problem is not None:
                 problems.append(entry.problem)
         self._slots = kept
@@ -270,11 +272,13 @@ class SnapshotBuilder:
             job = entry.job.job
             entry.job.renumber(replace(job, queue_order=(*job.queue_order[:-1], position)))
         elif entry.problem is not None:       # a problem may name the job by its position
-            entry.problem = prepare_job(entry.ad, position)
+            problem = prepare_job(entry.ad, position)
+            assert isinstance(problem, LeftOut)   # the same ad, the same problem
+            entry.problem = problem
 
-    def _reads(self, entry: _SlotEntry, rank_exprs: list[classad2.ExprTree]) -> set[JobRead]:
+    def _reads(self, slot: Slot, entry: _SlotEntry, rank_exprs: list[classad2.ExprTree]) -> set[JobRead]:
+        """The job attributes the expressions of ``slot`` (``entry``'s) read."""
         if entry.reads is None:
-            slot = entry.slot
             entry.reads = set()
             for expr in (slot.requirements, *rank_exprs, *(slot.consumption or {}).values()):
                 entry.reads |= job_reads(expr, slot.ad)

@@ -114,7 +114,6 @@ _WATCHED = _IDENTITY | {ANY_ATTRIBUTE}
 # an identity attribute's line in printJson's output: top-level attributes are indented by two
 # spaces, nested ones deeper, and strings escape their newlines, so no other line starts so
 _IDENTITY_LINES = re.compile(r'^  "(?:ProcId|GlobalJobId)": .*\n?', re.M | re.I)
-_UNSEEN = object()
 
 
 class SharedAds:
@@ -141,8 +140,8 @@ class SharedAds:
     def of(self, ad: classad2.ClassAd) -> MatchmakingAd:
         if self._shares and _plain_identity(ad):
             text = _IDENTITY_LINES.sub("", ad.printJson())     # about the cheapest full reading of an ad
-            shared = self._by_text.get(text, _UNSEEN)
-            if shared is _UNSEEN:
+            shared = self._by_text.get(text)
+            if shared is None and text not in self._by_text:
                 shareable = self._shareable(ad)
                 shared = self._by_text[text] = MatchmakingAd(ad, self._book, shared=True) if shareable else None
             if shared is not None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import classad2
 
@@ -124,7 +124,7 @@ def condition_reads(condition: str) -> frozenset[str]:
 # -- per slot: resolving the symbolic references of cached analyses --------------------------------
 
 
-def _resolve(text: str, slot: classad2.ClassAd, guards: tuple[Guard, ...], following: set[str]):
+def _resolve(text: str, slot: classad2.ClassAd, guards: tuple[Guard, ...], following: set[str]) -> Iterator[JobRead]:
     for reference in _analysis(text):
         extra = []
         for condition, when, names in reference.guards:
@@ -214,7 +214,7 @@ class _Walk:
         return facts
 
 
-def _children(node: Node):
+def _children(node: Node) -> tuple[Node, ...]:
     kind = node[0]
     if kind in ("un", "paren"):
         return (node[-1],)

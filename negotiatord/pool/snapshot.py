@@ -75,14 +75,15 @@ class _AssetLayouts:
     ordered as first seen) and where each distinct asset list of a slot goes in them."""
 
     def __init__(self, asset_lists: Iterable[tuple[str, ...]]) -> None:
-        self._placements: dict[tuple[str, ...], _Placement] = dict.fromkeys(asset_lists)
+        distinct = tuple(dict.fromkeys(asset_lists))
         columns: dict[str, str] = {}
-        for assets in self._placements:         # distinct lists in first-seen order: so are their assets
+        for assets in distinct:         # distinct lists in first-seen order: so are their assets
             for asset in assets:
                 columns.setdefault(asset.lower(), asset)
         self.assets = tuple(columns.values())
         index = {lower: i for i, lower in enumerate(columns)}
-        for assets in self._placements:
+        self._placements: dict[tuple[str, ...], _Placement] = {}
+        for assets in distinct:
             placed = tuple(index[asset.lower()] for asset in assets)
             kept = tuple(column not in placed[i + 1:] for i, column in enumerate(placed))
             self._placements[assets] = _Placement(placed, kept)
@@ -93,7 +94,7 @@ class _AssetLayouts:
 
 def _per_asset(values: Iterable[tuple], dtype: type, cells: int) -> np.ndarray:
     """Per-asset values of each slot (parallel to its assets), one slot after another."""
-    flat = np.fromiter(chain.from_iterable(values), dtype)
+    flat: np.ndarray = np.fromiter(chain.from_iterable(values), dtype)
     if len(flat) != cells:
         raise ValueError("some slot's amounts are not parallel to its assets")
     return flat

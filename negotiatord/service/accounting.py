@@ -20,7 +20,7 @@ from negotiatord.settings import ROOT_GROUP, Settings
 def accountant_document(state: AccountantState, settings: Settings, last_groups: tuple[GroupReport, ...],
                         now: float) -> dict[str, Any]:
     tree = settings.group_tree
-    customers = []
+    customers: list[dict[str, Any]] = []
     for record in state.customers():
         group = tree.assigned_group(record.name)
         factor = state.priority_factor(record.name, group, settings)
@@ -39,7 +39,7 @@ def accountant_document(state: AccountantState, settings: Settings, last_groups:
             "last_update_time": record.last_update_time,
         })
     computed = {report.name: report for report in last_groups}
-    group_rows = []
+    group_rows: list[dict[str, Any]] = []
     for configured in settings.groups:
         report = computed.get(configured.name)
         group_rows.append({

@@ -132,9 +132,10 @@ class GroupTree:
 
     def lineage(self, name: str) -> tuple[str, ...]:
         """Group ``name`` and its ancestors, up to and including ``<none>``."""
-        chain = [self.declared(name)]
-        if chain[0] is None:
+        group = self.declared(name)
+        if group is None:
             raise KeyError(f"{name!r} is not a configured group")
+        chain = [group]
         while chain[-1] != ROOT_GROUP:
             chain.append(self._parent[chain[-1]])
         return tuple(chain)

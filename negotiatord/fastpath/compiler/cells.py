@@ -17,7 +17,9 @@ evaluator interns those descriptions without reading the ad again.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import classad2
 import numpy as np
@@ -27,7 +29,6 @@ from negotiatord.classad.parser import Node, ParseError, parse
 from negotiatord.classad.values import BOOL, INT, REAL, STR, NotScalar, Value, from_python
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions, Description
 from negotiatord.fastpath.strings import StringTable
-from negotiatord.pool.slots import Slot
 
 ABSENT, LITERAL, ASSET, EXPR, OTHER = "absent", "literal", "asset", "expr", "other"
 CONSUMPTION_PREFIX = "__consumption_"   # pseudo-attributes: a slot's expressions kept beside its ad
@@ -132,6 +133,7 @@ class CellTable:
             self.shape_keys.append(shape_key)
         tag, ival, fval = 0, 0, 0.0
         if cell.kind == LITERAL:
+            assert cell.value is not None       # literal cells are made with their value
             tag, payload = cell.value
             if tag in (BOOL, INT):
                 ival = int(payload)
@@ -179,10 +181,30 @@ def current_time_cell(ad: classad2.ClassAd, cells: CellTable, now: int) -> int:
     return cells.absent
 
 
+class SlotAd(Protocol):
+    """What the columns read of a slot (a :class:`~negotiatord.pool.slots.Slot`): its ad, and the
+    assets and expressions kept beside it."""
+
+    @property
+    def ad(self) -> classad2.ClassAd: ...
+
+    @property
+    def assets(self) -> tuple[str, ...]: ...
+
+    @property
+    def integer_amounts(self) -> tuple[bool, ...]: ...
+
+    @property
+    def consumption(self) -> Mapping[str, classad2.ExprTree] | None: ...
+
+    @property
+    def slot_weight(self) -> classad2.ExprTree | None: ...
+
+
 class SlotColumns:
     """Cell-id columns over the slots of a table, filled on demand."""
 
-    def __init__(self, slots: tuple[Slot, ...], asset_columns: dict[str, int], cells: CellTable, now: int,
+    def __init__(self, slots: tuple[SlotAd, ...], asset_columns: dict[str, int], cells: CellTable, now: int,
                  descriptions: AdDescriptions) -> None:
         self._slots = slots
         self._asset_columns = asset_columns          # lower-cased asset name -> table column
@@ -233,7 +255,7 @@ class SlotColumns:
         return description
 
     @staticmethod
-    def _describe(slot: Slot, name: str) -> Description:
+    def _describe(slot: SlotAd, name: str) -> Description:
         if name.startswith(CONSUMPTION_PREFIX):
             asset = name[len(CONSUMPTION_PREFIX):]
             expr = next((e for a, e in (slot.consumption or {}).items() if a.lower() == asset), None)
@@ -242,7 +264,7 @@ class SlotColumns:
             return (EXPR, str(slot.slot_weight))
         return describe(slot.ad, name, slot.ad.get(name, _MISSING))
 
-    def _current_time(self, slot: Slot) -> int:
+    def _current_time(self, slot: SlotAd) -> int:
         """CurrentTime: the ad's own, or the cycle's clock where the reference freezes it."""
         value = slot.ad.get("currenttime", _MISSING)
         if value is _MISSING:

@@ -11,8 +11,9 @@ pool lets go takes its descriptions with it, and one cache may serve every cycle
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
-Description = tuple[str, object]     # (ABSENT, None), (EXPR, text), (OTHER, why) or (LITERAL, Value)
+Description = tuple[str, Any]     # (ABSENT, None), (EXPR, text), (OTHER, why) or (LITERAL, Value)
 
 
 class AdDescriptions:

@@ -68,7 +68,7 @@ class Operands:
 
     @property
     def scalar_nodes(self) -> list[int]:
-        return sorted(self.scalars, key=self.scalars.get)
+        return sorted(self.scalars, key=self.scalars.__getitem__)
 
 
 @dataclass
@@ -88,6 +88,11 @@ class Leaf:
     python_inputs: list[PyStep] = field(default_factory=list)  # classad2 steps the kernel's plan reads
     uses_clock: bool = False                                   # a scalar input reads the wall clock
 
+    @property
+    def job_static_nodes(self) -> list[int]:
+        """Scalar operand i of the ``job_static`` plan (none without one)."""
+        return self.job_static_inputs.scalar_nodes if self.job_static_inputs is not None else []
+
 
 def compile_leaf(graph: IRGraph, assets: int, rows: InputRows, leaf_id: int, node: int | None, sink: int,
                  reason: str) -> Leaf:
@@ -102,7 +107,7 @@ def compile_leaf(graph: IRGraph, assets: int, rows: InputRows, leaf_id: int, nod
     statics = main.statics
     if sink == SINK_MATCH and leaf.plan.native:
         chain = Operands(graph, assets, rows, scalars=main.scalars, statics=statics)
-        dynamic, job_static = _split(graph, leaf, chain)
+        dynamic, job_static = _split(graph, leaf, node, chain)
         leaf.chain = lower(graph, dynamic, chain.operand)
         leaf.python_inputs = chain.python
         if job_static:
@@ -111,16 +116,17 @@ def compile_leaf(graph: IRGraph, assets: int, rows: InputRows, leaf_id: int, nod
             leaf.job_static_inputs = inputs
     leaf.scalar_nodes = main.scalar_nodes
     leaf.static_nodes = statics
-    job_inputs = leaf.job_static_inputs.scalar_nodes if leaf.job_static_inputs else []
-    leaf.uses_clock = any(graph[n].uses_clock for n in (*leaf.scalar_nodes, *leaf.scalar_conjuncts, *job_inputs))
+    leaf.uses_clock = any(graph[n].uses_clock
+                          for n in (*leaf.scalar_nodes, *leaf.scalar_conjuncts, *leaf.job_static_nodes))
     return leaf
 
 
-def _split(graph: IRGraph, leaf: Leaf, chain: Operands) -> tuple[list[int], list[int]]:
-    """Sort the conjuncts; returns the row conjuncts that read assets and those that do not."""
+def _split(graph: IRGraph, leaf: Leaf, node: int, chain: Operands) -> tuple[list[int], list[int]]:
+    """Sort the conjuncts of the leaf's root ``node``; returns the row conjuncts that read assets
+    and those that do not."""
     dynamic: list[int] = []
     job_static: list[int] = []
-    for conjunct in conjuncts(graph, leaf.node):
+    for conjunct in conjuncts(graph, node):
         level = graph[conjunct].level
         if level == CONST:
             leaf.never |= not matches(*graph[conjunct].payload)

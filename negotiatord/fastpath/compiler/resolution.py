@@ -175,11 +175,12 @@ class Builder:
         raise Unsupported(f"slot attribute {lower}: {cell.text or cell.kind}")
 
     def _job_attribute(self, lower: str, presence: bool) -> int | None:
-        if not self._has_target():
+        job = self.job
+        if job is None or self.mode.no_target:
             return None
         requested = lower.startswith("request") and (self.mode.override or self.mode.consume is not None)
         mode = PRESENCE if presence or requested else VALUE
-        cell_id = self.job.cell(lower)
+        cell_id = job.cell(lower)
         self.probes[lower, mode] = probe_class(self.cells, cell_id, mode)
         cell = self.cells.cells[cell_id]
         if requested:

@@ -7,6 +7,7 @@ dynamic inputs, registers, outputs). Native plans of many leaves run as a single
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +31,12 @@ Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def triple(shape: tuple[int, ...] | int) -> Triple:
     return np.zeros(shape, dtype=np.int8), np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.float64)
+
+
+def each(fn: Callable[[np.ndarray], np.ndarray], arrays: Triple) -> Triple:
+    """``fn`` applied to the tag, int and float arrays alike."""
+    t, i, f = arrays
+    return fn(t), fn(i), fn(f)
 
 
 def encode(values: list[Value], strings: StringTable) -> Triple:
@@ -85,7 +92,7 @@ class Frame:
 def run_batch(code: np.ndarray, blocks: np.ndarray, perm: np.ndarray, frame: Frame, strings: StringTable,
               converts: bool) -> None:
     conversions = strings.conversions() if converts else _NO_CONVERSIONS
-    scalars = tuple(a.reshape(-1, 1) for a in frame.scalars)
+    scalars = each(lambda a: a.reshape(-1, 1), frame.scalars)
     kernels.run_blocks(code, blocks, perm, frame.universe_rows, *scalars, *frame.static, *frame.dynamic,
                        *frame.registers, *frame.out, strings.lower(), strings.ranks(), *conversions)
 
@@ -120,16 +127,16 @@ def run_plan(plan: Plan, perm: np.ndarray, frame: Frame, strings: StringTable, s
 def gather(operand: Operand, perm: np.ndarray, frame: Frame, scalar_base: int, asset_base: int) -> Triple:
     kind, idx = operand
     if kind == SOURCE_REGISTER:
-        return tuple(a[idx, perm] for a in frame.registers)
+        return each(lambda a: a[idx, perm], frame.registers)
     if kind == SOURCE_SCALAR:
         if len(perm) == 1:             # a job's scalar plan: the value itself, not a copy per position
-            return tuple(a[scalar_base + idx: scalar_base + idx + 1] for a in frame.scalars)
-        return tuple(np.repeat(a[scalar_base + idx: scalar_base + idx + 1], len(perm)) for a in frame.scalars)
+            return each(lambda a: a[scalar_base + idx: scalar_base + idx + 1], frame.scalars)
+        return each(lambda a: np.repeat(a[scalar_base + idx: scalar_base + idx + 1], len(perm)), frame.scalars)
     if kind == SOURCE_STATIC:
         columns = frame.universe_rows[perm]
-        return tuple(a[idx, columns] for a in frame.static)
+        return each(lambda a: a[idx, columns], frame.static)
     row = asset_base + idx if kind == SOURCE_ASSET else idx
-    return tuple(a[row, perm] for a in frame.dynamic)
+    return each(lambda a: a[row, perm], frame.dynamic)
 
 
 def _python_step(step: PyStep, perm: np.ndarray, frame: Frame, strings: StringTable, scalar_base: int,

@@ -48,8 +48,10 @@ class ReferenceFallback:
         slot_ad = sub._current_ad(0, amounts[columns])
         job = sub._request(autocluster)
         if root == "consumption":
+            policy = sub._consumption[0]
+            assert policy is not None          # consumption is asked of consumption-policy slots only
             spelled = next(a for a in slot.assets if a.lower() == asset)
-            return sub._consume(job, slot_ad, spelled, sub._consumption[0][spelled])
+            return sub._consume(job, slot_ad, spelled, policy[spelled])
         if root == "weight":
             return sub._weight(slot_ad, 0)
         if root == "weight_after":

@@ -7,7 +7,7 @@ import numpy as np
 from negotiatord.classad.values import INT, REAL, UNDEF, Value
 from negotiatord.fastpath.compiler.cells import JobCells
 from negotiatord.fastpath.compiler.ir import CONST, collect
-from negotiatord.fastpath.compiler.lowering import Plan, lower
+from negotiatord.fastpath.compiler.lowering import Operand, Plan, lower
 from negotiatord.fastpath.instructions import SINK_RAW, SOURCE_SCALAR
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, decode, encode, run_plan, triple
 from negotiatord.fastpath.interpreter.space import Context
@@ -76,6 +76,7 @@ class JobScalars:
     def _input(self, node: int) -> Value:
         ir = self._context.graph[node]
         if ir.kind == "job":       # a literal, or a missing attribute read for its value
+            assert self._job is not None        # job nodes are built only for leaves compiled with a job
             return self._context.cells.cells[self._job.cell(ir.payload)].value or (UNDEF, None)
         if ir.kind == "clock":
             return (INT, self.clock)
@@ -109,7 +110,7 @@ def _plan(context: Context, nodes: tuple[int, ...]) -> tuple[Plan, list[int]]:
         graph = context.graph
         inputs: list[int] = []
 
-        def operand(node: int):
+        def operand(node: int) -> Operand | None:
             ir = graph[node]
             if ir.kind in ("job", "clock") or ir.level == CONST:
                 inputs.append(node)

@@ -38,7 +38,7 @@ class JobState:
     tables: JobTables | None = None                 # scalar inputs of the stack's leaves (both paths read them)
     job_static: JobStatic | None = None             # with ``tables``
     roots: dict[str, CompiledRoot] = field(default_factory=dict)
-    scalar_triples: dict[tuple[int, int], tuple[np.ndarray, ...]] = field(default_factory=dict)
+    scalar_triples: dict[tuple[int, int], Triple] = field(default_factory=dict)
     scalar_ok: dict[tuple[int, int], bool] = field(default_factory=dict)
 
     def enter(self, epoch: int) -> None:
@@ -119,7 +119,7 @@ class JobRoots:
 
     def job_static_ok(self, job: JobState | None, leaf: Leaf, universe_rows: np.ndarray) -> np.ndarray:
         """Whether the leaf's job-and-slot conjuncts match on ``universe_rows`` (space.job_static_ok)."""
-        values = self.values(job or self._no_job, leaf.job_static_inputs.scalar_nodes)
+        values = self.values(job or self._no_job, leaf.job_static_nodes)
         return self._match_space.job_static_ok(leaf, values, universe_rows)
 
     def scalar_ok(self, job: JobState | None, leaf: Leaf) -> bool:

@@ -15,6 +15,8 @@ is UNDEFINED; reals out of int64 range convert to INT64_MIN.
 
 from __future__ import annotations
 
+from typing import Literal, TypedDict
+
 import numpy as np
 from numba import njit
 
@@ -36,7 +38,14 @@ _INT64_MIN = np.int64(-9223372036854775808)
 _INT64_MAX = np.int64(9223372036854775807)
 _TWO63 = 9.223372036854775808e18
 
-_JIT = dict(nogil=True, cache=True, error_model="numpy")
+
+class _JitOptions(TypedDict):
+    nogil: bool
+    cache: bool
+    error_model: Literal["python", "numpy"]
+
+
+_JIT: _JitOptions = {"nogil": True, "cache": True, "error_model": "numpy"}
 
 
 @njit(inline="always", **_JIT)
@@ -447,9 +456,12 @@ def _run_segments(code, segments, s0, s1, own_sink, row, perm, p0, p1, universe_
 
 
 @njit(**_JIT)
-def run_blocks(code, blocks, perm, universe_rows, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f, dynamic_t,
-               dynamic_i, dynamic_f, register_t, register_i, register_f, out_t, out_i, out_f, string_lower, string_rank,
-               conversion_t, conversion_i, conversion_f):
+def run_blocks(code: np.ndarray, blocks: np.ndarray, perm: np.ndarray, universe_rows: np.ndarray, scalar_t: np.ndarray,
+               scalar_i: np.ndarray, scalar_f: np.ndarray, static_t: np.ndarray, static_i: np.ndarray,
+               static_f: np.ndarray, dynamic_t: np.ndarray, dynamic_i: np.ndarray, dynamic_f: np.ndarray,
+               register_t: np.ndarray, register_i: np.ndarray, register_f: np.ndarray, out_t: np.ndarray,
+               out_i: np.ndarray, out_f: np.ndarray, string_lower: np.ndarray, string_rank: np.ndarray,
+               conversion_t: np.ndarray, conversion_i: np.ndarray, conversion_f: np.ndarray) -> None:
     """Run every block: its instructions over its positions ``perm[pos0:pos1]``, then its sink;
     a block with BLOCK_CHAINED = 1 runs on what the previous block's FILTER kept.
 
@@ -482,7 +494,8 @@ def _preserve_integer(v):
 
 
 @njit(**_JIT)
-def asset_inputs(amounts, base, base_is_int, used, dynamic_t, dynamic_i, dynamic_f):
+def asset_inputs(amounts: np.ndarray, base: np.ndarray, base_is_int: np.ndarray, used: np.ndarray,
+                 dynamic_t: np.ndarray, dynamic_i: np.ndarray, dynamic_f: np.ndarray) -> None:
     """Dynamic inputs per position: rows [0, A) current assets, [A, 2A) the consumption that
     overrides Request<asset> (cp_override_requested), [2A, 3A) assets after deducting it.
 
@@ -535,7 +548,7 @@ def _misfits(used, left):
 
 
 @njit(**_JIT)
-def sufficient_assets(used, amounts):
+def sufficient_assets(used: np.ndarray, amounts: np.ndarray) -> np.ndarray:
     """HTCondor's cp_sufficient_assets per row: each consumption fits and is >= 0, one is > 0.
     Assets a slot lacks are NaN in both arrays and take no part."""
     n, assets = used.shape
@@ -556,8 +569,11 @@ def sufficient_assets(used, amounts):
 
 
 @njit(**_JIT)
-def consumption_misfits(prunable, known_kind, known_index, root_leaf, universe_rows, consumption_policy, base, amounts,
-                        job_scalar_base, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f, misfit):
+def consumption_misfits(prunable: np.ndarray, known_kind: np.ndarray, known_index: np.ndarray, root_leaf: np.ndarray,
+                        universe_rows: np.ndarray, consumption_policy: np.ndarray, base: np.ndarray,
+                        amounts: np.ndarray, job_scalar_base: np.ndarray, scalar_t: np.ndarray, scalar_i: np.ndarray,
+                        scalar_f: np.ndarray, static_t: np.ndarray, static_i: np.ndarray, static_f: np.ndarray,
+                        misfit: np.ndarray) -> int:
     """bounds.py: mark the rows where a Consumption leaf whose value is an operand read as is
     (``known_kind`` SOURCE_SCALAR or SOURCE_STATIC at ``known_index``) gives a consumption that does not fit, as
     assess_rows' stage 1 would. Returns the rows marked, or -1 when a scalar is missing."""
@@ -664,10 +680,15 @@ def _run_root(root, positions, count, sink, row, asset_base, universe_rows, root
 
 
 @njit(**_JIT)
-def assess_rows(universe_rows, consumption_policy, amounts, base, base_is_int, root_leaf, may_need_python, leaf_table,
-                segments, static_ok, job_ok, job_scalar_base, job_scalar_ok, code, scalar_t, scalar_i, scalar_f,
-                static_t, static_i, static_f, register_t, register_i, register_f, dynamic_t, dynamic_i, dynamic_f,
-                string_lower, string_rank, conversion_t, conversion_i, conversion_f, matched, consumption, cost, rank):
+def assess_rows(universe_rows: np.ndarray, consumption_policy: np.ndarray, amounts: np.ndarray, base: np.ndarray,
+                base_is_int: np.ndarray, root_leaf: np.ndarray, may_need_python: bool, leaf_table: np.ndarray,
+                segments: np.ndarray, static_ok: np.ndarray, job_ok: np.ndarray, job_scalar_base: np.ndarray,
+                job_scalar_ok: np.ndarray, code: np.ndarray, scalar_t: np.ndarray, scalar_i: np.ndarray,
+                scalar_f: np.ndarray, static_t: np.ndarray, static_i: np.ndarray, static_f: np.ndarray,
+                register_t: np.ndarray, register_i: np.ndarray, register_f: np.ndarray, dynamic_t: np.ndarray,
+                dynamic_i: np.ndarray, dynamic_f: np.ndarray, string_lower: np.ndarray, string_rank: np.ndarray,
+                conversion_t: np.ndarray, conversion_i: np.ndarray, conversion_f: np.ndarray, matched: np.ndarray,
+                consumption: np.ndarray, cost: np.ndarray, rank: np.ndarray) -> bool:
     """HTCondor's assessment of one request against rows of slots (see evaluator.py), all stages
     in one call. ``dynamic`` rows from 3 * assets on hold classad2 steps computed beforehand. Returns
     False, having written nothing, when a leaf needs Python; the rows are only checked for that

@@ -11,6 +11,7 @@ cannot be handed, or fallbacks), the caller assesses in stages instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from negotiatord.evaluation.protocol import UNRANKED, Assessment
 from negotiatord.fastpath.interpreter import kernels
 from negotiatord.fastpath.interpreter.bounds import misfits
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
-from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple, triple
+from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple, each, triple
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
 from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space, by_leaf, match_array
 from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack, Stacks
@@ -154,7 +155,7 @@ class OneCallAssessment:
             state = stack.job_static_states.get(key)
             if state is None:
                 index = {node: i for i, node in enumerate(stack.job_static_nodes)}
-                inputs = {leaf.id: tuple(v[[index[n] for n in leaf.job_static_inputs.scalar_nodes]] for v in values)
+                inputs = {leaf.id: each(itemgetter([index[n] for n in leaf.job_static_nodes]), values)
                           for _, leaves in stack.job_static for leaf in leaves}
                 state = stack.job_static_states[key] = JobStatic(np.ones(stack.leaf_of.shape, dtype=bool),
                                                                  ~stack.job_static_rows, inputs)

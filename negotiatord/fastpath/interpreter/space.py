@@ -23,7 +23,7 @@ from negotiatord.classad.values import BOOL, INT, REAL, UNDEF, Value
 from negotiatord.fastpath.compiler.cells import CellTable, JobCells, SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler.ir import CONST, IRGraph, collect
 from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
-from negotiatord.fastpath.compiler.lowering import PyStep, lower
+from negotiatord.fastpath.compiler.lowering import Operand, PyStep, lower
 from negotiatord.fastpath.compiler.resolution import GUARD, Builder, Mode, guard_key, probe_class, resolve
 from negotiatord.fastpath.instructions import SINK_MATCH, SINK_RAW, SOURCE_SCALAR, SOURCE_STATIC
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, run_plan, triple
@@ -150,7 +150,7 @@ class Space:
             return
         consts: list[int] = []
 
-        def operand(node: int):
+        def operand(node: int) -> Operand | None:
             ir = graph[node]
             if ir.kind == "slot":
                 return (SOURCE_STATIC, self.static_row(node))
@@ -217,7 +217,7 @@ class Space:
         """The job's value of a GUARD condition, as a compilation saw it."""
         return _NONE if scalar_value is None else guard_key(scalar_value(int(probe)))
 
-    def _compile(self, spec: RootSpec, job: JobCells | None, domain,
+    def _compile(self, spec: RootSpec, job: JobCells | None, domain: Callable[[np.ndarray], np.ndarray],
                  scalar_value: Callable[[int], Value] | None) -> tuple[CompiledRoot, dict[tuple[str, str], object]]:
         context = self.context
         universe = np.arange(len(self.rows))
@@ -229,6 +229,7 @@ class Space:
 
         def root(b: Builder) -> int:
             if spec.attribute is None:
+                assert spec.ast is not None        # a root without an attribute is its expression
                 return b.build(spec.ast, spec.side)
             found = b.attribute(spec.side, spec.attribute)      # looked up directly, as reference.py does
             return context.graph.const((UNDEF, None)) if found is None else found
@@ -308,12 +309,13 @@ class Space:
             self.python.fill(step, positions, universe_rows, scalars, self.static, dynamic, first + step.dst)
 
     def _run_job_static(self, leaf: Leaf, scalars: Triple, universe_rows: np.ndarray) -> np.ndarray:
-        plan = leaf.job_static
+        plan, inputs = leaf.job_static, leaf.job_static_inputs
+        assert plan is not None and inputs is not None    # only leaves with job-and-slot conjuncts are asked
         frame = Frame(len(universe_rows), universe_rows, scalars, static=self.static, out=triple((len(plan.results),
                                                                                                   len(universe_rows))),
                       dynamic=self.dynamic_inputs(len(universe_rows)))
         positions = np.arange(len(universe_rows))
-        self.fill_python_inputs(leaf.job_static_inputs.python, positions, universe_rows, scalars, frame.dynamic)
+        self.fill_python_inputs(inputs.python, positions, universe_rows, scalars, frame.dynamic)
         run_plan(plan, positions, frame, self.context.strings, [(SINK_MATCH, j) for j in range(len(plan.results))])
         return (frame.out[2] == 1.0).all(axis=0)
 

@@ -80,7 +80,7 @@ class Stacks:
                 job_static.append((r, leaves))
                 reaching |= np.isin(leaf_of[r], [leaf.id for leaf in leaves])
         inputs = sorted({n for _, leaves in job_static for leaf in leaves
-                         for n in leaf.job_static_inputs.scalar_nodes})
+                         for n in leaf.job_static_nodes})
         planned = {i: space.leaves[i] for c in compiled if c is not None for i in c.leaf_ids
                    if space.leaves[i].plan is not None}
         layout = ScalarLayout(list(planned.values()), len(space.leaves))

@@ -22,11 +22,12 @@ import numpy as np
 
 from negotiatord.evaluation.protocol import UNRANKED, Assessment
 from negotiatord.fastpath.compiler.leaves import Leaf
+from negotiatord.fastpath.compiler.lowering import Plan
 from negotiatord.fastpath.compiler.resolution import JOB, SLOT
 from negotiatord.fastpath.instructions import SINK_FILTER, SINK_FILTER_LAST
 from negotiatord.fastpath.interpreter import kernels
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
-from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, run_batch, run_plan, triple
+from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple, run_batch, run_plan, triple
 from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
 from negotiatord.fastpath.interpreter.roots import REQUIREMENTS, WEIGHT, CycleRoots
@@ -61,7 +62,7 @@ class Batch:
         self.codes: list[np.ndarray] = []
         self.code_at: dict[int, int] = {}
         self.code_size = 0
-        self.scalars: list[tuple[np.ndarray, ...]] = []
+        self.scalars: list[Triple] = []
         self.scalar_at: dict[int, int] = {}
         self.scalar_size = 0
         self.blocks: list[list[int]] = []
@@ -77,7 +78,7 @@ class Batch:
             self.code_size += len(code)
         return self.code_at[key]
 
-    def scalar_base(self, leaf: Leaf, values: Callable[[], tuple[np.ndarray, ...]]) -> int:
+    def scalar_base(self, leaf: Leaf, values: Callable[[], Triple]) -> int:
         if leaf.id not in self.scalar_at:
             self.scalar_at[leaf.id] = self.scalar_size
             part = values()
@@ -94,7 +95,11 @@ class Batch:
     def run(self, frame: Frame, space: Space, strings: StringTable) -> bool:
         if not self.blocks:
             return False
-        frame.scalars = tuple(np.concatenate(parts) for parts in zip(*self.scalars)) if self.scalars else triple(1)
+        if self.scalars:
+            t, i, f = zip(*self.scalars)
+            frame.scalars = np.concatenate(t), np.concatenate(i), np.concatenate(f)
+        else:
+            frame.scalars = triple(1)
         frame.static = space.static
         frame.ensure_registers(self.registers)
         run_batch(np.concatenate(self.codes) if self.codes else _NO_CODE, np.array(self.blocks, dtype=np.int64),
@@ -213,11 +218,11 @@ class StagedAssessment:
                     pending.append((task, positions))
                 elif leaf.chain is not None:
                     try:
-                        self._chain(batch, leaf, task, positions, job, frame)
+                        self._chain(batch, leaf, leaf.chain, task, positions, job, frame)
                     except NeedsFallback:
                         pending.append((task, positions))
                 elif leaf.plan.native:
-                    self._block(batch, leaf, task, positions, job)
+                    self._block(batch, leaf, leaf.plan, task, positions, job)
                 else:
                     frame.scalars, frame.static = self._roots.scalars(job, leaf), space.static
                     try:
@@ -231,8 +236,8 @@ class StagedAssessment:
         self._stats.compiled_leaves = len(self._space.leaves) + len(weighing)
         return pending
 
-    def _block(self, batch: Batch, leaf: Leaf, task: Task, positions: np.ndarray, job: JobState | None) -> None:
-        plan = leaf.plan
+    def _block(self, batch: Batch, leaf: Leaf, plan: Plan, task: Task, positions: np.ndarray,
+               job: JobState | None) -> None:
         start = batch.code(leaf.id, plan.code)
         base = batch.scalar_base(leaf, lambda: self._roots.scalars(job, leaf))
         batch.registers = max(batch.registers, plan.registers)
@@ -242,8 +247,8 @@ class StagedAssessment:
         batch.blocks.append([start, start + len(plan.code), p0, p1, kind, idx, task.spec.sink, task.out_row, base,
                              task.asset_base, 0])
 
-    def _chain(self, batch: Batch, leaf: Leaf, task: Task, positions: np.ndarray, job: JobState | None,
-               frame: Frame) -> None:
+    def _chain(self, batch: Batch, leaf: Leaf, chain: Plan, task: Task, positions: np.ndarray,
+               job: JobState | None, frame: Frame) -> None:
         """A Requirements leaf: 0 everywhere, then 1 where every conjunct matches."""
         frame.out[2][task.out_row, positions] = 0.0
         if leaf.never or not self._roots.scalar_ok(job, leaf):
@@ -251,7 +256,6 @@ class StagedAssessment:
         positions = positions[self._space.tables.static_ok[leaf.id, frame.universe_rows[positions]]]
         if leaf.job_static is not None:
             positions = positions[self._roots.job_static_ok(job, leaf, frame.universe_rows[positions])]
-        chain = leaf.chain
         if not len(positions):
             return
         if not chain.results:

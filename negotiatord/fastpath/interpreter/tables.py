@@ -15,7 +15,7 @@ from negotiatord.fastpath.instructions import (
     LEAF_CHAIN, LEAF_COLUMNS, LEAF_KIND, LEAF_NEVER, LEAF_PLAIN, LEAF_PYTHON, LEAF_SEGMENTS_END,
     LEAF_SEGMENTS_START, SINK_FILTER, SINK_FILTER_LAST, SINK_OWN,
 )
-from negotiatord.fastpath.interpreter.execution import Triple
+from negotiatord.fastpath.interpreter.execution import Triple, each
 
 
 class LeafTables:
@@ -115,9 +115,9 @@ class JobTables:
         self.scalar_ok = np.zeros(len(layout.scalar_base), dtype=bool)
         self.scalar_ok[layout.leaf_ids] = True
         self.scalar_ok[layout.conjunct_leaf[~matches[layout.conjuncts]]] = False
-        self._values = tuple(v[layout.gather] for v in values)
+        self._values = each(lambda v: v[layout.gather], values)
         if len(layout.gather):
-            self.scalars = tuple(v.reshape(-1, 1) for v in self._values)
+            self.scalars = each(lambda v: v.reshape(-1, 1), self._values)
         else:                            # the kernel still wants one (unread) scalar row
             self.scalars = (np.zeros((1, 1), np.int8), np.zeros((1, 1), np.int64), np.zeros((1, 1)))
 
@@ -130,7 +130,8 @@ class JobTables:
 
     def part(self, leaf_id: int) -> Triple:
         base = self.scalar_base[leaf_id]
-        return tuple(v[base: base + self.layout.sizes[leaf_id]] for v in self._values)
+        size = self.layout.sizes[leaf_id]
+        return each(lambda v: v[base: base + size], self._values)
 
 
 def _grown(array: np.ndarray, rows: int) -> np.ndarray:
