@@ -273,8 +273,8 @@ class SnapshotBuilder:
             entry.job.renumber(replace(job, queue_order=(*job.queue_order[:-1], position)))
         elif entry.problem is not None:       # a problem may name the job by its position
             problem = prepare_job(entry.ad, position)
-            assert isinstance(problem, LeftOut)   # the same ad, the same problem
-            entry.problem = problem
+            if isinstance(problem, LeftOut):  # the same ad gives the same problem, named at its new place
+                entry.problem = problem
 
     def _reads(self, slot: Slot, entry: _SlotEntry, rank_exprs: list[classad2.ExprTree]) -> set[JobRead]:
         """The job attributes the expressions of ``slot`` (``entry``'s) read."""
