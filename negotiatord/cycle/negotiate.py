@@ -85,7 +85,7 @@ class _Cycle:
         self.accounts: dict[str, str] = {}                      # customer -> its assigned group
         self.charges: dict[str, float] = defaultdict(float)     # submitter -> cost of its matches
         self.matches: list[Match] = []
-        self.rejections: list[Rejection] = []
+        self.rejections: dict[tuple[str, str], Rejection] = {}   # (job, reason) -> its first rejection
         self.pie_spins = 0
         self.match_lists: dict[int, MatchList] = {}
         self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
@@ -355,7 +355,14 @@ class _Cycle:
         self._reject(request.jobs[0], submitter, reason)
 
     def _reject(self, job: Job, submitter: Submitter, reason: str) -> None:
-        self.rejections.append(Rejection(job.id, submitter.name, reason))
+        """Record why ``job`` was refused; once per reason, however many spins refuse it for it."""
+        self.rejections.setdefault((job.id, reason), Rejection(job.id, submitter.name, reason))
+
+    def _final_rejections(self) -> tuple[Rejection, ...]:
+        """The cycle's outcome for the jobs it refused: each job once per reason, in the order first
+        refused, and none that a later spin or round matched after all."""
+        matched = {match.job for match in self.matches}
+        return tuple(r for r in self.rejections.values() if r.job not in matched)
 
     def _cost(self, candidate: Candidate) -> float:
         """NEGOTIATOR_USE_SLOT_WEIGHTS = False: a match on a slot without a consumption policy costs 1."""
@@ -371,10 +378,11 @@ class _Cycle:
         return self.match_lists[autocluster.id]
 
     def _result(self, duration: float, pool_size: float, allocations: dict[str, GroupAllocation]) -> CycleResult:
+        rejections = self._final_rejections()
         stats = CycleStats(
             duration_s=duration,
             matches=len(self.matches),
-            rejections=len(self.rejections),
+            rejections=len(rejections),
             slots=len(self.table),
             jobs=len(self.snapshot.jobs),
             autoclusters=len(self.snapshot.autoclusters),
@@ -387,7 +395,7 @@ class _Cycle:
         return CycleResult(
             stats=stats,
             matches=tuple(self.matches),
-            rejections=tuple(self.rejections),
+            rejections=rejections,
             groups=tuple(
                 GroupReport(a.name, a.quota, a.allocated, self.own_usage[a.name], a.accept_surplus)
                 for a in allocations.values()

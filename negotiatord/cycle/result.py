@@ -46,7 +46,7 @@ class CycleStats:
 
     duration_s: float
     matches: int
-    rejections: int
+    rejections: int                 # jobs left refused, counted once per reason (CycleResult.rejections)
     slots: int
     jobs: int
     autoclusters: int
@@ -61,7 +61,7 @@ class CycleStats:
 class CycleResult:
     stats: CycleStats
     matches: tuple[Match, ...]
-    rejections: tuple[Rejection, ...]
+    rejections: tuple[Rejection, ...]   # each refused job once per reason; none that was matched later
     groups: tuple[GroupReport, ...]
     submitters: tuple[SubmitterReport, ...]
     usage: dict[str, float]      # customer (submitter or group) -> weighted usage after the cycle

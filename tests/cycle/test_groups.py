@@ -140,6 +140,28 @@ def test_quota_a_blocked_job_held_flows_as_surplus_in_the_next_round():
         ("erin-schedd#2.0#0", "concurrency limit license reached")]
 
 
+def test_rejections_are_the_final_outcome_once_per_job_and_reason():
+    """Three equal submitters on 10 cpus: spin 1 refuses each one's fourth job for its limit, and
+    the remainder round then matches one of them; the fifth jobs are refused in several spins.
+    A job matched after all is not listed; a job refused for one reason in several spins once."""
+    config = settings(concurrency_limits={"license": 0}, **CPU_POLICY)
+    job_ads = (jobs("a", 5, cluster=1) + jobs("b", 5, cluster=2) + jobs("c", 5, cluster=3)
+               + jobs("d", 2, cluster=4, ConcurrencyLimits="license"))
+    result = run([pslot("s", cpus=10)], job_ads, config)
+    matched = {m.job for m in result.matches}
+    listed = [(r.job, r.reason) for r in result.rejections]
+    assert len(listed) == len(set(listed)) == result.stats.rejections
+    assert not matched & {job for job, _ in listed}
+    assert ("d-schedd#4.0#0", "concurrency limit license reached") in listed
+    assert "a-schedd#1.3#0" in matched    # refused for a's limit in spin 1, matched in the remainder round
+    assert listed == [
+        ("d-schedd#4.0#0", "concurrency limit license reached"),
+        ("b-schedd#2.3#0", "submitter limit exceeded"), ("c-schedd#3.3#0", "submitter limit exceeded"),
+        ("b-schedd#2.3#0", "no match found"), ("c-schedd#3.3#0", "no match found"),
+        ("a-schedd#1.4#0", "no match found"),
+    ]
+
+
 @pytest.mark.parametrize("loading, expected", [
     (PslotLoading.DEPTH_FIRST, {"first": 4}),
     (PslotLoading.BREADTH_FIRST, {"first": 2, "second": 2}),

@@ -7,11 +7,19 @@ follow HTCondor's ``LastNegotiationCycle*`` attributes where one exists.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from negotiatord.accountant import AccountantState
+from negotiatord.ads.reader import read_ads
 from negotiatord.cycle.result import (
     CycleResult, CycleStats, GroupReport, Match, Rejection, SubmitterReport,
 )
+from negotiatord.pool.builder import build_snapshot
 from negotiatord.publish.report import cycle_document, cycle_figures, cycle_table, match_document
+from negotiatord.runtime import run_cycle
+from negotiatord.settings import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MATCHES = (
     Match("sub#1.0#1", "slot1@node1", "alice@site", "group_physics", 2.0,
@@ -78,3 +86,22 @@ def test_columns_line_up_under_their_headings() -> None:
     start = lines[header].index("submitter")
     for row in lines[header + 2: header + 4]:
         assert row[start:].startswith("alice@site")
+
+
+def sample_cycle(config_name: str) -> CycleResult:
+    config = load_settings(ROOT / "config" / config_name)
+    snapshot = build_snapshot(read_ads(ROOT / "samples" / "slots.ads").ads,
+                              read_ads(ROOT / "samples" / "jobs.ads").ads, config)
+    return run_cycle(snapshot, AccountantState(), config, 1_750_000_000)
+
+
+def test_the_sample_lists_each_refused_job_once_per_reason_and_no_matched_job() -> None:
+    """The bundled sample under hierarchical_groups.conf refuses jobs for their submitter's limit
+    in one spin and matches them in a later one, and refuses others in several spins."""
+    result = sample_cycle("hierarchical_groups.conf")
+    document = cycle_document(result)
+    rows = [(r["job"], r["reason"]) for r in document["rejections"]]
+    assert len(rows) == len(set(rows)) == document["cycle"]["rejections"]
+    assert not {m["job"] for m in document["matches"]} & {job for job, _ in rows}
+    table = cycle_table(result).split("rejected job")[1].splitlines()[2:]
+    assert sorted(tuple(line.split(maxsplit=2)[::2]) for line in table if line.strip()) == sorted(rows)
