@@ -27,7 +27,7 @@ import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -379,6 +379,8 @@ class _Cycle:
 
     def _result(self, duration: float, pool_size: float, allocations: dict[str, GroupAllocation]) -> CycleResult:
         rejections = self._final_rejections()
+        usage = self.tree.roll_up(self.usage)
+        allocated = self._subtree_totals({a.name: a.allocated for a in allocations.values()})
         stats = CycleStats(
             duration_s=duration,
             matches=len(self.matches),
@@ -397,17 +399,26 @@ class _Cycle:
             matches=tuple(self.matches),
             rejections=rejections,
             groups=tuple(
-                GroupReport(a.name, a.quota, a.allocated, self.own_usage[a.name], a.accept_surplus)
+                GroupReport(a.name, a.quota, allocated[a.name], usage.get(a.name, 0.0), a.accept_surplus,
+                            own_allocated=a.allocated, own_usage=self.own_usage[a.name])
                 for a in allocations.values()
             ),
             submitters=tuple(
                 SubmitterReport(s.name, s.group, s.priority, s.share_limit, self.usage[s.name])
                 for s in sorted(self.submitters.values(), key=lambda s: (s.group, s.priority, s.name))
             ),
-            usage=self.tree.roll_up(self.usage),
+            usage=usage,
             charges=self.tree.roll_up(self.charges),
             problems=tuple(self.problems),
         )
+
+    def _subtree_totals(self, own: Mapping[str, float]) -> dict[str, float]:
+        """Each group's own figure plus its descendants', as :meth:`GroupTree.roll_up` totals usage."""
+        totals: dict[str, float] = defaultdict(float)
+        for name, amount in own.items():
+            for group in self.tree.lineage(name):
+                totals[group] += amount
+        return totals
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:

@@ -24,11 +24,17 @@ class Rejection:
 
 @dataclass(frozen=True)
 class GroupReport:
+    """A group's figures after the cycle. A group's quota is its subtree's, so ``allocated`` and
+    ``usage`` are its subtree's too (as ``condor_userprio`` shows a parent group); the ``own_``
+    figures are its own submitters', which its quota's ``own_quota`` part is measured against."""
+
     name: str
     quota: float
-    allocated: float
-    usage: float
+    allocated: float              # the group's and its descendants' allocations
+    usage: float                  # the group's and its descendants' usage, this cycle's matches included
     accept_surplus: bool
+    own_allocated: float          # what the group's own submitters were allocated
+    own_usage: float              # what the group's own submitters use
 
 
 @dataclass(frozen=True)

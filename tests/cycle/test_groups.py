@@ -39,7 +39,7 @@ def test_issue_example_surplus_goes_to_the_sibling_first():
                + jobs("bu", 100, group="group_b", cluster=3))
     result = run(slots, job_ads, config)
     assert by_group(result) == {"group_a.x": 60, "group_a.y": 10, "group_b": 30}
-    allocated = {g.name: g.allocated for g in result.groups}
+    allocated = {g.name: g.own_allocated for g in result.groups}
     assert allocated["group_a.x"] == pytest.approx(60)
     assert sum(allocated.values()) <= 100 + 1e-9
 
@@ -96,7 +96,7 @@ def test_a_job_its_concurrency_limit_blocks_holds_no_quota():
     job_ads = jobs("dave", 4, cluster=1, group="group_chem", ConcurrencyLimits="license") + jobs("erin", 10, cluster=2)
     result = run([pslot("s", cpus=10)], job_ads, config)
     assert by_group(result) == {"group_chem": 3, "<none>": 7}
-    allocated = {g.name: g.allocated for g in result.groups}
+    allocated = {g.name: g.own_allocated for g in result.groups}
     assert allocated == pytest.approx({"<none>": 7, "group_chem": 3})
     assert [(r.job, r.reason) for r in result.rejections if r.job.startswith("dave-")] == [
         ("dave-schedd#1.3#0", "concurrency limit license reached")]

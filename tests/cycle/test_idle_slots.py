@@ -54,11 +54,11 @@ def left_idle(slot_ads: list[classad2.ClassAd], job_ads: list[classad2.ClassAd],
     jobs leaves unused is its own (its quota, or its share of surplus in fractions of a match)."""
     slots, waiting = what_is_left(slot_ads, job_ads, result)
     group_of = {report.name: report.group for report in result.submitters}
-    stranded = result.stats.pool_size - sum(report.allocated for report in result.groups)
+    stranded = result.stats.pool_size - sum(report.own_allocated for report in result.groups)
     for report in result.groups:
         own = [ad for ad in waiting if group_of.get(submitter_of(ad)) == report.name]
-        if report.allocated > report.usage and not quota_free_cycle(slots, own, config, now):
-            stranded += report.allocated - report.usage
+        if report.own_allocated > report.own_usage and not quota_free_cycle(slots, own, config, now):
+            stranded += report.own_allocated - report.own_usage
     return [match for match in quota_free_cycle(slots, waiting, config, now)
             if accepts_surplus(config, group_of[match.submitter]) and match.cost <= stranded + 1e-9]
 
