@@ -53,7 +53,7 @@ class CycleStats:
     duration_s: float
     matches: int
     rejections: int                 # jobs left refused, counted once per reason (CycleResult.rejections)
-    slots: int
+    slots: int                      # slot ads negotiated over (the daemon leaves out its stand-ins)
     jobs: int
     autoclusters: int
     pie_spins: int
