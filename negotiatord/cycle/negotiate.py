@@ -379,6 +379,12 @@ class _Cycle:
 
     def _result(self, duration: float, pool_size: float, allocations: dict[str, GroupAllocation]) -> CycleResult:
         rejections = self._final_rejections()
+        submitters = tuple(
+            SubmitterReport(s.name, s.group, s.priority, s.share_limit, self.usage[s.name])
+            for s in sorted(self.submitters.values(), key=lambda s: (s.group, s.priority, s.name))
+        )
+        # every submitter with idle jobs is a customer of the cycle, at usage 0 if it holds nothing
+        # (self.usage is a defaultdict: the reports above filed it), so the accountant keeps its record
         usage = self.tree.roll_up(self.usage)
         allocated = self._subtree_totals({a.name: a.allocated for a in allocations.values()})
         stats = CycleStats(
@@ -403,10 +409,7 @@ class _Cycle:
                             own_allocated=a.allocated, own_usage=self.own_usage[a.name])
                 for a in allocations.values()
             ),
-            submitters=tuple(
-                SubmitterReport(s.name, s.group, s.priority, s.share_limit, self.usage[s.name])
-                for s in sorted(self.submitters.values(), key=lambda s: (s.group, s.priority, s.name))
-            ),
+            submitters=submitters,
             usage=usage,
             charges=self.tree.roll_up(self.charges),
             problems=tuple(self.problems),
