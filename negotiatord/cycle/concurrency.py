@@ -8,12 +8,15 @@ names are case-insensitive; running jobs (claimed slots' ConcurrencyLimits) coun
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from negotiatord.cycle.state import EPSILON
 from negotiatord.pool.jobs import parse_concurrency_limits
 from negotiatord.settings import Settings
+
+Limits = tuple[tuple[str, float], ...]
 
 
 class ConcurrencyLedger:
@@ -32,13 +35,49 @@ class ConcurrencyLedger:
             return self._settings.concurrency_scope_defaults[scope]
         return self._settings.concurrency_limit_default
 
-    def blocking(self, limits: tuple[tuple[str, float], ...]) -> str | None:
+    def blocking(self, limits: Limits) -> str | None:
         """The first limit a job with ``limits`` would exceed, or None if it fits."""
         for name, increment in limits:
             if self.in_use[name] + increment > self.limit(name) + EPSILON:
                 return name
         return None
 
-    def take(self, limits: tuple[tuple[str, float], ...]) -> None:
+    def room_for(self, limits: Limits, jobs: int, drawn: Mapping[str, float]) -> int:
+        """How many of ``jobs`` jobs that each draw ``limits`` could start one after another, with
+        ``drawn`` of each limit already counted on by other requests.
+
+        Job k starts if every entry of its limits fits (as :meth:`blocking` checks) on top of
+        the k jobs before it, which hold the sum of their entries of each name."""
+        per_job: dict[str, float] = defaultdict(float)
+        largest: dict[str, float] = defaultdict(float)
+        for name, increment in limits:
+            per_job[name] += increment
+            largest[name] = max(largest[name], increment)
+        fitting = jobs
+        for name, increment in per_job.items():
+            left = self.limit(name) + EPSILON - self.in_use[name] - drawn.get(name, 0.0) - largest[name]
+            if left < 0:
+                return 0
+            if math.isfinite(left):
+                fitting = min(fitting, 1 + math.floor(left / increment))
+        return fitting
+
+    def take(self, limits: Limits) -> None:
         for name, increment in limits:
             self.in_use[name] += increment
+
+
+class Headroom:
+    """What the concurrency limits leave for one estimate of demand. Each request counted draws on
+    it, so requests that share a limit never count the same headroom twice."""
+
+    def __init__(self, ledger: ConcurrencyLedger) -> None:
+        self._ledger = ledger
+        self._drawn: dict[str, float] = defaultdict(float)
+
+    def draw(self, limits: Limits, jobs: int) -> int:
+        """How many of ``jobs`` jobs with ``limits`` the headroom left lets start; those are drawn."""
+        fitting = self._ledger.room_for(limits, jobs, self._drawn)
+        for name, increment in limits:
+            self._drawn[name] += fitting * increment
+        return fitting

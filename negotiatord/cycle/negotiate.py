@@ -7,11 +7,12 @@ the README lists:
 2. count running work: each claimed slot's weight is charged to its customer, and so to the
    customer's group, that group's ancestors and ``<none>`` (:meth:`GroupTree.roll_up`);
 3. build each autocluster's candidate list; a group's demand is its usage plus, for each idle
-   request, its jobs times the cost on its best candidate (jobs no slot matches add nothing);
+   request, the jobs that can start times the cost on its best candidate (jobs no slot matches,
+   and jobs the headroom of their concurrency limits does not let start, add nothing);
 4. share the pool among groups (:mod:`negotiatord.cycle.quotas`) and negotiate group by group in
    GROUP_SORT_EXPR order, pie spins sharing each group's allocation among its submitters; like
-   HTCondor's allocation rounds, repeat with demand re-estimated from what is still unmatched while
-   rounds make matches (GROUP_QUOTA_MAX_ALLOCATION_ROUNDS);
+   HTCondor's allocation rounds, repeat with demand re-estimated from what is still unmatched and
+   can still start while rounds make matches (GROUP_QUOTA_MAX_ALLOCATION_ROUNDS);
 5. let submitters of GROUP_AUTOREGROUP groups compete for what is left, as the ``<none>`` group.
 
 No I/O happens here, and nothing process-wide is touched: the evaluator that answers the job-slot
@@ -26,13 +27,13 @@ import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
-from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from negotiatord.accountant import AccountantState
-from negotiatord.cycle.concurrency import ConcurrencyLedger
+from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
 from negotiatord.cycle.quotas import GroupAllocation, allocate_quotas
@@ -85,10 +86,11 @@ class _Cycle:
         self.accounts: dict[str, str] = {}                      # customer -> its assigned group
         self.charges: dict[str, float] = defaultdict(float)     # submitter -> cost of its matches
         self.matches: list[Match] = []
-        self.rejections: list[Rejection] = []
+        self.rejections: dict[tuple[str, str], Rejection] = {}   # (job, reason) -> its first rejection
         self.pie_spins = 0
         self.match_lists: dict[int, MatchList] = {}
-        self.exhausted: set[int] = set()                         # autoclusters nothing matches any more
+        self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
+                                                                 # any more this cycle
 
     def run(self) -> CycleResult:
         started = time.perf_counter()
@@ -144,26 +146,42 @@ class _Cycle:
         return submitters
 
     def _demand(self) -> dict[str, float]:
-        """Each group's own usage plus what its unmatched jobs would cost on their best candidates.
+        """Each group's own usage plus what its unmatched jobs that can start this cycle would cost
+        on their best candidates: quota held for a job that cannot start is denied to every other
+        group.
 
-        A request whose autocluster nothing matches adds no demand; it is rejected here, once.
+        A request that cannot start a job (nothing matches it, or a concurrency limit it draws on
+        is full) adds nothing; it is rejected and closed here (:meth:`_offer`). Of the others, a
+        request counts the jobs its concurrency limits' headroom lets start (an autocluster's jobs
+        share their ConcurrencyLimits). Headroom shared by several requests is drawn group by
+        group: within a group, requests draw on one copy in the order its pie spins offer them
+        (submitters by effective priority, each one's requests in queue order), so a group never
+        counts a unit of headroom twice and its demand is never more than it could start. Each
+        group draws on the whole headroom, because which group reaches a shared limit first
+        follows the negotiation order that the allocation itself decides; a group that does not
+        get there is blocked at match time, and the next allocation round re-estimates without
+        that job, so the quota it held flows to others as surplus.
         """
         demand = defaultdict(float, self.own_usage)
-        for submitter in self.submitters.values():
+        headroom: dict[str, Headroom] = {}
+        for submitter in _in_priority_order(self.submitters.values()):
+            drawn = headroom.setdefault(submitter.group, Headroom(self.ledger))
             for request in submitter.open_requests(self.exhausted):
-                best = self._match_list(request.autocluster).best()
-                if best is None:
-                    self._exhaust(request, submitter)
-                else:
-                    demand[submitter.group] += len(request.jobs) * self._cost(best)
+                best = self._offer(request, submitter)
+                if best is not None:
+                    startable = drawn.draw(request.jobs[0].concurrency_limits, len(request.jobs))
+                    demand[submitter.group] += startable * self._cost(best)
         return dict(demand)
 
     # -- groups ------------------------------------------------------------------------------------
 
     def _allocation_rounds(self, pool_size: float, demand: dict[str, float]) -> dict[str, GroupAllocation]:
         """Allocate and negotiate; while a round makes matches and work is left, re-estimate demand
-        from what is still unmatched and go again, so allocation a group could not use (or demand
-        the first estimate missed) is not stranded for the cycle."""
+        from what is still unmatched and can still start, and go again, so allocation a group could
+        not use (a job blocked by a limit another group's match filled, a candidate another group
+        took, or demand the first estimate missed) is not stranded for the cycle: as HTCondor's
+        ``hgq_negotiate_with_all_groups`` sets a group's request to its usage when it used less
+        than its allocation."""
         for _ in range(self.settings.allocation_rounds):
             # the root <none> always accepts surplus, as in HTCondor's hgq_construct_tree
             allocations = allocate_quotas(self.tree, pool_size, demand, accept_surplus_root=True)
@@ -221,7 +239,7 @@ class _Cycle:
         round in priority order, so no allocation is stranded in fractions of a match (HTCondor
         leaves such remainders unused). Returns the matches made.
         """
-        members = sorted(members, key=lambda s: (s.priority, s.name))
+        members = _in_priority_order(members)
         for submitter, share in zip(members, _shares(members)):
             submitter.share_limit = share * allocated
         hungry = self._hungry(members)
@@ -259,20 +277,19 @@ class _Cycle:
                              max_matches: int | None = None) -> int:
         """Offer ``submitter``'s requests in order until its limit is spent; returns matches made.
 
-        A request refused for the submitter's limit, the group's room or a concurrency limit is
-        skipped for the rest of this pass; one that no slot matches is skipped for the cycle.
+        A request refused for the submitter's limit or the group's room is skipped for the rest of
+        this pass; one that cannot start a job any more (:meth:`_offer`) is skipped for the cycle.
         """
         made = 0
         for request in submitter.open_requests(self.exhausted):
             match_list = self._match_list(request.autocluster)
             while request.jobs and made != max_matches:
-                job = request.jobs[0]
-                candidate = match_list.best()
+                candidate = self._offer(request, submitter)
                 if candidate is None:
-                    self._exhaust(request, submitter)
                     break
+                job = request.jobs[0]
                 cost = self._cost(candidate)
-                reason = self._refusal(job, cost, limit, room())
+                reason = self._refusal(cost, limit, room())
                 if reason is not None:
                     self._reject(job, submitter, reason)
                     break
@@ -284,13 +301,29 @@ class _Cycle:
                 break
         return made
 
-    def _refusal(self, job: Job, cost: float, limit: float, room: float) -> str | None:
+    def _offer(self, request: Request, submitter: Submitter) -> Candidate | None:
+        """The best candidate for ``request``'s next job, or None if that job cannot start this
+        cycle; then the request is closed for the cycle and its job rejected.
+
+        Its concurrency limits are checked first, as HTCondor's ``matchmakingAlgorithm`` checks a
+        job's literal ConcurrencyLimits before looking at candidates. Neither answer can turn
+        within a cycle: limits only fill up, the slots on offer only shrink; and an autocluster's
+        jobs share both their ConcurrencyLimits and their candidates."""
+        blocked = self.ledger.blocking(request.jobs[0].concurrency_limits)
+        if blocked is not None:
+            self._close(request, submitter, CONCURRENCY_LIMIT.format(name=blocked))
+            return None
+        candidate = self._match_list(request.autocluster).best()
+        if candidate is None:
+            self._close(request, submitter, NO_MATCH)
+        return candidate
+
+    def _refusal(self, cost: float, limit: float, room: float) -> str | None:
         if cost > limit + EPSILON:
             return SUBMITTER_LIMIT
         if cost > room + EPSILON:
             return GROUP_QUOTA
-        blocked = self.ledger.blocking(job.concurrency_limits)
-        return None if blocked is None else CONCURRENCY_LIMIT.format(name=blocked)
+        return None
 
     # -- bookkeeping -------------------------------------------------------------------------------
 
@@ -322,12 +355,19 @@ class _Cycle:
             group = self.accounts[customer] = self.tree.assigned_group(customer)
         return group
 
-    def _exhaust(self, request: Request, submitter: Submitter) -> None:
+    def _close(self, request: Request, submitter: Submitter, reason: str) -> None:
         self.exhausted.add(request.autocluster.id)
-        self._reject(request.jobs[0], submitter, NO_MATCH)
+        self._reject(request.jobs[0], submitter, reason)
 
     def _reject(self, job: Job, submitter: Submitter, reason: str) -> None:
-        self.rejections.append(Rejection(job.id, submitter.name, reason))
+        """Record why ``job`` was refused; once per reason, however many spins refuse it for it."""
+        self.rejections.setdefault((job.id, reason), Rejection(job.id, submitter.name, reason))
+
+    def _final_rejections(self) -> tuple[Rejection, ...]:
+        """The cycle's outcome for the jobs it refused: each job once per reason, in the order first
+        refused, and none that a later spin or round matched after all."""
+        matched = {match.job for match in self.matches}
+        return tuple(r for r in self.rejections.values() if r.job not in matched)
 
     def _cost(self, candidate: Candidate) -> float:
         """NEGOTIATOR_USE_SLOT_WEIGHTS = False: a match on a slot without a consumption policy costs 1."""
@@ -343,10 +383,19 @@ class _Cycle:
         return self.match_lists[autocluster.id]
 
     def _result(self, duration: float, pool_size: float, allocations: dict[str, GroupAllocation]) -> CycleResult:
+        rejections = self._final_rejections()
+        submitters = tuple(
+            SubmitterReport(s.name, s.group, s.priority, s.share_limit, self.usage[s.name])
+            for s in sorted(self.submitters.values(), key=lambda s: (s.group, s.priority, s.name))
+        )
+        # every submitter with idle jobs is a customer of the cycle, at usage 0 if it holds nothing
+        # (self.usage is a defaultdict: the reports above filed it), so the accountant keeps its record
+        usage = self.tree.roll_up(self.usage)
+        allocated = self._subtree_totals({a.name: a.allocated for a in allocations.values()})
         stats = CycleStats(
             duration_s=duration,
             matches=len(self.matches),
-            rejections=len(self.rejections),
+            rejections=len(rejections),
             slots=len(self.table),
             jobs=len(self.snapshot.jobs),
             autoclusters=len(self.snapshot.autoclusters),
@@ -359,19 +408,25 @@ class _Cycle:
         return CycleResult(
             stats=stats,
             matches=tuple(self.matches),
-            rejections=tuple(self.rejections),
+            rejections=rejections,
             groups=tuple(
-                GroupReport(a.name, a.quota, a.allocated, self.own_usage[a.name], a.accept_surplus)
+                GroupReport(a.name, a.quota, allocated[a.name], usage.get(a.name, 0.0), a.accept_surplus,
+                            own_allocated=a.allocated, own_usage=self.own_usage[a.name])
                 for a in allocations.values()
             ),
-            submitters=tuple(
-                SubmitterReport(s.name, s.group, s.priority, s.share_limit, self.usage[s.name])
-                for s in sorted(self.submitters.values(), key=lambda s: (s.group, s.priority, s.name))
-            ),
-            usage=self.tree.roll_up(self.usage),
+            submitters=submitters,
+            usage=usage,
             charges=self.tree.roll_up(self.charges),
             problems=tuple(self.problems),
         )
+
+    def _subtree_totals(self, own: Mapping[str, float]) -> dict[str, float]:
+        """Each group's own figure plus its descendants', as :meth:`GroupTree.roll_up` totals usage."""
+        totals: dict[str, float] = defaultdict(float)
+        for name, amount in own.items():
+            for group in self.tree.lineage(name):
+                totals[group] += amount
+        return totals
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -380,6 +435,11 @@ class _Cycle:
             yield
         finally:
             self.phases[name] = time.perf_counter() - started
+
+
+def _in_priority_order(submitters: Iterable[Submitter]) -> list[Submitter]:
+    """Best effective priority first, then by name: the order a pie spin serves submitters in."""
+    return sorted(submitters, key=lambda s: (s.priority, s.name))
 
 
 def _shares(members: list[Submitter]) -> list[float]:

@@ -24,11 +24,17 @@ class Rejection:
 
 @dataclass(frozen=True)
 class GroupReport:
+    """A group's figures after the cycle. A group's quota is its subtree's, so ``allocated`` and
+    ``usage`` are its subtree's too (as ``condor_userprio`` shows a parent group); the ``own_``
+    figures are its own submitters', which its quota's ``own_quota`` part is measured against."""
+
     name: str
     quota: float
-    allocated: float
-    usage: float
+    allocated: float              # the group's and its descendants' allocations
+    usage: float                  # the group's and its descendants' usage, this cycle's matches included
     accept_surplus: bool
+    own_allocated: float          # what the group's own submitters were allocated
+    own_usage: float              # what the group's own submitters use
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,8 @@ class CycleStats:
 
     duration_s: float
     matches: int
-    rejections: int
-    slots: int
+    rejections: int                 # jobs left refused, counted once per reason (CycleResult.rejections)
+    slots: int                      # slot ads negotiated over (the daemon leaves out its stand-ins)
     jobs: int
     autoclusters: int
     pie_spins: int
@@ -61,7 +67,7 @@ class CycleStats:
 class CycleResult:
     stats: CycleStats
     matches: tuple[Match, ...]
-    rejections: tuple[Rejection, ...]
+    rejections: tuple[Rejection, ...]   # each refused job once per reason; none that was matched later
     groups: tuple[GroupReport, ...]
     submitters: tuple[SubmitterReport, ...]
     usage: dict[str, float]      # customer (submitter or group) -> weighted usage after the cycle

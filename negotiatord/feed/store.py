@@ -53,6 +53,9 @@ class PoolView:
     jobs: dict[str, classad2.ClassAd]
     # ad_version of the stored ad behind each held slot's stand-in in ``slots``
     held_slot_versions: dict[str, str] = field(default_factory=dict)
+    # how many of ``slots`` are claimed dynamic slots standing in for matches held on partitionable
+    # slots: no startd advertised them, so they are no slots of the pool
+    stand_in_slots: int = 0
 
 
 @dataclass
@@ -181,6 +184,10 @@ class AdTable:
     def held(self) -> int:
         return len(self._holds)
 
+    def extras(self) -> int:
+        """How many extra ads (claimed dynamic slots) :meth:`view` adds for held ads."""
+        return sum(len(hold.extras) for key, hold in self._holds.items() if key in self._entries)
+
 
 class AdStore:
     """Slot, job and submitter ads; see the module docstring for the rules."""
@@ -235,7 +242,7 @@ class AdStore:
 
     def view(self) -> PoolView:
         slots = self._tables[AdKind.SLOT]
-        return PoolView(slots.view(), self._tables[AdKind.JOB].view(), slots.held_versions())
+        return PoolView(slots.view(), self._tables[AdKind.JOB].view(), slots.held_versions(), slots.extras())
 
     def counts(self) -> dict[str, int]:
         return {kind.value: len(table) for kind, table in self._tables.items()}

@@ -31,14 +31,16 @@ def match_document(match: Match) -> dict[str, Any]:
 
 
 def cycle_document(result: CycleResult) -> dict[str, Any]:
-    """The JSON document ``negotiatord negotiate`` prints; matches in the order they were made."""
+    """The JSON document ``negotiatord negotiate`` prints; matches in the order they were made.
+    A group's quota, allocated and usage are its subtree's; own_allocated and own_usage its own
+    submitters'."""
     return {
         "cycle": cycle_figures(result.stats),
         "matches": [match_document(m) for m in result.matches],
         "rejections": [{"job": r.job, "submitter": r.submitter, "reason": r.reason} for r in result.rejections],
         "groups": [
             {"name": g.name, "quota": g.quota, "allocated": g.allocated, "usage": g.usage,
-             "accept_surplus": g.accept_surplus}
+             "own_allocated": g.own_allocated, "own_usage": g.own_usage, "accept_surplus": g.accept_surplus}
             for g in result.groups
         ],
         "submitters": [
@@ -51,15 +53,17 @@ def cycle_document(result: CycleResult) -> dict[str, Any]:
 
 
 def cycle_table(result: CycleResult) -> str:
-    """A readable summary: the cycle line, then groups, submitters, matches and rejections."""
+    """A readable summary: the cycle line, then groups (subtree figures, then the group's own),
+    submitters, matches and rejections."""
     s = result.stats
     lines = [
         f"cycle: {s.matches} matches, {s.rejections} rejections, {s.slots} slots, {s.jobs} idle jobs, "
         f"{s.autoclusters} autoclusters, {s.pie_spins} pie spins, pool size {_number(s.pool_size)}, "
         f"{s.duration_s:.3f} s",
         "",
-        _table(["group", "quota", "allocated", "usage", "surplus"],
-               [[g.name, _number(g.quota), _number(g.allocated), _number(g.usage), "yes" if g.accept_surplus else "no"]
+        _table(["group", "quota", "allocated", "usage", "own allocated", "own usage", "surplus"],
+               [[g.name, _number(g.quota), _number(g.allocated), _number(g.usage), _number(g.own_allocated),
+                 _number(g.own_usage), "yes" if g.accept_surplus else "no"]
                 for g in result.groups]),
         "",
         _table(["submitter", "group", "eff. priority", "limit", "usage"],

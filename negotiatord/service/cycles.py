@@ -120,6 +120,8 @@ class CycleRunner:
 
             self.phase = "negotiate"
             result = run_cycle(snapshot, state, settings, now, descriptions=self.descriptions)
+            # the stand-ins for held matches are negotiated over, but they are no slots of the pool
+            result = replace(result, stats=replace(result.stats, slots=result.stats.slots - view.stand_in_slots))
             phases.update(result.stats.phase_s)
 
             self.phase = "accountant"

@@ -86,7 +86,8 @@ class _Figures(Collector):
             ("duration_seconds", outcome.duration_s, "Duration of the last cycle"),
             ("matches", stats.matches, "Matches made by the last cycle"),
             ("rejections", stats.rejections, "Rejections in the last cycle"),
-            ("slots", stats.slots, "Slots in the last cycle"),
+            ("slots", stats.slots, "Slots in the last cycle: each slot ad a startd advertised (partitionable, "
+             "dynamic or static) once; the claimed dynamic slots standing in for held matches are not slots"),
             ("candidate_slots", outcome.candidate_slots, "Unclaimed slots offered in the last cycle"),
             ("idle_jobs", outcome.idle_jobs, "Idle jobs in the last cycle"),
             ("active_submitters", outcome.submitters, "Submitters with idle jobs in the last cycle"),

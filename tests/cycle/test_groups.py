@@ -39,7 +39,7 @@ def test_surplus_goes_to_the_sibling_first_not_by_tie_order():
                + jobs("bu", 100, group="group_b", cluster=3))
     result = run(slots, job_ads, config)
     assert by_group(result) == {"group_a.x": 60, "group_a.y": 10, "group_b": 30}
-    allocated = {g.name: g.allocated for g in result.groups}
+    allocated = {g.name: g.own_allocated for g in result.groups}
     assert allocated["group_a.x"] == pytest.approx(60)
     assert sum(allocated.values()) <= 100 + 1e-9
 
@@ -86,6 +86,80 @@ def test_concurrency_increments_and_scope_defaults():
     config = settings(concurrency_scope_defaults={"db": 4}, **CPU_POLICY)
     result = run([pslot("s", cpus=10)], jobs("alice", 5, ConcurrencyLimits="db.read:2"), config)
     assert len(result.matches) == 2
+
+
+def test_a_job_its_concurrency_limit_blocks_holds_no_quota():
+    """group_chem refuses surplus and has quota for all its 4 jobs, but its licence lets 3 run: the
+    fourth must not keep a core from erin, who is in <none> (which takes surplus)."""
+    tree = (group("group_chem", quota=4),)
+    config = settings(groups=tree, concurrency_limits={"license": 3}, **CPU_POLICY)
+    job_ads = jobs("dave", 4, cluster=1, group="group_chem", ConcurrencyLimits="license") + jobs("erin", 10, cluster=2)
+    result = run([pslot("s", cpus=10)], job_ads, config)
+    assert by_group(result) == {"group_chem": 3, "<none>": 7}
+    allocated = {g.name: g.own_allocated for g in result.groups}
+    assert allocated == pytest.approx({"<none>": 7, "group_chem": 3})
+    assert [(r.job, r.reason) for r in result.rejections if r.job.startswith("dave-")] == [
+        ("dave-schedd#1.3#0", "concurrency limit license reached")]
+
+
+def test_a_blocked_job_does_not_reserve_the_whole_static_slot_it_would_take():
+    """The blocked job's best candidate is a 4-core static slot, costing 4: without the fix those 4
+    stay in group_chem's quota and the slot, which erin's 4-core job fits, stays idle."""
+    tree = (group("group_chem", quota=12),)
+    config = settings(groups=tree, concurrency_limits={"license": 8}, **CPU_POLICY)
+    job_ads = (jobs("dave", 9, cluster=1, group="group_chem", ConcurrencyLimits="license")
+               + jobs("erin", 1, cluster=2, cpus=4))
+    result = run([pslot("s", cpus=8), static_slot("big", cpus=4, memory=4096)], job_ads, config)
+    assert Counter(m.slot for m in result.matches) == {"s": 8, "big": 1}
+
+
+def test_submitters_of_one_group_count_shared_headroom_once():
+    """dave and fay both wait on a licence with room for one job: group_chem's demand is one job,
+    not two, so erin gets the other two cores."""
+    tree = (group("group_chem", quota=2),)
+    config = settings(groups=tree, concurrency_limits={"license": 1}, **CPU_POLICY)
+    job_ads = (jobs("dave", 1, cluster=1, group="group_chem", ConcurrencyLimits="license")
+               + jobs("fay", 1, cluster=2, group="group_chem", ConcurrencyLimits="license")
+               + jobs("erin", 3, cluster=3))
+    result = run([pslot("s", cpus=3)], job_ads, config)
+    assert by_group(result) == {"group_chem": 1, "<none>": 2}
+
+
+def test_quota_a_blocked_job_held_flows_as_surplus_in_the_next_round():
+    """group_a and erin (<none>) both count the one licence; group_a negotiates first and takes
+    it. Erin's job is then blocked and the core <none> was allocated for it goes, in the next
+    allocation round, to group_b (quota 0, takes surplus)."""
+    tree = (group("group_a", quota=1), group("group_b", dynamic=0.0, surplus=True))
+    config = settings(groups=tree, concurrency_limits={"license": 1}, **CPU_POLICY)
+    job_ads = (jobs("alice", 1, cluster=1, group="group_a", ConcurrencyLimits="license")
+               + jobs("erin", 1, cluster=2, ConcurrencyLimits="license")
+               + jobs("bob", 5, cluster=3, group="group_b"))
+    result = run([pslot("s", cpus=3)], job_ads, config)
+    assert by_group(result) == {"group_a": 1, "group_b": 2}
+    assert [(r.job, r.reason) for r in result.rejections if r.submitter == "erin@site"] == [
+        ("erin-schedd#2.0#0", "concurrency limit license reached")]
+
+
+def test_rejections_are_the_final_outcome_once_per_job_and_reason():
+    """Three equal submitters on 10 cpus: spin 1 refuses each one's fourth job for its limit, and
+    the remainder round then matches one of them; the fifth jobs are refused in several spins.
+    A job matched after all is not listed; a job refused for one reason in several spins once."""
+    config = settings(concurrency_limits={"license": 0}, **CPU_POLICY)
+    job_ads = (jobs("a", 5, cluster=1) + jobs("b", 5, cluster=2) + jobs("c", 5, cluster=3)
+               + jobs("d", 2, cluster=4, ConcurrencyLimits="license"))
+    result = run([pslot("s", cpus=10)], job_ads, config)
+    matched = {m.job for m in result.matches}
+    listed = [(r.job, r.reason) for r in result.rejections]
+    assert len(listed) == len(set(listed)) == result.stats.rejections
+    assert not matched & {job for job, _ in listed}
+    assert ("d-schedd#4.0#0", "concurrency limit license reached") in listed
+    assert "a-schedd#1.3#0" in matched    # refused for a's limit in spin 1, matched in the remainder round
+    assert listed == [
+        ("d-schedd#4.0#0", "concurrency limit license reached"),
+        ("b-schedd#2.3#0", "submitter limit exceeded"), ("c-schedd#3.3#0", "submitter limit exceeded"),
+        ("b-schedd#2.3#0", "no match found"), ("c-schedd#3.3#0", "no match found"),
+        ("a-schedd#1.4#0", "no match found"),
+    ]
 
 
 @pytest.mark.parametrize("loading, expected", [

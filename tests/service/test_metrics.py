@@ -1,0 +1,34 @@
+"""The daemon's figures count slots as slots: a partitionable slot whose matches are held is one
+slot, however many claimed dynamic slots stand in for its matches until its startd advertises
+again (HTCondor's ``LastNegotiationCycleTotalSlots`` counts the slot ads the negotiator got)."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from negotiatord.service.daemon import Daemon
+
+from tests.service_harness import SAMPLE_POOL, in_process, next_cycle, serve
+
+QUICK = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0"}
+SAMPLE_SLOTS = 15     # samples/slots.ads: 3 partitionable, 4 dynamic and 8 static slots
+
+
+def test_held_matches_add_no_slots_to_the_cycle_figures(tmp_path):
+    daemon = in_process(tmp_path / "d", QUICK, SAMPLE_POOL)
+    seen: list[tuple[int, int, int, int]] = []
+
+    async def scenario(daemon: Daemon) -> None:
+        for _ in range(3):      # the first cycle's matches are held through the next two
+            await next_cycle(daemon)
+            metrics = {sample.name: sample.value
+                       for family in text_string_to_metric_families(daemon.metrics.exposition().decode())
+                       for sample in family.samples}
+            seen.append((int(metrics["negotiatord_last_cycle_slots"]),
+                         daemon.history.negotiator_ad()["LastNegotiationCycleTotalSlots0"],
+                         daemon.history.last_cycle_document()["cycle"]["slots"],
+                         daemon.store.view().stand_in_slots))
+
+    serve(daemon, scenario)
+    assert [figures[:3] for figures in seen] == [(SAMPLE_SLOTS,) * 3] * 3
+    assert seen[0][3] > 0     # the first cycle's matches on p-slots stand in the next cycles' pool
