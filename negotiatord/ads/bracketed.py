@@ -168,8 +168,9 @@ def _json_beyond_limits(text: str, line: int) -> Piece | None:
         return None
     names = list(attributes)
     faults = [_json_fault(attributes[name]) for name in names]
-    return _refusal(line, names, faults, str, lambda rest: parse_one(json.dumps({n: attributes[n] for n in rest}),
-                                                                     ParserType.JSON))
+    # written back with `\/` for `/`, classad2's mark of an expression (`"\/Expr(...)\/"`)
+    return _refusal(line, names, faults, str, lambda rest: parse_one(
+        json.dumps({n: attributes[n] for n in rest}).replace("/", "\\/"), ParserType.JSON))
 
 
 def _json_fault(value: object) -> str | None:

@@ -1,22 +1,25 @@
 """Limits on one attribute's expression, checked on its text before classad2 reads it.
 
-classad2 parses, prints and evaluates an expression by recursing once per level of its tree on
-the C stack, so a long enough chain of operators crashes the whole process instead of raising (its
-printer at ~50,000 terms, its parser at ~200,000); negotiatord's own walks of an expression (the
-fast path's parser and compiler, the significance analysis) are bounded well below that too. So
-an ad holding an expression beyond these limits is refused as it is read, naming the attribute,
-and its text never reaches classad2.
+classad2 (HTCondor's own ClassAd library) parses, prints and evaluates an expression by recursing
+once per level of its tree on the C stack: a long enough chain of operators crashes the whole
+process instead of raising (its printer at ~50,000 terms, its parser at ~200,000), and it refuses
+to evaluate a tree more than ~400 levels deep (``failed to evaluate expression``), so HTCondor
+itself could never match on such an expression. negotiatord's own walks are iterative or bounded
+(:mod:`negotiatord.classad.parser`, :mod:`negotiatord.pool.significance`, the fast path's
+compiler). So an ad holding an expression beyond these limits is refused as it is read, naming the
+attribute, and its text never reaches classad2.
 
-The limits are far above what real pools hold. The largest values in ``../shared/data`` (the
-OSPool central manager's 205 ads, HTCondor's job, history and startd ads) and ``samples/``, counted
-as below, are 4,352 characters (a slot's ``ChildName`` list), 9 brackets open at once and 74
-operators (the OSPool ``START``); each limit leaves a margin of 7 to 27 times that:
+The largest values in ``../shared/data`` (the OSPool central manager's 205 ads, HTCondor's job,
+history and startd ads) and ``samples/``, counted as below, are 4,352 characters (a slot's
+``ChildName`` list), 9 brackets open at once (``DaemonShutdown``) and 96 operators (the OSPool
+``START``). The limits leave 15, 7 and 3 times that; the last is held below classad2's evaluation
+depth: a tree is at most operators + nesting + 1 = 385 levels deep.
 
 - :data:`MAX_EXPRESSION_CHARS`: the text of one attribute's value, string literals included;
 - :data:`MAX_NESTING`: brackets ``( [ {`` open at once within one value, outside string literals;
 - :data:`MAX_OPERATORS`: operators in one value outside string literals (every unary, binary and
   ternary operator token, ``.`` selections, ``is``/``isnt``): a value of N operators holds at most
-  N + 1 terms, and no chain of them is deeper than that.
+  N + 1 terms.
 
 The scan is a conservative reading of the text: a string literal is taken to end no later than
 classad2 ends it (the long form's ``\\"`` rule included), so it never counts fewer operators or
@@ -30,7 +33,7 @@ import re
 
 MAX_EXPRESSION_CHARS = 65_536
 MAX_NESTING = 64
-MAX_OPERATORS = 2_000
+MAX_OPERATORS = 320
 
 _OPERATOR = re.compile(
     r">>>|=\?=|=!=|<<|>>|&&|\|\||==|!=|<=|>=|\?:|[-+*/%<>!~&|^?:]|\.(?=\s*[A-Za-z_'])|\b(?:isnt|is)\b",
@@ -49,7 +52,6 @@ LONG_FORM_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*+"')
 NEW_FORM_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|\'[^\'\\]*+(?:\\.[^\'\\]*+)*+\'|//[^\n]*+|/\*.*?\*/', re.S)
 
 
-
 def expression_fault(value: str, strings: re.Pattern[str]) -> str | None:
     """Why the text of one attribute's value is beyond the limits, or None when it is within.
     ``strings`` matches the string literals (and comments) of the text's form."""
@@ -62,10 +64,16 @@ def expression_fault(value: str, strings: re.Pattern[str]) -> str | None:
     if depth > MAX_NESTING:
         return f"brackets nested {depth:,} deep, more than the {MAX_NESTING} an expression may have"
     if len(code) > MAX_OPERATORS:
-        operators = len(_OPERATOR.findall(code))
+        operators = operator_count(code)
         if operators > MAX_OPERATORS:
             return f"{operators:,} operators, more than the {MAX_OPERATORS:,} an expression may have"
     return None
+
+
+def operator_count(code: str) -> int:
+    """The operators of ``code`` (string literals already taken out), as :data:`MAX_OPERATORS`
+    counts them."""
+    return len(_OPERATOR.findall(code))
 
 
 def nesting(code: str) -> int:
@@ -101,4 +109,6 @@ def lines_within(text: str) -> bool:
             and (len(operators) - operators.count(b"\n") <= MAX_OPERATORS
                  or max(map(len, operators.split(b"\n"))) <= MAX_OPERATORS)):
         return True
-    return all(expression_fault(line.partition("=")[2], LONG_FORM_STRING) is None for line in text.split("\n"))
+    return all(expression_fault(line.partition("=")[2], LONG_FORM_STRING) is None
+               for line, opened, operated in zip(text.split("\n"), openers.split(b"\n"), operators.split(b"\n"))
+               if len(line) > MAX_EXPRESSION_CHARS or len(opened) > MAX_NESTING or len(operated) > MAX_OPERATORS)

@@ -32,8 +32,9 @@ import classad2
 from negotiatord.classad.parser import Node, ParseError, parse, unparse
 
 ANY_ATTRIBUTE = "*"
-# Nodes of a guard condition kept as a guard; a larger one is taken as open. The OSPool's catalog
-# guard has 7; the largest prefix of a real START that guards the next conjunct, ~150.
+# Nodes of a guard condition kept as a guard; a larger one is taken as open (coarser, never wrong),
+# so that the guards of a long && chain, each a prefix of it, stay small. The OSPool's catalog
+# guard has 7 nodes.
 _GUARD_NODES = 512
 CLOCK_ATTRIBUTE = "currenttime"   # HTCondor resolves an undefined CurrentTime to time()
 
