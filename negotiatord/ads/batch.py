@@ -9,7 +9,7 @@ to its place in the input.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import classad2
 
@@ -28,10 +28,14 @@ class AdProblem:
     position: int  # 1-based index of the ad in the input (accepted and rejected ads count)
     line: int | None  # 1-based line where the bad ad starts
     reason: str  # human-readable; carries classad2's own message when it gives one
+    # what could be read of the ad, without the attributes beyond the limits (ads.limits)
+    readable: classad2.ClassAd | None = field(default=None, compare=False, repr=False)
+    key: str | None = None  # the key the ad would be filed under, once a reader of one kind names it
 
     def __str__(self) -> str:
         where = self.source if self.line is None else f"{self.source}:{self.line}"
-        return f"{where} (ad {self.position}): {self.reason}"
+        named = f", {self.key}" if self.key else ""
+        return f"{where} (ad {self.position}{named}): {self.reason}"
 
 
 @dataclass(frozen=True)

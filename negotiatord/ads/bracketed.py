@@ -8,16 +8,22 @@ ads: 210 s).  So the ads are delimited here by a bracket scanner that skips
 strings (and, in the new form, comments and quoted attribute names), and each
 ad's own text is handed to classad2 -- its semantics, including
 last-one-wins for duplicated attributes, are untouched.
+
+An ad's text reaches classad2 only once each of its attributes is within the
+limits of `limits`; an ad with one beyond them is refused naming the
+attribute, and its other attributes are read so that it can be named.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from classad2 import ParserType
 
+from .limits import MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING, clearly_within, expression_fault
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 _DOUBLE_QUOTED = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
@@ -92,6 +98,10 @@ def read_bracketed(text: str, syntax: Syntax) -> Iterator[Piece]:
 
 
 def _parse(text: str, line: int, syntax: Syntax) -> Piece:
+    if not clearly_within(text):
+        refused = (_json_beyond_limits if syntax is JSON else _new_form_beyond_limits)(text, line)
+        if refused is not None:
+            return refused
     ad = parse_one(text, syntax.parser)
     if ad is not None:
         return Piece(line, ad, "")
@@ -107,3 +117,90 @@ def _stray(text: str, start: int, end: int, syntax: Syntax, lines: LineCounter) 
     if allowed < end:
         stray = text[allowed:end].rstrip(_GAP_TRAILER)
         yield Piece(lines.line_at(allowed), None, f"expected a {syntax.name}, got {snippet(stray)!r}")
+
+
+# What delimits a new-form ad's attributes: brackets and `;` outside string literals and comments.
+_NEW_FORM_TOKENS = re.compile(rf"{NEW_FORM_STRING.pattern}|[\[\](){{}};]", re.S)
+_JSON_EXPRESSION = re.compile(r"/Expr\((.*)\)/", re.S)
+
+
+def _new_form_beyond_limits(text: str, line: int) -> Piece | None:
+    """The refusal of the new-form ad ``text`` if an attribute is beyond the limits, else None."""
+    statements = _new_form_statements(text)
+    faults = [expression_fault(statement.partition("=")[2], NEW_FORM_STRING) for statement in statements]
+    return _refusal(line, statements, faults, lambda s: s.partition("=")[0].strip(),
+                    lambda rest: parse_one("[" + ";".join(rest) + "]", ParserType.New))
+
+
+def _new_form_statements(text: str) -> list[str]:
+    """The ``Name = expr`` statements of a new-form ad's text (its outermost brackets included)."""
+    statements: list[str] = []
+    depth, start = 0, None
+    for token in _NEW_FORM_TOKENS.finditer(text):
+        bracket = token.group()
+        if len(bracket) != 1:
+            continue  # a string literal, a quoted name or a comment
+        if bracket == ";":
+            if depth == 1 and start is not None:
+                statements.append(text[start:token.start()])
+                start = token.end()
+        elif bracket in "[({":
+            depth += 1
+            if depth == 1:
+                start = token.end()
+        elif depth:
+            if depth == 1 and start is not None:
+                statements.append(text[start:token.start()])
+                start = None
+            depth -= 1
+    return [statement for statement in statements if statement.strip()]
+
+
+def _json_beyond_limits(text: str, line: int) -> Piece | None:
+    """The refusal of the JSON ad ``text`` if an attribute is beyond the limits (an expression is
+    a string ``/Expr(...)/``), else None. Text Python's JSON reader refuses is refused here too:
+    classad2 is not handed an ad whose attributes could not be checked."""
+    try:
+        attributes = json.loads(text)
+    except RecursionError:
+        return Piece(line, None, f"JSON nested deeper than the {MAX_NESTING} levels an attribute may have")
+    except ValueError as error:
+        return Piece(line, None, f"cannot parse JSON object {snippet(text)!r}: {error}")
+    if not isinstance(attributes, dict):
+        return None
+    names = list(attributes)
+    faults = [_json_fault(attributes[name]) for name in names]
+    # written back with `\/` for `/`, classad2's mark of an expression (`"\/Expr(...)\/"`)
+    return _refusal(line, names, faults, str, lambda rest: parse_one(
+        json.dumps({n: attributes[n] for n in rest}).replace("/", "\\/"), ParserType.JSON))
+
+
+def _json_fault(value: object) -> str | None:
+    """Why one JSON attribute value is beyond the limits, or None; walked with a stack."""
+    stack = [(value, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return f"nested deeper than the {MAX_NESTING} levels an attribute may have"
+        if isinstance(value, str):
+            expression = _JSON_EXPRESSION.fullmatch(value)
+            fault = (expression_fault(expression.group(1), NEW_FORM_STRING) if expression
+                     else f"a string of {len(value):,} characters, more than the {MAX_EXPRESSION_CHARS:,} a value may "
+                          "have" if len(value) > MAX_EXPRESSION_CHARS else None)
+            if fault:
+                return fault
+        elif isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    return None
+
+
+def _refusal(line: int, attributes: list[str], faults: list[str | None], name_of: Callable[[str], str],
+             read: Callable[[list[str]], object]) -> Piece | None:
+    """The refusal naming each attribute at fault, with the ad ``read`` from the others; None if
+    no attribute is at fault."""
+    if not any(faults):
+        return None
+    reason = "; ".join(f"{name_of(attribute)}: {fault}" for attribute, fault in zip(attributes, faults) if fault)
+    return Piece(line, None, reason, read([a for a, fault in zip(attributes, faults) if not fault]))

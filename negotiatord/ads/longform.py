@@ -17,6 +17,11 @@ Every line that is an attribute adds one attribute, so an ad whose attribute
 count equals its line count lost nothing (the fast path); anything else is
 re-examined line by line (`_reexamine`) to tell comments, duplicates and
 multi-line values apart from a real fault.
+
+No text goes to classad2 before it is checked against the limits of
+`limits`: each line before the whole ad is read, each statement before it is
+read alone.  An ad with an attribute beyond them is refused, naming the line
+and the attribute; its other attributes are still read so that it can be named.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass, field
 import classad2
 from classad2 import ParserType
 
+from .limits import LONG_FORM_STRING, expression_fault, lines_within
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 # A line ending an ad: blank, a condor_history banner, or a `###` separator.
@@ -57,9 +63,10 @@ def read_long_form(text: str) -> Iterator[Piece]:
 
 
 def _read_ad(chunk: str, first_line: int) -> Piece | None:
-    ad = parse_one(chunk, ParserType.Old)
-    if ad is not None and len(ad) == chunk.count("\n") + 1:
-        return Piece(first_line, ad, "")
+    if lines_within(chunk):
+        ad = parse_one(chunk, ParserType.Old)
+        if ad is not None and len(ad) == chunk.count("\n") + 1:
+            return Piece(first_line, ad, "")
     return _reexamine(chunk, first_line)
 
 
@@ -74,6 +81,10 @@ class _Statement:
     @property
     def text(self) -> str:
         return " ".join(self.parts)
+
+    def fault(self) -> str | None:
+        """Why the value is beyond the limits (ads.limits), or None."""
+        return expression_fault(self.text.partition("=")[2], LONG_FORM_STRING) if self.name is not None else None
 
     def continued_by(self, body: str) -> bool:
         """Whether the next line belongs to this value: the value so far has
@@ -125,11 +136,22 @@ def _reexamine(chunk: str, first_line: int) -> Piece | None:
     statements = _statements(chunk, first_line)
     if not statements:
         return None  # only comments: not an ad
+    faults = [(statement, statement.fault()) for statement in statements]
+    if any(fault for _, fault in faults):
+        return _beyond_limits(faults, first_line)
     if all(s.name is not None for s in statements):
         ad = parse_one("\n".join(s.text for s in statements), ParserType.Old)
         if ad is not None and len(ad) == len(statements):
             return Piece(first_line, ad, "")
     return _assembled(statements, first_line)
+
+
+def _beyond_limits(faults: list[tuple[_Statement, str | None]], first_line: int) -> Piece:
+    """The refusal of an ad with attributes beyond the limits, naming each; the others are read
+    (each alone, as `_assembled` does) so that the ad can be named by its key."""
+    reason = "; ".join(f"line {statement.line}: {statement.name}: {fault}" for statement, fault in faults if fault)
+    rest = [statement for statement, fault in faults if not fault and statement.name is not None]
+    return Piece(first_line, None, reason, _assembled(rest, first_line).ad)
 
 
 def _assembled(statements: list[_Statement], first_line: int) -> Piece:

@@ -27,6 +27,9 @@ class Piece(NamedTuple):
     line: int  # 1-based line where the stretch starts
     ad: classad2.ClassAd | None  # None when the stretch was rejected
     reason: str  # why it was rejected; "" for an accepted ad
+    # a rejected ad's other attributes, when only some were beyond the limits (ads.limits), so
+    # that the ad can be named by its key
+    readable: classad2.ClassAd | None = None
 
 
 def parse_one(text: str, parser: ParserType) -> classad2.ClassAd | None:

@@ -138,7 +138,7 @@ def _numbered(text: str, source: str) -> Iterator[tuple[int, Piece]]:
 
 
 def _outcome(piece: Piece, source: str, position: int) -> classad2.ClassAd | AdProblem:
-    return piece.ad if piece.ad is not None else AdProblem(source, position, piece.line, piece.reason)
+    return piece.ad if piece.ad is not None else AdProblem(source, position, piece.line, piece.reason, piece.readable)
 
 
 def _pieces(text: str, source: str) -> Iterator[Piece]:

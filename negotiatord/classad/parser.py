@@ -19,6 +19,12 @@ The AST is made of tuples so it hashes and compares structurally:
 
 Parentheses are kept so that :func:`unparse` reproduces classad2's own tree exactly.
 
+Chains of operators (``a && b && ...``, ``!!x``) are read in loops, so their length costs no
+recursion; sub-expressions nested more than :data:`MAX_DEPTH` deep (brackets, ``?:`` branches)
+are refused with a :class:`ParseError`, and the fast path then leaves the expression to classad2.
+The ads reader bounds nesting and length long before classad2 (:mod:`negotiatord.ads.limits`);
+this bound keeps the parser within Python's recursion limit wherever it is called from.
+
 classad2 prints reals with 16 significant digits, one short of what a double needs, so a literal
 printed with all 16 digits may stand for a slightly different double in the ad itself; such a
 literal is kept as ``inexact`` and the expression is left to classad2.
@@ -62,6 +68,9 @@ _NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SIMPLE_ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "b": b"\b", "f": b"\f", "v": b"\v", "a": b"\a"}
 _OPERAND_END = {"num", "str", "id"}
+# Nested sub-expressions the parser reads (each costs ~15 Python frames); real ones nest at most
+# ~10 deep (the OSPool sample: 9 brackets).
+MAX_DEPTH = 32
 
 
 class ParseError(ValueError):
@@ -189,6 +198,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = _tokens(text)
         self.pos = 0
+        self.depth = 0
 
     def peek(self) -> tuple[str, Any]:
         return self.tokens[self.pos]
@@ -218,13 +228,17 @@ class _Parser:
         return node
 
     def ternary(self) -> Node:
-        cond = self.binary(0)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ParseError(f"sub-expressions nested more than {MAX_DEPTH} deep")
+        node = self.binary(0)
         if self.is_op("?"):
             self.pos += 1
             then = self.ternary()
             self.expect(":")
-            return ("cond", cond, then, self.ternary())
-        return cond
+            node = ("cond", node, then, self.ternary())
+        self.depth -= 1
+        return node
 
     def binary(self, level: int) -> Node:
         if level == len(_LEVELS):
@@ -241,10 +255,13 @@ class _Parser:
             left = ("bin", op, left, self.binary(level + 1))
 
     def unary(self) -> Node:
-        if self.is_op("-", "+", "!", "~"):
-            op = self.take()[1]
-            return ("un", op, self.unary())
-        return self.elvis()
+        ops = []
+        while self.is_op("-", "+", "!", "~"):
+            ops.append(self.take()[1])
+        node = self.elvis()
+        for op in reversed(ops):
+            node = ("un", op, node)
+        return node
 
     def elvis(self) -> Node:
         left = self.postfix()
@@ -333,45 +350,68 @@ class _Parser:
 
 @lru_cache(maxsize=65536)
 def parse(text: str) -> Node:
-    """The AST of ``text`` (cached: pools repeat the same expressions across thousands of ads)."""
-    return _Parser(text).parse()
+    """The AST of ``text`` (cached: pools repeat the same expressions across thousands of ads).
+    ParseError also when the text nests deeper than the Python stack left to the caller allows."""
+    try:
+        return _Parser(text).parse()
+    except RecursionError:
+        raise ParseError("nested too deep for the fast path's parser") from None
 
 
 # -- unparser --------------------------------------------------------------------------------------
 
 
 def unparse(node: Node) -> str:
-    """ClassAd text that classad2 parses into the same tree ``node`` came from."""
+    """ClassAd text that classad2 parses into the same tree ``node`` came from (written out with a
+    stack: a chain of thousands of operators is as deep as it is long)."""
+    out: list[str] = []
+    stack: list[str | Node] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        else:
+            stack.extend(reversed(_pieces(item)))
+    return "".join(out)
+
+
+def _pieces(node: Node) -> list[str | Node]:
+    """The text of ``node`` as literal strings and child nodes, in order."""
     kind = node[0]
     if kind == "lit":
-        return _literal(node[1])
+        return [_literal(node[1])]
     if kind == "attr":
         name = _name(node[2])
-        return f"{node[1]}.{name}" if node[1] else name
+        return [f"{node[1]}.{name}" if node[1] else name]
     if kind == "sel":
-        return f"{unparse(node[1])}.{_name(node[2])}"
+        return [node[1], f".{_name(node[2])}"]
     if kind == "sub":
-        return f"{unparse(node[1])}[{unparse(node[2])}]"
+        return [node[1], "[", node[2], "]"]
     if kind == "un":
         spacer = " " if node[1] in "-+" else ""
-        return f"{node[1]}{spacer}{unparse(node[2])}"
+        return [f"{node[1]}{spacer}", node[2]]
     if kind == "bin":
-        return f"{unparse(node[2])} {node[1]} {unparse(node[3])}"
+        return [node[2], f" {node[1]} ", node[3]]
     if kind == "cond":
-        return f"{unparse(node[1])} ? {unparse(node[2])} : {unparse(node[3])}"
+        return [node[1], " ? ", node[2], " : ", node[3]]
     if kind == "elvis":
-        return f"{unparse(node[1])} ?: {unparse(node[2])}"
+        return [node[1], " ?: ", node[2]]
     if kind == "call":
-        return f"{node[1]}({', '.join(unparse(a) for a in node[2])})"
+        return [f"{node[1]}(", *_separated(node[2], ", "), ")"]
     if kind == "list":
-        return "{" + ", ".join(unparse(a) for a in node[1]) + "}"
+        return ["{", *_separated(node[1], ", "), "}"]
     if kind == "rec":
-        return "[" + "; ".join(f"{_name(n)} = {unparse(e)}" for n, e in node[1]) + "]"
+        fields = [part for n, e in node[1] for part in ("; ", f"{_name(n)} = ", e)][1:]
+        return ["[", *fields, "]"]
     if kind == "paren":
-        return f"({unparse(node[1])})"
+        return ["(", node[1], ")"]
     if kind in ("text", "inexact"):          # pre-rendered text, or a literal kept as printed
-        return node[1]
+        return [node[1]]
     raise ValueError(f"not an AST node: {node!r}")
+
+
+def _separated(items: tuple[Node, ...], separator: str) -> list[str | Node]:
+    return [part for item in items for part in (separator, item)][1:]
 
 
 def _literal(value: tuple[int, Any]) -> str:

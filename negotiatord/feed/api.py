@@ -145,7 +145,10 @@ def _kind(request: web.Request) -> AdKind:
 
 
 def _problem(problem: AdProblem) -> dict:
-    return {"position": problem.position, "line": problem.line, "reason": problem.reason}
+    entry = {"position": problem.position, "line": problem.line, "reason": problem.reason}
+    if problem.key is not None:
+        entry["key"] = problem.key
+    return entry
 
 
 def json_error(kind: type[web.HTTPException], message: str, **headers: str) -> web.HTTPException:

@@ -1,12 +1,14 @@
 """Turning a request body or a file into ads to file, and the ads to refuse with the reason.
 
 One bad ad never costs its neighbours: the reader reports unparsable ads by position and line,
-and this module adds the ads that parse but cannot be filed (wrong ``MyType``, no key).
+and this module adds the ads that parse but cannot be filed (wrong ``MyType``, no key). An ad
+refused for an attribute beyond the reader's limits (:mod:`negotiatord.ads.limits`) is named by
+the key its other attributes give, so a client re-sending it learns which ad to fix.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import classad2
 
@@ -26,7 +28,7 @@ def take_in(kind: AdKind, batch: AdBatch, source: str) -> Intake:
     """Key every parsed ad of ``batch`` (read from ``source``); refuse those that cannot be
     filed as ``kind``."""
     accepted = []
-    problems = list(batch.problems)
+    problems = [_named(kind, problem) for problem in batch.problems]
     for ad, position, line in zip(batch.ads, batch.positions, batch.lines):
         try:
             accepted.append((ad_key(kind, ad), ad))
@@ -34,6 +36,16 @@ def take_in(kind: AdKind, batch: AdBatch, source: str) -> Intake:
             problems.append(AdProblem(source, position, line, str(refused)))
     problems.sort(key=lambda p: p.position)
     return Intake(accepted, problems)
+
+
+def _named(kind: AdKind, problem: AdProblem) -> AdProblem:
+    """``problem`` with the key of the ad it refused, where what could be read of the ad has one."""
+    if problem.readable is None:
+        return problem
+    try:
+        return replace(problem, key=ad_key(kind, problem.readable), readable=None)
+    except UnkeyedAd:
+        return replace(problem, readable=None)
 
 
 def take_in_text(kind: AdKind, text: str, source: str) -> Intake:

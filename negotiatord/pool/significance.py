@@ -32,6 +32,10 @@ import classad2
 from negotiatord.classad.parser import Node, ParseError, parse, unparse
 
 ANY_ATTRIBUTE = "*"
+# Nodes of a guard condition kept as a guard; a larger one is taken as open (coarser, never wrong),
+# so that the guards of a long && chain, each a prefix of it, stay small. The OSPool's catalog
+# guard has 7 nodes.
+_GUARD_NODES = 512
 CLOCK_ATTRIBUTE = "currenttime"   # HTCondor resolves an undefined CurrentTime to time()
 
 
@@ -89,7 +93,7 @@ def job_reads(expr: classad2.ExprTree | None, slot: classad2.ClassAd) -> set[Job
     if expr is None:
         return set()
     try:
-        return set(map(_shared, _resolve(str(expr), slot, (), set())))
+        return set(map(_shared, _resolve(str(expr), slot)))
     except ParseError:
         return {_shared(JobRead(name)) for name in map(_job_attribute, slot.externalRefs(expr)) if name}
 
@@ -124,8 +128,19 @@ def condition_reads(condition: str) -> frozenset[str]:
 # -- per slot: resolving the symbolic references of cached analyses --------------------------------
 
 
-def _resolve(text: str, slot: classad2.ClassAd, guards: tuple[Guard, ...], following: set[str]) -> Iterator[JobRead]:
-    for reference in _analysis(text):
+def _resolve(text: str, slot: classad2.ClassAd) -> Iterator[JobRead]:
+    """The job reads of ``text`` in ``slot``, following the slot's expression attributes it
+    reads (each once along a path, so a circular definition ends). Walked with a stack: a slot may
+    chain as many attributes as it has."""
+    stack: list[tuple[Iterator[_Reference], tuple[Guard, ...], str | None]] = [(iter(_analysis(text)), (), None)]
+    following: set[str] = set()
+    while stack:
+        references, guards, followed = stack[-1]
+        reference = next(references, None)
+        if reference is None:
+            stack.pop()
+            following.discard(followed)
+            continue
         extra = []
         for condition, when, names in reference.guards:
             if not any(name in slot for name in names):   # reads nothing of the slot: a job guard
@@ -140,8 +155,7 @@ def _resolve(text: str, slot: classad2.ClassAd, guards: tuple[Guard, ...], follo
             value = slot.get(reference.name)
             if isinstance(value, classad2.ExprTree):      # START, WithinResourceLimits, ...
                 following.add(reference.name.lower())
-                yield from _resolve(str(value), slot, here, following)
-                following.discard(reference.name.lower())
+                stack.append((iter(_analysis(str(value))), here, reference.name.lower()))
 
 
 # -- per expression text: the symbolic analysis, cached --------------------------------------------
@@ -156,62 +170,78 @@ class _Reference:
 
 @lru_cache(maxsize=16384)
 def _analysis(text: str) -> tuple[_Reference, ...]:
-    return tuple(_Walk().references(parse(text), ()))
+    return tuple(_Walk().references(parse(text)))
 
 
 class _Walk:
-    """One expression's walk. Facts about condition subtrees are memoised by node identity, so a
-    long ``a && b && c ...`` chain (each prefix guards the next conjunct) stays linear."""
+    """One expression's walk, with a stack rather than recursion (a chain of thousands of
+    operators is as deep as it is long). Facts about condition subtrees are memoised by node
+    identity, so a long ``a && b && c ...`` chain (each prefix guards the next conjunct) stays
+    linear; a condition larger than :data:`_GUARD_NODES` is taken as open, which keeps the texts
+    of the guards of such a chain small."""
 
     def __init__(self) -> None:
-        self._facts: dict[int, tuple[bool, frozenset[str]]] = {}
+        self._facts: dict[int, tuple[bool, frozenset[str], int]] = {}
 
-    def references(self, node: Node, guards: tuple) -> list[_Reference]:
-        kind = node[0]
-        if kind == "attr":
-            scope = node[1].lower() if node[1] else None
-            return [] if scope is None and node[2].lower() in ("target", "my") else [_Reference(scope, node[2], guards)]
-        if kind == "sub" and _is_target(node[1]):
-            return [_Reference("any", ANY_ATTRIBUTE, guards), *self.references(node[2], guards)]
-        if kind == "bin" and node[1] in ("&&", "||"):
-            when = OpenWhen.NOT_FALSE if node[1] == "&&" else OpenWhen.NOT_TRUE
-            return [*self.references(node[2], guards), *self.references(node[3], self._guarded(guards, node[2], when))]
-        if kind == "cond" or (kind == "call" and node[1].lower() == "ifthenelse" and len(node[2]) == 3):
-            condition, then, otherwise = node[1:4] if kind == "cond" else node[2]
-            return [*self.references(condition, guards),
-                    *self.references(then, self._guarded(guards, condition, OpenWhen.NOT_FALSE)),
-                    *self.references(otherwise, self._guarded(guards, condition, OpenWhen.NOT_TRUE))]
-        if kind == "elvis":
-            return [*self.references(node[1], guards),
-                    *self.references(node[2], self._guarded(guards, node[1], OpenWhen.UNDEFINED))]
-        found = [_Reference("any", ANY_ATTRIBUTE, guards)] if kind == "call" and node[1].lower() == "eval" else []
-        for child in _children(node):
-            found += self.references(child, guards)
+    def references(self, root: Node) -> list[_Reference]:
+        found: list[_Reference] = []
+        stack: list[tuple[Node, tuple]] = [(root, ())]
+        while stack:
+            node, guards = stack.pop()
+            kind = node[0]
+            if kind == "attr":
+                scope = node[1].lower() if node[1] else None
+                if not (scope is None and node[2].lower() in ("target", "my")):
+                    found.append(_Reference(scope, node[2], guards))
+            elif kind == "sub" and _is_target(node[1]):
+                found.append(_Reference("any", ANY_ATTRIBUTE, guards))
+                stack.append((node[2], guards))
+            elif kind == "bin" and node[1] in ("&&", "||"):
+                when = OpenWhen.NOT_FALSE if node[1] == "&&" else OpenWhen.NOT_TRUE
+                stack += [(node[3], self._guarded(guards, node[2], when)), (node[2], guards)]
+            elif kind == "cond" or (kind == "call" and node[1].lower() == "ifthenelse" and len(node[2]) == 3):
+                condition, then, otherwise = node[1:4] if kind == "cond" else node[2]
+                stack += [(otherwise, self._guarded(guards, condition, OpenWhen.NOT_TRUE)),
+                          (then, self._guarded(guards, condition, OpenWhen.NOT_FALSE)),
+                          (condition, guards)]
+            elif kind == "elvis":
+                stack += [(node[2], self._guarded(guards, node[1], OpenWhen.UNDEFINED)), (node[1], guards)]
+            else:
+                if kind == "call" and node[1].lower() == "eval":
+                    found.append(_Reference("any", ANY_ATTRIBUTE, guards))
+                stack.extend((child, guards) for child in reversed(_children(node)))
         return found
 
     def _guarded(self, guards: tuple, condition: Node, when: OpenWhen) -> tuple:
         """``guards`` plus ``condition`` if the condition can be decided on the job alone: it reads
         no clock and no MY attribute; its bare names are checked against each slot at resolution."""
-        decidable, bare = self._condition_facts(condition)
-        return (*guards, (unparse(condition), when, bare)) if decidable else guards
+        decidable, bare, size = self._condition_facts(condition)
+        return (*guards, (unparse(condition), when, bare)) if decidable and size <= _GUARD_NODES else guards
 
-    def _condition_facts(self, node: Node) -> tuple[bool, frozenset[str]]:
-        """(reads only the job or bare names, the bare names it reads)."""
-        known = self._facts.get(id(node))
-        if known is not None:
-            return known
-        kind = node[0]
-        if kind == "attr":
-            scope = node[1].lower() if node[1] else None
-            decidable = scope != "my" and node[2].lower() != CLOCK_ATTRIBUTE
-            facts = (decidable, frozenset([node[2]]) if scope is None else frozenset())
-        elif (kind == "sub" and _is_target(node[1])) or (kind == "call" and node[1].lower() in ("eval", "time")):
-            facts = (False, frozenset())
-        else:
-            parts = [self._condition_facts(child) for child in _children(node)]
-            facts = (all(p[0] for p in parts), frozenset().union(*(p[1] for p in parts)))
-        self._facts[id(node)] = facts
-        return facts
+    def _condition_facts(self, root: Node) -> tuple[bool, frozenset[str], int]:
+        """(reads only the job or bare names, the bare names it reads, its size in nodes)."""
+        stack = [(root, False)]
+        while stack:
+            node, children_known = stack.pop()
+            if id(node) in self._facts:
+                continue
+            kind = node[0]
+            if kind == "attr":
+                scope = node[1].lower() if node[1] else None
+                decidable = scope != "my" and node[2].lower() != CLOCK_ATTRIBUTE
+                facts = (decidable, frozenset([node[2]]) if scope is None else frozenset(), 1)
+            elif (kind == "sub" and _is_target(node[1])) or (kind == "call" and node[1].lower() in ("eval", "time")):
+                facts = (False, frozenset(), 1)
+            elif not children_known:
+                stack.append((node, True))
+                stack.extend((child, False) for child in _children(node))
+                continue
+            else:
+                parts = [self._facts[id(child)] for child in _children(node)]
+                facts = (all(p[0] for p in parts), frozenset().union(*(p[1] for p in parts)),
+                         1 + sum(p[2] for p in parts))
+            self._facts[id(node)] = facts
+        return self._facts[id(root)]
 
 
 def _children(node: Node) -> tuple[Node, ...]:

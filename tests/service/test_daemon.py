@@ -148,6 +148,24 @@ def test_real_ads_in_a_cycle_and_matches_out(daemon, jobs, pool_text):
     assert daemon.get("/v1/negotiator")["LastNegotiationCycleId0"] == again
 
 
+def test_an_expression_beyond_the_limits_is_refused_by_key_and_cycles_go_on(daemon):
+    """600 ``&&`` clauses (26 KB) used to be filed, and every cycle after failed until the ad was
+    invalidated; a chain as long as the limits allow is filed and negotiated."""
+    def job(number: int, requirements: str) -> str:
+        return (f'MyType = "Job"\nClusterId = {number}\nProcId = 0\nGlobalJobId = "hostile#{number}.0"\n'
+                f'JobStatus = 1\nOwner = "mallory"\nRequirements = {requirements}\n')
+    clauses = " && ".join(f'(TARGET.Attr_{i} =!= "value_{i}")' for i in range(600))
+    longest = "(" + " + ".join(f"x{i}" for i in range(300)) + ") >= 0 && TARGET.Hostile =?= true"
+    answer = daemon.request("POST", "/v1/ads/jobs", job(7001, clauses) + "\n" + job(7002, longest))
+    assert answer.status == 200 and answer.body["accepted"] == 1
+    [refused] = answer.body["rejected"]
+    assert refused["key"] == "hostile#7001.0" and refused["position"] == 1
+    assert refused["reason"].startswith("line 7: Requirements: 1,799 operators, more than the 320")
+    for _ in range(2):
+        cycle = daemon.reschedule()
+        assert daemon.get("/v1/negotiator")["LastNegotiationCycleId0"] == cycle
+
+
 def test_bad_input_is_refused_and_nothing_accepted_is_lost(daemon):
     before = daemon.status()["ads"]
     batch = ('MyType = "Machine"\nName = "slot1@new.example.org"\nCpus = 1\n\n'

@@ -144,10 +144,18 @@ def _split(graph: IRGraph, leaf: Leaf, node: int, chain: Operands) -> tuple[list
 
 
 def conjuncts(graph: IRGraph, node: int) -> list[int]:
-    ir = graph[node]
-    if ir.kind == "op" and ir.payload == OP_AND:
-        return [c for child in ir.children for c in conjuncts(graph, child)]
-    return [node]
+    """The operands of the ``&&`` chain at ``node``, left to right (walked with a stack: a chain
+    is as deep as it is long)."""
+    found: list[int] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        ir = graph[current]
+        if ir.kind == "op" and ir.payload == OP_AND:
+            stack.extend(reversed(ir.children))
+        else:
+            found.append(current)
+    return found
 
 
 def _row_cost(graph: IRGraph, node: int) -> int:

@@ -16,8 +16,10 @@ handful of *leaves* per expression for a whole pool. Literal values are never fo
 Short-circuit operators fold when their deciding operand is constant (``ifThenElse(true, x, y)``
 never looks at ``y``), so a branch the slot's shape rules out costs nothing and cannot force a
 fallback. Constructs the fast path does not evaluate (nested ads, ``eval``-style functions that
-need a scope, circular references, lists that reach a kernel operation) raise
-:class:`Unsupported`: that expression falls back to classad2 for the slots of that group only.
+need a scope, circular references, lists that reach a kernel operation, sub-expressions nested
+more than :data:`MAX_DEPTH` deep) raise :class:`Unsupported`: that expression falls back to
+classad2 for the slots of that group only. A chain of binary operators (``a && b && ...``, as long
+as the ads reader lets it be) is built in a loop, so its length is no depth.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ NATIVE_FUNCTIONS = {
 # functions whose value depends on the scope they are evaluated in, or on nothing reproducible
 CONTEXT_FUNCTIONS = {"eval", "evalineachcontext", "unparse", "random", "debug"}
 _TRUE, _FALSE = (BOOL, True), (BOOL, False)
+# Sub-expressions (operands of a non-chain operator, branches, arguments, inlined attributes)
+# resolved one inside another; each level costs a few Python frames. Real expressions resolve
+# fewer than 20 deep.
+MAX_DEPTH = 64
 
 
 class Unsupported(Exception):
@@ -105,6 +111,7 @@ class Builder:
     probes: dict[tuple[str, str], object] = field(default_factory=dict)  # (attribute, mode) -> what was seen
     _memo: dict[tuple[str, str, bool], int | None] = field(default_factory=dict)
     _active: set[tuple[str, str]] = field(default_factory=set)
+    _depth: int = 0
 
     # -- attributes --------------------------------------------------------------------------------
 
@@ -203,6 +210,15 @@ class Builder:
     # -- expressions -------------------------------------------------------------------------------
 
     def build(self, ast: Node, side: str) -> int:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise Unsupported(f"sub-expressions nested more than {MAX_DEPTH} deep")
+            return self._build(ast, side)
+        finally:
+            self._depth -= 1
+
+    def _build(self, ast: Node, side: str) -> int:
         kind = ast[0]
         if kind == "lit":
             return self.graph.const(ast[1])
@@ -221,11 +237,8 @@ class Builder:
             return self.reference(side, name, bare=scope is None)
         if kind == "un" and ast[1] in NATIVE_UNARY:
             return self.operation(NATIVE_UNARY[ast[1]], ("un", ast[1], hole(0)), (self.build(ast[2], side),))
-        if kind == "bin" and ast[1] in ("&&", "||"):
-            return self._logic(ast, side)
-        if kind == "bin" and ast[1] in NATIVE_BINARY:
-            children = (self.build(ast[2], side), self.build(ast[3], side))
-            return self.operation(NATIVE_BINARY[ast[1]], ("bin", ast[1], hole(0), hole(1)), children)
+        if kind == "bin" and _chained(ast):
+            return self._chain(ast, side)
         if kind == "cond":
             return self._choice(ast[1], ast[2], ast[3], side, ("cond", hole(0), hole(1), hole(2)))
         if kind == "elvis":
@@ -244,9 +257,25 @@ class Builder:
             return self._call(ast, side)
         return self._python(ast, side)
 
-    def _logic(self, ast: Node, side: str) -> int:
+    def _chain(self, ast: Node, side: str) -> int:
+        """A binary operator whose left operand may be one too, as deep as the chain is long:
+        the leftmost operand is built first, then each operator over it in a loop."""
+        spine = []
+        while ast[0] == "bin" and _chained(ast):
+            spine.append(ast)
+            ast = ast[2]
+        node = self.build(ast, side)
+        for parent in reversed(spine):
+            if parent[1] in ("&&", "||"):
+                node = self._logic(parent, node, side)
+            else:
+                template = ("bin", parent[1], hole(0), hole(1))
+                node = self.operation(NATIVE_BINARY[parent[1]], template, (node, self.build(parent[3], side)))
+        return node
+
+    def _logic(self, ast: Node, first: int, side: str) -> int:
+        """``ast`` (``&&`` or ``||``) over its left operand, already built as ``first``."""
         is_and = ast[1] == "&&"
-        first = self.build(ast[2], side)
         for attempt in range(2):
             if self.graph.is_const(first):
                 decided = truth(self.graph[first].payload)
@@ -309,6 +338,15 @@ class Builder:
         return self.operation(None, template, tuple(children))
 
     def _template(self, ast: Node, side: str, children: list[int]) -> Node:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise Unsupported(f"sub-expressions nested more than {MAX_DEPTH} deep")
+            return self._template_of(ast, side, children)
+        finally:
+            self._depth -= 1
+
+    def _template_of(self, ast: Node, side: str, children: list[int]) -> Node:
         kind = ast[0]
         if _handled(ast):
             children.append(self.build(ast, side))
@@ -361,6 +399,11 @@ def guard_key(value: Value) -> tuple[int, str]:
     return (value[0], repr(value[1]))
 
 
+def _chained(ast: Node) -> bool:
+    """Whether the binary operator ``ast`` is one :meth:`Builder.build` resolves natively."""
+    return ast[1] in NATIVE_BINARY or ast[1] in ("&&", "||")
+
+
 def _handled(ast: Node) -> bool:
     """Whether :meth:`Builder.build` resolves ``ast`` itself (rather than as a classad2 region)."""
     kind = ast[0]
@@ -409,5 +452,7 @@ def resolve(make_builder: Callable[[np.ndarray], Builder], root: Callable[[Build
                 pending.append(group[shapes == shape])
         except Unsupported as why:
             groups.append((group, None, str(why)))
+        except RecursionError:          # deeper than the stack left to this call: classad2's then
+            groups.append((group, None, "nested too deep for the fast path"))
         probes.update(builder.probes)
     return Grouping(groups, probes)
