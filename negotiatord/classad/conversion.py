@@ -21,6 +21,26 @@ def as_number(value: object) -> float | None:
     return None
 
 
+def evaluated(expr: classad2.ExprTree, my: classad2.ClassAd, target: classad2.ClassAd | None = None) -> object:
+    """``expr`` with ``my`` as MY (and ``target`` as TARGET); ERROR where classad2 refuses to
+    evaluate it at all (a tree deeper than it walks, ~400 levels, which a chain of attributes can
+    build from expressions that are each small). HTCondor's negotiator takes a failed evaluation as
+    ERROR too: no match, no number."""
+    try:
+        return expr.eval(my) if target is None else expr.eval(my, target)
+    except classad2.ClassAdException:
+        return classad2.Value.Error
+
+
+def requirements_hold(my: classad2.ClassAd, target: classad2.ClassAd) -> bool:
+    """``target``'s Requirements with ``target`` as MY, by classad2's ``my.matches(target)``;
+    False where classad2 refuses to evaluate them (as :func:`evaluated` says)."""
+    try:
+        return bool(my.matches(target))
+    except classad2.ClassAdException:
+        return False
+
+
 def evaluate(ad: classad2.ClassAd, attr: str) -> object:
     """``attr`` of ``ad`` evaluated in the ad's own scope (None when the ad lacks it).
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import classad2
 import numpy as np
 
-from negotiatord.classad.conversion import as_number
+from negotiatord.classad.conversion import as_number, evaluated, requirements_hold
 from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
 from negotiatord.evaluation.protocol import UNRANKED, Assessment, EvaluatorStats
 from negotiatord.pool.autoclusters import Autocluster
@@ -97,7 +97,7 @@ class ClassAdEvaluator:
         return ad
 
     def _weight(self, slot_ad: classad2.ClassAd, row: int) -> float:
-        value = as_number(self._weights[row].eval(slot_ad))
+        value = as_number(evaluated(self._weights[row], slot_ad))
         return np.nan if value is None else value
 
     def _assess_consumption(
@@ -129,7 +129,7 @@ class ClassAdEvaluator:
         if missing:
             job[request] = 0
         try:
-            value = as_number(expr.eval(slot_ad, job))
+            value = as_number(evaluated(expr, slot_ad, job))
         finally:
             if missing:
                 del job[request]
@@ -137,16 +137,16 @@ class ClassAdEvaluator:
 
     def _rank(self, job: classad2.ClassAd, slot_ad: classad2.ClassAd) -> tuple[float, float, float]:
         pre, post = (
-            _rank_value(expr.eval(slot_ad, job), UNRANKED) if expr is not None else UNRANKED
+            _rank_value(evaluated(expr, slot_ad, job), UNRANKED) if expr is not None else UNRANKED
             for expr in self._ranks
         )
-        job_rank = _rank_value(job.lookup("Rank").eval(job, slot_ad), 0.0) if "Rank" in job else 0.0
+        job_rank = _rank_value(evaluated(job.lookup("Rank"), job, slot_ad), 0.0) if "Rank" in job else 0.0
         return pre, job_rank, post
 
 
 def _requirements_hold(job: classad2.ClassAd, slot_ad: classad2.ClassAd) -> bool:
-    """Both ads' Requirements, by classad2's own symmetric match."""
-    return job.symmetricMatch(slot_ad)
+    """Both ads' Requirements, as classad2's symmetric match evaluates them."""
+    return requirements_hold(job, slot_ad) and requirements_hold(slot_ad, job)
 
 
 def _sufficient(used: dict[str, float], available: dict[str, float]) -> bool:

@@ -33,6 +33,7 @@ class IRNode:
     template: Any             # op/py: AST with ("hole", i) leaves
     children: tuple[int, ...]
     deps: int                 # bit set of _JOB, _SLOT, _DYN, _CLOCK
+    height: int = 0           # operations on the longest path down to a leaf
 
     @property
     def level(self) -> int:
@@ -83,23 +84,24 @@ class IRGraph:
         return self._intern("clock", None, None, (), _CLOCK)
 
     def operation(self, kind: str, opcode: int | None, template: Any, children: tuple[int, ...]) -> int:
-        deps = 0
+        deps = height = 0
         for child in children:
             deps |= self.nodes[child].deps
-        return self._intern(kind, opcode, template, children, deps)
+            height = max(height, self.nodes[child].height)
+        return self._intern(kind, opcode, template, children, deps, height=height + 1)
 
     def is_const(self, node: int) -> bool:
         return self.nodes[node].kind == "const"
 
     def _intern(self, kind: str, payload: Any, template: Any, children: tuple[int, ...], deps: int,
-                key_payload: Any = None) -> int:
+                key_payload: Any = None, height: int = 0) -> int:
         key = (kind, payload if key_payload is None else key_payload, template, children)
         found = self._ids.get(key)
         if found is not None:
             return found
         node = len(self.nodes)
         self._ids[key] = node
-        self.nodes.append(IRNode(node, kind, payload, template, children, deps))
+        self.nodes.append(IRNode(node, kind, payload, template, children, deps, height))
         return node
 
 

@@ -59,6 +59,12 @@ _TRUE, _FALSE = (BOOL, True), (BOOL, False)
 # resolved one inside another; each level costs a few Python frames. Real expressions resolve
 # fewer than 20 deep.
 MAX_DEPTH = 64
+# Operations on one path of a resolved expression (chains and inlined attributes included).
+# classad2 refuses to evaluate a tree much deeper than ~400 levels ("failed to evaluate
+# expression", which HTCondor's negotiator takes as ERROR); a tree past this height is left to
+# classad2, so the fast path never answers where classad2 would refuse. Real expressions stay
+# under 100 (the OSPool's START has 96 operators in all).
+MAX_HEIGHT = 256
 
 
 class Unsupported(Exception):
@@ -376,7 +382,10 @@ class Builder:
                 return self.graph.const(evaluate(template, [self.graph[c].payload for c in children]))
             except NotScalar as error:
                 raise Unsupported(f"constant that is not a scalar: {error}") from error
-        return self.graph.operation("op" if opcode is not None else "py", opcode, template, children)
+        node = self.graph.operation("op" if opcode is not None else "py", opcode, template, children)
+        if self.graph[node].height > MAX_HEIGHT:
+            raise Unsupported(f"more than {MAX_HEIGHT} operations deep, which classad2 alone evaluates")
+        return node
 
 
 VALUE, PRESENCE, GUARD = "value", "presence", "guard"

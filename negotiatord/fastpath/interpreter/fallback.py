@@ -12,6 +12,7 @@ import copy
 
 import numpy as np
 
+from negotiatord.classad.conversion import requirements_hold
 from negotiatord.evaluation.reference import ClassAdEvaluator, _assign_amounts, _with_requests
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
@@ -62,7 +63,8 @@ class ReferenceFallback:
         if root in RANK_INDEX:
             return sub._rank(job, slot_ad)[RANK_INDEX[root]]
         # ClassAd.matches(ad) evaluates ad's Requirements with ad as MY: job.matches(slot) is the slot's
-        check = (lambda: job.matches(slot_ad)) if root == "slot_requirements" else (lambda: slot_ad.matches(job))
+        check = ((lambda: requirements_hold(job, slot_ad)) if root == "slot_requirements"
+                 else (lambda: requirements_hold(slot_ad, job)))
         if override:
             consumed = {a: used[self._column[a.lower()]] for a in slot.assets}
             return float(_with_requests(job, consumed, check))
