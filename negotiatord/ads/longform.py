@@ -41,6 +41,9 @@ from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 _SEPARATOR = re.compile(r"\n(?:[ \t]*|\*\*\*[^\n]*|###[^\n]*)(?=\n|\Z)")
 
 # Strings are skipped when balancing brackets; the old form escapes only `\"`.
+# A line that defines an attribute with a plain ClassAd name (comments, continued values and
+# anything else fail it).
+_DEFINITION = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*=")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _OPENERS = "([{"
 _CLOSERS = ")]}"
@@ -63,11 +66,28 @@ def read_long_form(text: str) -> Iterator[Piece]:
 
 
 def _read_ad(chunk: str, first_line: int) -> Piece | None:
+    whole = None
     if lines_within(chunk):
-        ad = parse_one(chunk, ParserType.Old)
-        if ad is not None and len(ad) == chunk.count("\n") + 1:
-            return Piece(first_line, ad, "")
-    return _reexamine(chunk, first_line)
+        whole = parse_one(chunk, ParserType.Old)
+        if whole is not None and len(whole) == chunk.count("\n") + 1:
+            return Piece(first_line, whole, "")
+        repeated = _with_repeats(chunk, first_line)
+        if repeated is not None:
+            return repeated
+    return _reexamine(chunk, first_line, whole)
+
+
+def _with_repeats(chunk: str, first_line: int) -> Piece | None:
+    """An ad of one definition per line (each line within the limits) that repeats attributes,
+    read without walking its lines for comments and continued values (a slot ad has ~350)."""
+    lines = chunk.split("\n")
+    statements = []
+    for number, line in enumerate(lines, first_line):
+        definition = _DEFINITION.match(line)
+        if definition is None:
+            return None
+        statements.append(_Statement(number, definition.group(1), [line]))
+    return _without_repeats(statements, first_line)
 
 
 @dataclass
@@ -126,13 +146,15 @@ def _statements(chunk: str, first_line: int) -> list[_Statement]:
     return statements
 
 
-def _reexamine(chunk: str, first_line: int) -> Piece | None:
+def _reexamine(chunk: str, first_line: int, whole: classad2.ClassAd | None) -> Piece | None:
     """An ad that is not one clean attribute per line: comments, multi-line
     values, duplicated attributes, or a fault.  Comment lines and joined
-    values are re-read whole under the same strict count; duplicates defeat
-    any count, so then every statement is parsed alone and the ad assembled
-    from them (last value wins, first spelling of the name kept, as in
-    classad2), which also names the first statement at fault."""
+    values are re-read whole under the same strict count; an ad that repeats
+    attributes is re-read whole with each name once (`_without_repeats`).
+    Failing those, every statement is parsed alone and the ad assembled from
+    them (last value wins, first spelling of the name kept, as in classad2),
+    which also names the first statement at fault. ``whole`` is classad2's read
+    of the whole chunk, if it was read."""
     statements = _statements(chunk, first_line)
     if not statements:
         return None  # only comments: not an ad
@@ -140,10 +162,40 @@ def _reexamine(chunk: str, first_line: int) -> Piece | None:
     if any(fault for _, fault in faults):
         return _beyond_limits(faults, first_line)
     if all(s.name is not None for s in statements):
-        ad = parse_one("\n".join(s.text for s in statements), ParserType.Old)
+        text = "\n".join(s.text for s in statements)
+        ad = whole if whole is not None and text == chunk else parse_one(text, ParserType.Old)
         if ad is not None and len(ad) == len(statements):
             return Piece(first_line, ad, "")
+        once = _without_repeats(statements, first_line)
+        if once is not None:
+            return once
     return _assembled(statements, first_line)
+
+
+def _without_repeats(statements: list[_Statement], first_line: int) -> Piece | None:
+    """An ad that repeats attributes, read whole as classad2 reads it (the last value under the
+    first spelling of the name), or None where that cannot be told from a strict count.
+
+    Written with each name once, the text is again one attribute per statement, so the count
+    tells a clean read from one classad2 stopped short; each overridden statement is parsed alone
+    (one or two lines in real ads), so a fault there is named by `_assembled` as before. A slot
+    ad that repeats one attribute reads at the whole-ad speed, not statement by statement."""
+    named = [(statement.name.lower(), statement) for statement in statements if statement.name is not None]
+    first: dict[str, _Statement] = {}
+    last: dict[str, _Statement] = {}
+    for name, statement in named:
+        first.setdefault(name, statement)
+        last[name] = statement
+    if len(first) == len(named):
+        return None                         # nothing repeats: the whole read stopped at a fault
+    for name, statement in named:
+        if last[name] is not statement:
+            alone = parse_one(statement.text, ParserType.Old)
+            if alone is None or len(alone) != 1:
+                return None
+    text = "\n".join(f"{first[name].name} = {last[name].text.partition('=')[2]}" for name in first)
+    ad = parse_one(text, ParserType.Old)
+    return Piece(first_line, ad, "") if ad is not None and len(ad) == len(first) else None
 
 
 def _beyond_limits(faults: list[tuple[_Statement, str | None]], first_line: int) -> Piece:
