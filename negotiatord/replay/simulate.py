@@ -13,10 +13,14 @@ completion in between, would negotiate over the same slots and the same idle job
 nothing either: the group allocations depend on the pool and the demand, both unchanged, and a
 group with room for a job gets it whatever its submitters' priorities (remainder rounds), so the
 only input that changed, the decayed priorities, can only reorder matches that are not there.
-So the replay jumps to the first grid point at or after the next submission or completion. The
-accountant then decays over the whole stretch in one step, as it does over a late cycle; the
-same arithmetic in steps would differ only in the last bits of a priority. The matches, and so
-every job's start, are those of a replay that runs every cycle (tested).
+So the replay jumps to the first grid point at or after the next submission or completion.
+
+A cycle negotiates with the priorities the previous cycle left (the daemon advances the state
+after each cycle), so before the next cycle runs, the accountant is advanced to the last skipped
+grid point with the usage it holds, which the skipped cycles would have recorded unchanged: the
+state they would have left, in one exponential step rather than several (the same to the last
+bits of a priority). The matches, and so every job's start, are those of a replay that runs
+every cycle (tested).
 """
 
 from __future__ import annotations
@@ -147,7 +151,11 @@ class _Replay:
             else:
                 upcoming = min(jobs[submitted].submit if submitted < len(jobs) else math.inf,
                                self.running[0][0] if self.running else math.inf)
-                index = max(index + 1, math.ceil((upcoming - origin) / interval))
+                following = max(index + 1, math.ceil((upcoming - origin) / interval))
+                if following > index + 1:
+                    state = _held(state, int(self.trace.start_epoch + origin + (following - 1) * interval),
+                                  self.settings)
+                index = following
         finishes = [run.finish for run in self.runs if run.finish is not None]
         ran = self.cycles[-1].index + 1 if self.cycles else 0
         end = self.until if self.until is not None else max([origin + (ran - 1) * interval, *finishes])
@@ -197,6 +205,12 @@ class _Replay:
         self.by_key[match.job] = run
         self.busy_cpus += run.cpus
         self.started += 1
+
+
+def _held(state: AccountantState, now: int, settings: Settings) -> AccountantState:
+    """``state`` advanced to ``now`` by cycles that each recorded the usage it holds."""
+    usage = {record.name: record.weighted_usage for record in state.customers()}
+    return advance(state, now, usage, settings.priority_halflife)
 
 
 def _group_load(result: CycleResult) -> dict[str, float]:
