@@ -19,6 +19,7 @@ from negotiatord.replay import (
     NodeShape,
     PoolSpecError,
     SimulatedPool,
+    Trace,
     TraceError,
     default_pool,
     fit_to_node,
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pool(args: argparse.Namespace, trace) -> tuple[int, NodeShape]:
+def _pool(args: argparse.Namespace, trace: Trace) -> tuple[int, NodeShape]:
     if args.nodes is None and args.node is None:
         return default_pool(trace)
     if args.nodes is None or args.node is None:
