@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
+from negotiatord.commands import replay
 from negotiatord.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,3 +60,11 @@ def replay_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="session")
 def settings(replay_files: tuple[Path, Path]) -> Settings:
     return load_settings(replay_files[0])
+
+
+def replay_command(*argv: str) -> int:
+    """``negotiatord replay`` with these arguments, in this process, with the logging the test
+    run has (the command line's own set-up would bind its log output to this test's stderr)."""
+    parser = argparse.ArgumentParser()
+    replay.add_arguments(parser)
+    return replay.run(parser.parse_args(argv))

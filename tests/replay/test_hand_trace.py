@@ -32,17 +32,16 @@ from pathlib import Path
 
 import pytest
 
-from negotiatord.cli import main
 
-from .conftest import NODE
+from .conftest import NODE, replay_command
 
 
 @pytest.fixture(scope="module")
 def out(replay_files: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     config, trace = replay_files
     folder = tmp_path_factory.mktemp("hand_out")
-    assert main(["replay", "--config", str(config), "--trace", str(trace), "--nodes", "2", "--node", NODE,
-                 "--out", str(folder)]) == 0
+    assert replay_command("--config", str(config), "--trace", str(trace), "--nodes", "2", "--node", NODE,
+                          "--out", str(folder)) == 0
     return folder
 
 

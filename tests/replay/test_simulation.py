@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from negotiatord.cli import main
 from negotiatord.replay import NodeShape, SimulatedPool, default_pool, fit_to_node, read_trace, replay
 from negotiatord.replay.report import job_rows, jain_summary, utilization
 from negotiatord.settings import Settings
 
-from .conftest import HISTORY, KTH, NODE
+from .conftest import HISTORY, KTH, NODE, replay_command
 
 
 def run_cli(config: Path, trace: Path, out: Path, *extra: str) -> dict:
-    assert main(["replay", "--config", str(config), "--trace", str(trace), "--out", str(out), *extra]) == 0
+    assert replay_command("--config", str(config), "--trace", str(trace), "--out", str(out), *extra) == 0
     return json.loads((out / "summary.json").read_text())
 
 

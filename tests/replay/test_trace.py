@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from negotiatord.cli import main
 from negotiatord.replay import NodeShape, PoolSpecError, TraceError, default_pool, fit_to_node, read_trace
 
-from .conftest import HISTORY
+from .conftest import HISTORY, replay_command
 
 SWF_HEADER = "; UnixStartTime: 1000\n; MaxNodes: 10\n; MaxProcs: 40\n"
 
@@ -79,12 +80,22 @@ def test_a_bad_line_is_named_by_file_and_line(tmp_path: Path, line: str, message
         read_trace(swf(tmp_path, line))
 
 
-def test_the_command_reports_a_bad_trace_without_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                             replay_files: tuple[Path, Path]) -> None:
+def test_the_command_reports_a_bad_trace_without_a_traceback(tmp_path: Path, replay_files: tuple[Path, Path]) -> None:
     path = swf(tmp_path, "1 0 -1 10 1\n")
-    assert main(["replay", "--config", str(replay_files[0]), "--trace", str(path), "--out", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert f"{path}:4: expected 18 fields" in err and "Traceback" not in err
+    done = subprocess.run([sys.executable, "-m", "negotiatord", "replay", "--config", str(replay_files[0]),
+                           "--trace", str(path), "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == f"negotiatord: {path}:4: expected 18 fields, found 5\n"
+
+
+def test_a_pool_that_cannot_be_built_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                 replay_files: tuple[Path, Path]) -> None:
+    config, trace = replay_files
+    assert replay_command("--config", str(config), "--trace", str(trace), "--nodes", "2",
+                          "--out", str(tmp_path)) == 2
+    assert capsys.readouterr().err == ("negotiatord: give --nodes and --node together "
+                                       "(or neither, for the SWF header's pool)\n")
 
 
 def test_a_pool_needs_nodes_and_node_together() -> None:
