@@ -2,7 +2,7 @@
 clock, written to ``--out`` as ``jobs.csv`` and ``summary.json`` (:mod:`negotiatord.replay`).
 
 Exit status: 0; 2 when the input cannot be used (a config error, a trace that cannot be read,
-named with its file and line, a pool that cannot be built).
+named with its file and line, a pool that cannot be built) or the outputs cannot be written.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, required=True, help="condor-style config file")
     parser.add_argument("--trace", type=Path, required=True,
                         help="workload trace: SWF (.swf, .swf.gz) or condor_history -l ads")
-    parser.add_argument("--nodes", type=int, help="number of nodes (default: the SWF header's MaxNodes/MaxProcs)")
+    parser.add_argument("--nodes", type=_positive, help="number of nodes (default: the SWF header's MaxNodes/MaxProcs)")
     parser.add_argument("--node", help='each node\'s p-slot, e.g. "Cpus=4, Memory=8192, Disk=100000000" '
                                        "(Memory in MB, Disk in KB; with --nodes)")
     parser.add_argument("--out", type=Path, required=True, help="directory for jobs.csv and summary.json")
     parser.add_argument("--until", type=float, help="stop negotiating after this many simulated seconds")
-    parser.add_argument("--jobs", type=int, help="replay only the trace's first N job records")
+    parser.add_argument("--jobs", type=_positive, help="replay only the trace's first N job records")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,12 +61,23 @@ def run(args: argparse.Namespace) -> int:
              cleaning=trace.cleaning.document())
     with _Progress(len(trace.jobs)) as progress:
         result = replay(trace, settings, pool, until=args.until, progress=progress)
-    document = write_outputs(args.out, result, trace.cleaning, pool, args.trace.name)
+    try:
+        document = write_outputs(args.out, result, trace.cleaning, pool, args.trace.name)
+    except OSError as error:
+        print(f"negotiatord: cannot write the replay's outputs: {error}", file=sys.stderr)
+        return EXIT_UNUSABLE
     log.info("replayed", out=str(args.out), cycles=document["cycles"]["run"],
              matches=document["cycles"]["matches"], utilization=document["utilization"],
              wall_time_s=round(result.wall_time_s, 3),
              simulated_days_per_wall_hour=document["wall_time_s"]["simulated_days_per_wall_hour"])
     return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number > 0, got {text!r}")
+    return value
 
 
 def _pool(args: argparse.Namespace, trace: Trace) -> tuple[int, NodeShape]:

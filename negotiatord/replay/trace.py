@@ -147,17 +147,16 @@ def read_history(path: Path, limit: int | None = None) -> Trace:
     if batch.problems:
         raise TraceError(str(batch.problems[0]))
     cleaning = Cleaning()
-    raw: list[tuple[float, TraceJob]] = []
+    jobs: list[TraceJob] = []
     for ad, line in zip(batch.ads, batch.lines):
         if limit is not None and cleaning.records >= limit:
             break
         cleaning.records += 1
         job = _history_job(ad, path, line, cleaning)
         if job is not None:
-            raw.append(job)
-    start = min((qdate for qdate, _ in raw), default=0.0)
-    jobs = [replace(job, submit=qdate - start) for qdate, job in raw]
-    return _trace(jobs, cleaning, int(start))
+            jobs.append(job)
+    start = min((job.submit for job in jobs), default=0.0)
+    return _trace([replace(job, submit=job.submit - start) for job in jobs], cleaning, int(start))
 
 
 def _trace(jobs: list[TraceJob], cleaning: Cleaning, start_epoch: int, max_nodes: float | None = None,
@@ -186,72 +185,59 @@ def _swf_job(values: list[float], cleaning: Cleaning) -> TraceJob | None:
     if status == SWF_CANCELLED and runtime <= 0:
         cleaning.dropped[CANCELLED_NEVER_RAN] += 1
         return None
-    if submit < 0:
-        cleaning.dropped[MISSING_SUBMIT] += 1
-        return None
-    if runtime < 0:
-        cleaning.dropped[MISSING_RUNTIME] += 1
-        return None
-    if runtime == 0:
-        cleaning.dropped[ZERO_RUNTIME] += 1
-        return None
-    if requested > 0:
-        cpus = int(requested)
-    elif allocated > 0:
-        cpus = int(allocated)
-        cleaning.adjusted[CPUS_FROM_ALLOCATED] += 1
-    else:
-        cpus = 1
-        cleaning.adjusted[CPUS_DEFAULTED] += 1
-    if requested_memory > 0:
-        memory = math.ceil(requested_memory * cpus / 1024)
-    elif used_memory > 0:
-        memory = math.ceil(used_memory * cpus / 1024)
-        cleaning.adjusted[MEMORY_FROM_USED] += 1
-    else:
-        memory = DEFAULT_MEMORY_MB_PER_CPU * cpus
-        cleaning.adjusted[MEMORY_DEFAULTED] += 1
-    if user >= 0:
-        owner = f"u{int(user)}"
-    else:
-        owner = UNKNOWN_USER
-        cleaning.adjusted[USER_UNKNOWN] += 1
-    return TraceJob(str(int(number)), submit, runtime, cpus, memory, DEFAULT_DISK_KB, owner,
-                    f"group_g{int(group)}" if group >= 0 else None)
+    adjusted = []
+    cpus = requested if requested > 0 else allocated if allocated > 0 else None
+    if requested <= 0 and cpus is not None:
+        adjusted.append(CPUS_FROM_ALLOCATED)
+    per_cpu_kb = requested_memory if requested_memory > 0 else used_memory if used_memory > 0 else None
+    if requested_memory <= 0 and per_cpu_kb is not None:
+        adjusted.append(MEMORY_FROM_USED)
+    memory = None if per_cpu_kb is None else per_cpu_kb * (cpus or 1) / 1024
+    job = _cleaned(cleaning, str(int(number)), submit, runtime, cpus, memory, DEFAULT_DISK_KB,
+                   f"u{int(user)}" if user >= 0 else None, f"group_g{int(group)}" if group >= 0 else None)
+    if job is not None:
+        cleaning.adjusted.update(adjusted)
+    return job
 
 
-def _history_job(ad: classad2.ClassAd, path: Path, line: int, cleaning: Cleaning
-                 ) -> tuple[float, TraceJob] | None:
-    qdate = evaluate_number(ad, "QDate")
-    if qdate is None:
-        cleaning.dropped[MISSING_SUBMIT] += 1
-        return None
+def _history_job(ad: classad2.ClassAd, path: Path, line: int, cleaning: Cleaning) -> TraceJob | None:
+    """The job, submitted at its ``QDate`` (made relative by the caller)."""
     runtime = evaluate_number(ad, "RemoteWallClockTime")
     if runtime is None:
         started, completed = evaluate_number(ad, "JobStartDate"), evaluate_number(ad, "CompletionDate")
         runtime = completed - started if started and completed else None
+    user = evaluate_string(ad, "Owner") or (evaluate_string(ad, "User") or "").partition("@")[0]
+    group = evaluate_string(ad, "AcctGroup") or _group_part(evaluate_string(ad, "AccountingGroup"))
+    identity = evaluate_string(ad, "GlobalJobId") or _cluster_proc(ad) or f"{path.name}:{line}"
+    return _cleaned(cleaning, identity, evaluate_number(ad, "QDate"), runtime, evaluate_number(ad, "RequestCpus"),
+                    evaluate_number(ad, "RequestMemory"), evaluate_number(ad, "RequestDisk") or DEFAULT_DISK_KB,
+                    user, group)
+
+
+def _cleaned(cleaning: Cleaning, identity: str, submit: float | None, runtime: float | None, cpus: float | None,
+             memory_mb: float | None, disk_kb: float, user: str | None, group: str | None) -> TraceJob | None:
+    """The job these values describe, after the rules every trace format shares (None or a
+    negative number: unknown), each drop or default counted; None if dropped."""
+    if submit is None or submit < 0:
+        cleaning.dropped[MISSING_SUBMIT] += 1
+        return None
     if runtime is None or runtime < 0:
         cleaning.dropped[MISSING_RUNTIME] += 1
         return None
     if runtime == 0:
         cleaning.dropped[ZERO_RUNTIME] += 1
         return None
-    cpus = evaluate_number(ad, "RequestCpus")
     if cpus is None or cpus <= 0:
         cpus = 1
         cleaning.adjusted[CPUS_DEFAULTED] += 1
-    memory = evaluate_number(ad, "RequestMemory")
-    if memory is None or memory <= 0:
-        memory = DEFAULT_MEMORY_MB_PER_CPU * cpus
+    if memory_mb is None or memory_mb <= 0:
+        memory_mb = DEFAULT_MEMORY_MB_PER_CPU * math.ceil(cpus)
         cleaning.adjusted[MEMORY_DEFAULTED] += 1
-    user = (evaluate_string(ad, "Owner") or (evaluate_string(ad, "User") or "").partition("@")[0])
     if not user:
         user = UNKNOWN_USER
         cleaning.adjusted[USER_UNKNOWN] += 1
-    group = evaluate_string(ad, "AcctGroup") or _group_part(evaluate_string(ad, "AccountingGroup"))
-    identity = evaluate_string(ad, "GlobalJobId") or _cluster_proc(ad) or f"{path.name}:{line}"
-    return qdate, TraceJob(identity, 0.0, runtime, math.ceil(cpus), math.ceil(memory),
-                           math.ceil(evaluate_number(ad, "RequestDisk") or DEFAULT_DISK_KB), user, group or None)
+    return TraceJob(identity, submit, runtime, math.ceil(cpus), math.ceil(memory_mb), math.ceil(disk_kb), user,
+                    group or None)
 
 
 def _group_part(accounting_group: str | None) -> str | None:
