@@ -7,6 +7,8 @@ Two inputs:
   ``MaxProcs``, ``UnixStartTime``). Only the run time (field 4) says how long a job holds its
   slot; the requested time (field 9) may be wall or CPU time depending on the log, and is not used.
 * ``condor_history -l`` dumps, read with :func:`negotiatord.ads.read_ads`.
+* CSV with named columns (``job, submit, runtime, cpus, memory, user, group``), for traces from
+  elsewhere.
 
 A trace is raw material: cancelled jobs that never ran, jobs with no run time, missing requests.
 Each rule that drops or adjusts a job is counted in a :class:`Cleaning` report, which the replay's
@@ -15,6 +17,7 @@ summary carries, so that every job of the input is accounted for.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import math
 import zlib
@@ -32,6 +35,7 @@ SWF_CANCELLED = 5                      # field 11, status: cancelled
 DEFAULT_MEMORY_MB_PER_CPU = 1024       # RequestMemory of a job whose trace says nothing of memory
 DEFAULT_DISK_KB = 1024                 # RequestDisk of every SWF job (SWF has no disk field)
 UNKNOWN_USER = "unknown"
+CSV_REQUIRED = ("submit", "runtime")
 
 # Rules that drop a job.
 CANCELLED_NEVER_RAN = "cancelled_never_ran"     # SWF status 5 with run time <= 0
@@ -98,12 +102,43 @@ class Trace:
 
 def read_trace(path: Path, limit: int | None = None) -> Trace:
     """The first ``limit`` job records (all if None) of the trace at ``path``: SWF when its name
-    ends in ``.swf`` or ``.swf.gz``, else ``condor_history -l`` ads."""
+    ends in ``.swf`` or ``.swf.gz``, CSV for ``.csv`` or ``.csv.gz``, else ``condor_history -l`` ads."""
     path = Path(path)
     name = path.name.lower()
     if name.endswith((".swf", ".swf.gz")):
         return read_swf(path, limit)
+    if name.endswith((".csv", ".csv.gz")):
+        return read_csv(path, limit)
     return read_history(path, limit)
+
+
+def read_csv(path: Path, limit: int | None = None) -> Trace:
+    """A CSV file with a header naming its columns: ``job``, ``submit`` and ``runtime`` (seconds),
+    and optionally ``cpus``, ``memory`` (MB), ``user``, ``group`` (the accounting group's name as
+    the config declares it); other columns are ignored. An empty cell or -1 is unknown."""
+    lines = _text_lines(path, "CSV")
+    rows = csv.reader(lines)
+    header = [column.strip().lower() for column in next(rows, [])]
+    missing = [column for column in CSV_REQUIRED if column not in header]
+    if missing:
+        raise TraceError(f"{path}:1: the header has no column {', '.join(missing)} (found: {', '.join(header)})")
+    cleaning = Cleaning()
+    jobs: list[TraceJob] = []
+    for row in rows:
+        if not any(cell.strip() for cell in row):
+            continue
+        if limit is not None and cleaning.records >= limit:
+            break
+        cells = dict(zip(header, (cell.strip() for cell in row)))
+        number = rows.line_num
+        cleaning.records += 1
+        job = _cleaned(cleaning, cells.get("job") or str(number), _csv_number(cells, "submit", path, number),
+                       _csv_number(cells, "runtime", path, number), _csv_number(cells, "cpus", path, number),
+                       _csv_number(cells, "memory", path, number), DEFAULT_DISK_KB,
+                       _csv_text(cells, "user"), _csv_text(cells, "group"))
+        if job is not None:
+            jobs.append(job)
+    return _trace(jobs, cleaning, 0)
 
 
 def read_swf(path: Path, limit: int | None = None) -> Trace:
@@ -111,7 +146,7 @@ def read_swf(path: Path, limit: int | None = None) -> Trace:
     header: dict[str, str] = {}
     cleaning = Cleaning()
     jobs: list[TraceJob] = []
-    for number, line in enumerate(_swf_lines(path), start=1):
+    for number, line in enumerate(_text_lines(path, "SWF"), start=1):
         text = line.strip()
         if not text:
             continue
@@ -165,7 +200,22 @@ def _trace(jobs: list[TraceJob], cleaning: Cleaning, start_epoch: int, max_nodes
     return Trace(jobs, cleaning, start_epoch, _positive_int(max_nodes), _positive_int(max_procs))
 
 
-def _swf_lines(path: Path) -> list[str]:
+def _csv_number(cells: dict[str, str], column: str, path: Path, line: int) -> float | None:
+    text = cells.get(column, "")
+    if text in ("", "-1"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise TraceError(f"{path}:{line}: {column} is not a number: {text!r}") from None
+
+
+def _csv_text(cells: dict[str, str], column: str) -> str | None:
+    text = cells.get(column, "")
+    return None if text in ("", "-1") else text
+
+
+def _text_lines(path: Path, kind: str) -> list[str]:
     try:
         data = path.read_bytes()
         if data[:2] == b"\x1f\x8b":
@@ -176,7 +226,7 @@ def _swf_lines(path: Path) -> list[str]:
         return data.decode("ascii").splitlines()
     except UnicodeDecodeError as error:
         line = data[:error.start].count(b"\n") + 1
-        raise TraceError(f"{path}:{line}: not an SWF trace (a byte that is not ASCII)") from None
+        raise TraceError(f"{path}:{line}: a byte that is not ASCII (expected {kind} text)") from None
 
 
 def _swf_job(values: list[float], cleaning: Cleaning) -> TraceJob | None:

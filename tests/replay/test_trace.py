@@ -73,7 +73,7 @@ def test_jobs_limit_counts_records_and_gzip_is_read(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("line", "message"), [
     ("1 0 -1 10 1\n", "t.swf:4: expected 18 fields, found 5"),
     ("1 0 -1 ten 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1\n", "t.swf:4: a field is not a number"),
-    ("1 0 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 \u00e9\n", "t.swf:4: not an SWF trace"),
+    ("1 0 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 \u00e9\n", r"t.swf:4: a byte that is not ASCII \(expected SWF"),
 ])
 def test_a_bad_line_is_named_by_file_and_line(tmp_path: Path, line: str, message: str) -> None:
     with pytest.raises(TraceError, match=message):
@@ -102,6 +102,32 @@ def test_a_pool_needs_nodes_and_node_together() -> None:
     with pytest.raises(PoolSpecError, match="Cpus=N"):
         NodeShape.parse("Cpus=2, Gpus=1")
     assert NodeShape.parse("Cpus=2") == NodeShape(2, 2048, NodeShape.with_cpus(2).disk_kb)
+
+
+def test_csv_columns_by_name_with_the_shared_rules(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("submit,job,runtime,cpus,memory,user,group,queue\n"
+                    "10,a,100,2,3000,alice,group_physics,short\n"
+                    "0,b,50,,-1,,,\n"                          # cpus, memory, user unknown
+                    "5,c,0,1,100,bob,,\n"                       # zero run time
+                    "\n"
+                    "7,d,-1,1,100,bob,,\n")                     # run time unknown
+    trace = read_trace(path)
+    assert [(j.id, j.submit, j.runtime, j.cpus, j.memory_mb, j.user, j.group) for j in trace.jobs] == [
+        ("b", 0, 50, 1, 1024, "unknown", None), ("a", 10, 100, 2, 3000, "alice", "group_physics")]
+    assert trace.cleaning.document()["dropped"] == {"missing_run_time": 1, "zero_run_time": 1}
+    assert trace.cleaning.document()["adjusted"] == {"cpus_defaulted_to_1": 1, "memory_defaulted": 1,
+                                                     "user_unknown": 1}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("job,submit,cpus\n1,0,1\n", "t.csv:1: the header has no column runtime"),
+    ("job,submit,runtime\n1,0,1\n2,soon,1\n", "t.csv:3: submit is not a number: 'soon'"),
+])
+def test_a_bad_csv_is_named_by_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "t.csv").write_text(text)
+    with pytest.raises(TraceError, match=message):
+        read_trace(tmp_path / "t.csv")
 
 
 def test_condor_history_ads_give_submit_and_run_times() -> None:
