@@ -1,4 +1,5 @@
-"""What a replay writes: ``jobs.csv``, one row per job, and ``summary.json``, the figures.
+"""What a replay writes: ``jobs.csv``, one row per job, ``summary.json``, the figures, and
+``report.html``, plots of them (:mod:`negotiatord.replay.html`).
 
 Both are functions of the trace, the config and the pool alone, so the same inputs give the same
 bytes; wall-clock figures are kept apart, under ``wall_time_s`` in the summary.
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from negotiatord.replay.html import report_page
 from negotiatord.replay.pool import SimulatedPool
 from negotiatord.replay.simulate import CycleRecord, JobRun, ReplayResult
 from negotiatord.replay.trace import Cleaning
@@ -36,12 +38,12 @@ from negotiatord.settings.groups import ROOT_GROUP
 SLOWDOWN_BOUND_S = 10.0
 JOB_COLUMNS = ("job", "submit", "start", "finish", "wait", "turnaround", "stretch", "submitter", "group", "slot",
                "cost", "cycles_waited")
-JOBS_FILE, SUMMARY_FILE = "jobs.csv", "summary.json"
+JOBS_FILE, SUMMARY_FILE, REPORT_FILE = "jobs.csv", "summary.json", "report.html"
 
 
 def write_outputs(out: Path, result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool,
                   trace_name: str) -> dict[str, object]:
-    """Write ``jobs.csv`` and ``summary.json`` into ``out`` (made if missing); returns the summary."""
+    """Write ``jobs.csv``, ``summary.json`` and ``report.html`` into ``out`` (made if missing); returns the summary."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / JOBS_FILE).open("w", newline="") as file:
         writer = csv.writer(file, lineterminator="\n")
@@ -49,6 +51,7 @@ def write_outputs(out: Path, result: ReplayResult, cleaning: Cleaning, pool: Sim
         writer.writerows(job_rows(result))
     document = summary(result, cleaning, pool, trace_name)
     (out / SUMMARY_FILE).write_text(json.dumps(document, indent=1) + "\n")
+    (out / REPORT_FILE).write_text(report_page(result, f"negotiatord replay of {trace_name}"))
     return document
 
 
@@ -139,14 +142,8 @@ def utilization(result: ReplayResult) -> float | None:
     return busy / (result.pool_cpus * period)
 
 
-def jain_index(loads: Iterable[float]) -> float | None:
-    values = list(loads)
-    squares = sum(value * value for value in values)
-    return sum(values) ** 2 / (len(values) * squares) if squares > 0 else None
-
-
 def jain_summary(cycles: Sequence[CycleRecord], end: float) -> dict[str, object]:
-    series = [(cycle.time, jain_index(cycle.group_load.values())) for cycle in cycles]
+    series = [(cycle.time, cycle.jain) for cycle in cycles]
     weighted = total = 0.0
     for (at, value), following in zip(series, [*(cycle.time for cycle in cycles[1:]), end]):
         if value is not None:

@@ -80,6 +80,13 @@ class CycleRecord:
     group_load: dict[str, float]        # usage / quota after the cycle, for groups with quota > 0
     duration_s: float                   # wall clock: snapshot and negotiation
 
+    @property
+    def jain(self) -> float | None:
+        """Jain's fairness index over ``group_load``: (sum x)^2 / (n * sum x^2); None when no
+        group with a quota uses anything."""
+        squares = sum(load * load for load in self.group_load.values())
+        return sum(self.group_load.values()) ** 2 / (len(self.group_load) * squares) if squares > 0 else None
+
 
 @dataclass
 class ReplayResult:

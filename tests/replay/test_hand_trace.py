@@ -26,8 +26,10 @@ The cycles:
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,12 @@ def test_cycles_are_reported_as_htcondor_names_them(summary: dict) -> None:
     assert [c["QueuedJobs"] for c in per_cycle] == [0, 1, 1, 0, 0, 0]
     wall = summary["wall_time_s"]
     assert len(wall["LastNegotiationCycleDuration"]) == 6 and wall["replay"] > 0
+
+
+def test_report_page_is_self_contained_with_its_plots(out: Path) -> None:
+    page = (out / "report.html").read_text()
+    images = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([A-Za-z0-9+/=]+)">', page)
+    assert [alt for alt, _ in images] == ["Utilization and queue length", "Wait per accounting group",
+                                          "Jain&#x27;s fairness index on usage / quota"]
+    assert all(base64.b64decode(data).startswith(b"\x89PNG") for _, data in images)
+    assert "http" not in page and "src=\"data:" in page

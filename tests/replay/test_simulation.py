@@ -28,7 +28,8 @@ def test_the_same_inputs_give_the_same_files(replay_files: tuple[Path, Path], tm
     config, trace = replay_files
     first = run_cli(config, trace, tmp_path / "a", "--nodes", "2", "--node", NODE)
     second = run_cli(config, trace, tmp_path / "b", "--nodes", "2", "--node", NODE)
-    assert (tmp_path / "a" / "jobs.csv").read_bytes() == (tmp_path / "b" / "jobs.csv").read_bytes()
+    for name in ("jobs.csv", "report.html"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     assert json.dumps(without_wall_time(first)) == json.dumps(without_wall_time(second))
 
 
