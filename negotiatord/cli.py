@@ -7,11 +7,12 @@ import os
 import sys
 
 from negotiatord import __version__
-from negotiatord.commands import negotiate, run, userprio
+from negotiatord.commands import negotiate, replay, run, userprio
 from negotiatord.logs import configure_logging
 
 COMMANDS = {
     "negotiate": (negotiate, "run one negotiation cycle over ad files and print the result"),
+    "replay": (replay, "run a workload trace through negotiation cycles on a simulated clock"),
     "run": (run, "run the daemon: ads in over HTTP, periodic cycles, matches out"),
     "userprio": (userprio, "show user priorities or set factors and reset usage, like condor_userprio"),
 }

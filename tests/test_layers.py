@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastpath", "cycle"),
     ("feed",),
     ("publish", "runtime"),
+    ("replay",),
     ("service",),
     ("commands",),
     ("cli",),

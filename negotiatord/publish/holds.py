@@ -67,10 +67,21 @@ def _slot_hold(name: str, slot: classad2.ClassAd, version: str, matches: Sequenc
                job_ad: Callable[[str], classad2.ClassAd | None]) -> Hold:
     """The hold on slot ``name`` (ad ``slot``, stored as ``version``) that ``matches`` call for;
     ``job_ad`` finds a matched job's ad, for its concurrency limits."""
+    stand_in, extras = slot_after_matches(name, slot, matches, job_ad)
+    return Hold(AdKind.SLOT, name, slot, version, stand_in, extras)
+
+
+def slot_after_matches(name: str, slot: classad2.ClassAd, matches: Sequence[Match],
+                       job_ad: Callable[[str], classad2.ClassAd | None]
+                       ) -> tuple[classad2.ClassAd | None, tuple[tuple[str, classad2.ClassAd], ...]]:
+    """What slot ``name`` (ad ``slot``) is once its startd has acted on ``matches``: the slot
+    itself (a p-slot less what they consumed, None if an asset is not a number; a static slot
+    claimed by the first), and one claimed dynamic slot per match of a p-slot, by name. The
+    daemon holds these until the startd advertises; a trace replay builds its pool from them."""
     if slot.get("PartitionableSlot") is True:
         extras = tuple((f"{name}#{m.job}", _dynamic_slot(slot, m, job_ad(m.job))) for m in matches)
-        return Hold(AdKind.SLOT, name, slot, version, _what_is_left(slot, matches), extras)
-    return Hold(AdKind.SLOT, name, slot, version, _claimed(_copy(slot), matches[0], job_ad(matches[0].job)))
+        return _what_is_left(slot, matches), extras
+    return _claimed(_copy(slot), matches[0], job_ad(matches[0].job)), ()
 
 
 def apply_holds(store: AdStore, holds: Iterable[Hold]) -> None:

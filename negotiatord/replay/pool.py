@@ -1,0 +1,198 @@
+"""The simulated pool: one partitionable slot per node, and what the running jobs hold of it.
+
+Each node's ads are what its startd would advertise: the p-slot less what its running jobs
+consumed, beside one claimed dynamic slot per running job, made by the same code that stands in
+for matched slots in the daemon (:func:`negotiatord.publish.holds.slot_after_matches`). A node's
+ads are rebuilt only when a job starts or ends on it, so the snapshot builder reuses its work for
+the others (it recognises an unchanged ad by identity).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import classad2
+
+from negotiatord.cycle.result import Match
+from negotiatord.publish.holds import slot_after_matches
+from negotiatord.replay.trace import DEFAULT_MEMORY_MB_PER_CPU, Cleaning, Trace, TraceJob
+
+CPUS_CLAMPED = "cpus_clamped_to_node"
+MEMORY_CLAMPED = "memory_clamped_to_node"
+DISK_CLAMPED = "disk_clamped_to_node"
+DEFAULT_DISK_KB_PER_NODE = 100 * 1024 * 1024
+
+# A slot takes a job its unclaimed resources can hold, the usual START of an execution point.
+START = "TARGET.RequestCpus <= MY.Cpus && TARGET.RequestMemory <= MY.Memory && TARGET.RequestDisk <= MY.Disk"
+# A job asks for the resources it requests, as condor_submit writes its Requirements.
+JOB_REQUIREMENTS = ("TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory && "
+                    "TARGET.Disk >= RequestDisk")
+SUBMITTER_DOMAIN = "trace"
+
+
+class PoolSpecError(ValueError):
+    """A ``--node`` description or pool size that cannot be used."""
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """The resources of each node: its p-slot's Cpus, Memory (MB) and Disk (KB)."""
+
+    cpus: int
+    memory_mb: int
+    disk_kb: int
+
+    @classmethod
+    def parse(cls, text: str) -> NodeShape:
+        """``"Cpus=4, Memory=8192, Disk=100000000"``; a resource left out gets the default shape's
+        value for the given Cpus (1024 MB of memory per cpu, 100 GiB of disk)."""
+        values: dict[str, int] = {}
+        for item in text.split(","):
+            key, equals, value = item.partition("=")
+            key = key.strip().lower()
+            if not equals or key not in ("cpus", "memory", "disk"):
+                raise PoolSpecError(f"--node {text!r}: expected Cpus=N, Memory=MB, Disk=KB, got {item.strip()!r}")
+            try:
+                values[key] = int(value)
+            except ValueError:
+                raise PoolSpecError(f"--node {text!r}: {key} is not a whole number: {value.strip()!r}") from None
+            if values[key] <= 0:
+                raise PoolSpecError(f"--node {text!r}: {key} must be > 0")
+        default = cls.with_cpus(values.get("cpus", 1))
+        return cls(values.get("cpus", default.cpus), values.get("memory", default.memory_mb),
+                   values.get("disk", default.disk_kb))
+
+    @classmethod
+    def with_cpus(cls, cpus: int) -> NodeShape:
+        return cls(cpus, cpus * DEFAULT_MEMORY_MB_PER_CPU, DEFAULT_DISK_KB_PER_NODE)
+
+
+def default_pool(trace: Trace) -> tuple[int, NodeShape]:
+    """The pool an SWF header describes: ``MaxNodes`` nodes sharing ``MaxProcs`` processors
+    (``MaxProcs`` one-processor nodes when the header gives no node count)."""
+    nodes, procs = trace.max_nodes, trace.max_procs
+    if nodes is None and procs is None:
+        raise PoolSpecError("the trace's header gives neither MaxNodes nor MaxProcs: give --nodes and --node")
+    if nodes is None:
+        return procs, NodeShape.with_cpus(1)
+    return nodes, NodeShape.with_cpus(max(1, (procs or nodes) // nodes))
+
+
+def fit_to_node(jobs: Iterable[TraceJob], shape: NodeShape, cleaning: Cleaning) -> list[TraceJob]:
+    """``jobs`` with requests larger than a node clamped to the node, each clamp counted: a job
+    that no slot can hold would wait for ever (HTCondor does not span a job over nodes)."""
+    fitted = []
+    for job in jobs:
+        changes: dict[str, int] = {}
+        for attribute, limit, rule in (("cpus", shape.cpus, CPUS_CLAMPED), ("memory_mb", shape.memory_mb,
+                                       MEMORY_CLAMPED), ("disk_kb", shape.disk_kb, DISK_CLAMPED)):
+            if getattr(job, attribute) > limit:
+                changes[attribute] = limit
+                cleaning.adjusted[rule] += 1
+        fitted.append(dataclasses.replace(job, **changes) if changes else job)
+    return fitted
+
+
+def job_ad(job: TraceJob, cluster: int, start_epoch: int) -> classad2.ClassAd:
+    """The idle job's ad as a schedd would advertise it, from the trace's plain values."""
+    ad = classad2.ClassAd({
+        "MyType": "Job",
+        "TargetType": "Machine",
+        "ClusterId": cluster,
+        "ProcId": 0,
+        "GlobalJobId": job_key(job),
+        "JobStatus": 1,
+        "JobUniverse": 5,
+        "Owner": job.user,
+        "User": f"{job.user}@{SUBMITTER_DOMAIN}",
+        "QDate": int(start_epoch + job.submit),
+        "RequestCpus": job.cpus,
+        "RequestMemory": job.memory_mb,
+        "RequestDisk": job.disk_kb,
+        "JobPrio": 0,
+        "Rank": 0,
+    })
+    ad["Requirements"] = classad2.ExprTree(JOB_REQUIREMENTS)
+    if job.group:
+        ad["AccountingGroup"] = f"{job.group}.{job.user}"
+    return ad
+
+
+def job_key(job: TraceJob) -> str:
+    return f"{SUBMITTER_DOMAIN}#{job.id}"
+
+
+class SimulatedPool:
+    """``count`` nodes of ``shape``, and the matches running on them."""
+
+    def __init__(self, count: int, shape: NodeShape) -> None:
+        if count <= 0:
+            raise PoolSpecError(f"--nodes must be > 0, got {count}")
+        self.count, self.shape = count, shape
+        width = len(str(count))
+        self._base = {}
+        for index in range(1, count + 1):
+            name = f"slot1@node{index:0{width}d}.{SUBMITTER_DOMAIN}"
+            self._base[name] = _pslot(name, shape)
+        self._running: dict[str, list[Match]] = {name: [] for name in self._base}
+        self._jobs: dict[str, classad2.ClassAd] = {}
+        self._ads: dict[str, list[classad2.ClassAd]] = {name: [ad] for name, ad in self._base.items()}
+        self._dynamic: dict[str, classad2.ClassAd] = {}
+
+    @property
+    def cpus(self) -> int:
+        return self.count * self.shape.cpus
+
+    def slot_ads(self) -> list[classad2.ClassAd]:
+        """Every node's ads, node by node (the same objects for nodes nothing happened on)."""
+        return [ad for ads in self._ads.values() for ad in ads]
+
+    def start(self, match: Match, job: classad2.ClassAd) -> None:
+        """``match``'s job starts: its p-slot gives up what the match consumed."""
+        self._jobs[match.job] = job
+        self._running[match.slot].append(match)
+        self._rebuild(match.slot)
+
+    def release(self, match: Match) -> None:
+        """``match``'s job ends: what it consumed returns to its p-slot."""
+        self._running[match.slot].remove(match)
+        del self._jobs[match.job]
+        self._dynamic.pop(f"{match.slot}#{match.job}", None)
+        self._rebuild(match.slot)
+
+    def _rebuild(self, name: str) -> None:
+        running = self._running[name]
+        if not running:
+            self._ads[name] = [self._base[name]]
+            return
+        left, dynamic = slot_after_matches(name, self._base[name], running, self._jobs.get)
+        assert left is not None, "the simulated p-slot's assets are numbers"
+        ads = [left]
+        for key, ad in dynamic:
+            ads.append(self._dynamic.setdefault(key, ad))
+        self._ads[name] = ads
+
+
+def _pslot(name: str, shape: NodeShape) -> classad2.ClassAd:
+    ad = classad2.ClassAd({
+        "MyType": "Machine",
+        "Name": name,
+        "Machine": name.partition("@")[2],
+        "PartitionableSlot": True,
+        "SlotType": "Partitionable",
+        "State": "Unclaimed",
+        "Activity": "Idle",
+        "Cpus": shape.cpus,
+        "Memory": shape.memory_mb,
+        "Disk": shape.disk_kb,
+        "TotalSlotCpus": shape.cpus,
+        "TotalSlotMemory": shape.memory_mb,
+        "TotalSlotDisk": shape.disk_kb,
+        "MachineResources": "Cpus Memory Disk",
+        "Rank": 0,
+    })
+    ad["Start"] = classad2.ExprTree(START)
+    ad["Requirements"] = classad2.ExprTree("START")
+    return ad

@@ -1,0 +1,180 @@
+"""What a replay writes: ``jobs.csv``, one row per job, ``summary.json``, the figures, and
+``report.html``, plots of them (:mod:`negotiatord.replay.html`).
+
+Both are functions of the trace, the config and the pool alone, so the same inputs give the same
+bytes; wall-clock figures are kept apart, under ``wall_time_s`` in the summary.
+
+Definitions:
+
+* wait = start - submit; turnaround = finish - submit; stretch = turnaround / run time (Batsim's);
+  bounded slowdown = max(1, turnaround / max(run time, 10 s)) (Feitelson's bound of 10 s).
+* utilization: Cpus the matches consumed, times the seconds they held them within the replayed
+  period (first submission to the last finish, or ``--until``), over the pool's Cpus times that
+  period.
+* Jain's fairness index over groups with a quota > 0, after each cycle: with x = the group's
+  usage (its subtree's, in slot-weight units) / its quota, J = (sum x)^2 / (n * sum x^2), 1 when
+  every group has the same share of its quota, 1/n when one group has it all; undefined (null)
+  after a cycle where no such group uses anything. Its mean weighs each cycle's value by the
+  simulated time it held, up to the next cycle or the end.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from negotiatord.replay.html import report_page
+from negotiatord.replay.pool import SimulatedPool
+from negotiatord.replay.simulate import CycleRecord, JobRun, ReplayResult
+from negotiatord.replay.trace import Cleaning
+from negotiatord.settings.groups import ROOT_GROUP
+
+SLOWDOWN_BOUND_S = 10.0
+JOB_COLUMNS = ("job", "submit", "start", "finish", "wait", "turnaround", "stretch", "submitter", "group", "slot",
+               "cost", "cycles_waited")
+JOBS_FILE, SUMMARY_FILE, REPORT_FILE = "jobs.csv", "summary.json", "report.html"
+
+
+def write_outputs(out: Path, result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool,
+                  trace_name: str) -> dict[str, object]:
+    """Write ``jobs.csv``, ``summary.json`` and ``report.html`` into ``out`` (made if missing); returns the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / JOBS_FILE).open("w", newline="") as file:
+        writer = csv.writer(file, lineterminator="\n")
+        writer.writerow(JOB_COLUMNS)
+        writer.writerows(job_rows(result))
+    document = summary(result, cleaning, pool, trace_name)
+    (out / SUMMARY_FILE).write_text(json.dumps(document, indent=1) + "\n")
+    (out / REPORT_FILE).write_text(report_page(result, f"negotiatord replay of {trace_name}"))
+    return document
+
+
+def job_rows(result: ReplayResult) -> Iterable[list[str]]:
+    """One row per job, in submission order; times, wait and the rest empty for a job that never
+    started."""
+    for run in result.runs:
+        if run.start is None:
+            yield [run.job.id, _number(run.job.submit), "", "", "", "", "", run.submitter, _group(run), "", "", ""]
+            continue
+        turnaround = run.finish - run.job.submit
+        yield [run.job.id, _number(run.job.submit), _number(run.start), _number(run.finish),
+               _number(run.start - run.job.submit), _number(turnaround), _number(turnaround / run.job.runtime),
+               run.submitter, _group(run), run.slot or "", _number(run.cost), str(cycles_waited(run, result))]
+
+
+def cycles_waited(run: JobRun, result: ReplayResult) -> int:
+    """Cycles (run or skipped) from the first at or after the job's submission to the one that
+    matched it."""
+    return run.start_cycle - math.ceil((run.job.submit - result.origin) / result.interval)
+
+
+def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace_name: str) -> dict[str, object]:
+    by_group: dict[str, list[JobRun]] = defaultdict(list)
+    for run in result.runs:
+        by_group[_group(run)].append(run)
+    period = result.end - result.origin
+    simulated_days = period / 86400
+    wall = result.wall_time_s
+    return {
+        "trace": trace_name,
+        "pool": {"nodes": pool.count, "node": {"Cpus": pool.shape.cpus, "Memory": pool.shape.memory_mb,
+                                               "Disk": pool.shape.disk_kb}, "cpus": pool.cpus},
+        "negotiator_interval_s": result.interval,
+        "period": {"start": result.origin, "end": result.end, "seconds": period, "start_epoch": result.start_epoch},
+        "cleaning": cleaning.document(),
+        "jobs": {
+            "kept": len(result.runs),
+            "submitted": result.submitted,
+            "started": sum(run.start is not None for run in result.runs),
+            "finished_by_end": sum(run.finish is not None and run.finish <= result.end for run in result.runs),
+            "never_started": sum(run.start is None for run in result.runs[:result.submitted]),
+            "not_submitted": len(result.runs) - result.submitted,
+        },
+        "all": job_figures(result.runs),
+        "groups": {name: job_figures(runs) for name, runs in sorted(by_group.items())},
+        "utilization": utilization(result),
+        "jain": jain_summary(result.cycles, result.end),
+        "cycles": {
+            "run": len(result.cycles),
+            "skipped": result.skipped_cycles,
+            "matches": sum(cycle.matches for cycle in result.cycles),
+            "per_cycle": [_cycle_document(cycle, result.start_epoch) for cycle in result.cycles],
+        },
+        "wall_time_s": {
+            "replay": wall,
+            "simulated_days_per_wall_hour": simulated_days / (wall / 3600) if wall > 0 else None,
+            "LastNegotiationCycleDuration": [cycle.duration_s for cycle in result.cycles],
+        },
+    }
+
+
+def job_figures(runs: Sequence[JobRun]) -> dict[str, object]:
+    """Wait percentiles (numpy's linear interpolation) and mean bounded slowdown of the started jobs."""
+    started = [run for run in runs if run.start is not None]
+    waits = np.array([run.start - run.job.submit for run in started], dtype=float)
+    slowdowns = [bounded_slowdown(run.start - run.job.submit, run.job.runtime) for run in started]
+    return {
+        "jobs": len(runs),
+        "started": len(started),
+        "wait_p50_s": float(np.percentile(waits, 50)) if len(started) else None,
+        "wait_p95_s": float(np.percentile(waits, 95)) if len(started) else None,
+        "wait_max_s": float(waits.max()) if len(started) else None,
+        "bounded_slowdown_mean": float(np.mean(slowdowns)) if slowdowns else None,
+    }
+
+
+def bounded_slowdown(wait: float, runtime: float) -> float:
+    return max(1.0, (wait + runtime) / max(runtime, SLOWDOWN_BOUND_S))
+
+
+def utilization(result: ReplayResult) -> float | None:
+    period = result.end - result.origin
+    if period <= 0:
+        return None
+    busy = sum(run.cpus * max(0.0, min(run.finish, result.end) - max(run.start, result.origin))
+               for run in result.runs if run.start is not None)
+    return busy / (result.pool_cpus * period)
+
+
+def jain_summary(cycles: Sequence[CycleRecord], end: float) -> dict[str, object]:
+    series = [(cycle.time, cycle.jain) for cycle in cycles]
+    weighted = total = 0.0
+    for (at, value), following in zip(series, [*(cycle.time for cycle in cycles[1:]), end]):
+        if value is not None:
+            weighted += value * (following - at)
+            total += following - at
+    groups = sorted({name for cycle in cycles for name in cycle.group_load})
+    return {"groups": groups, "mean": weighted / total if total > 0 else None,
+            "series": [[at, value] for at, value in series]}
+
+
+def _cycle_document(cycle: CycleRecord, start_epoch: int) -> dict[str, object]:
+    return {
+        "LastNegotiationCycleTime": int(start_epoch + cycle.time),
+        "LastNegotiationCycleMatches": cycle.matches,
+        "LastNegotiationCycleTotalSlots": cycle.total_slots,
+        "LastNegotiationCycleCandidateSlots": cycle.candidate_slots,
+        "LastNegotiationCycleNumIdleJobs": cycle.idle_jobs,
+        "LastNegotiationCycleActiveSubmitterCount": cycle.submitters,
+        "LastNegotiationCyclePieSpins": cycle.pie_spins,
+        "BusyCpus": cycle.busy_cpus,
+        "QueuedJobs": cycle.queued,
+        "GroupLoad": cycle.group_load,
+    }
+
+
+def _group(run: JobRun) -> str:
+    return run.job.group or ROOT_GROUP
+
+
+def _number(value: float | None) -> str:
+    """Whole numbers without a fraction, others to 6 decimals: the same text on every platform."""
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else f"{value:.6f}".rstrip("0")

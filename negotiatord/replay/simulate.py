@@ -1,0 +1,232 @@
+"""A workload trace run through the real negotiation cycle on a simulated clock.
+
+Cycles run on a grid, every ``NEGOTIATOR_INTERVAL`` of simulated time from the first submission
+(a simulated cycle takes no simulated time, so the daemon's ``NEGOTIATOR_CYCLE_DELAY`` and
+``NEGOTIATOR_MIN_INTERVAL`` gates never bind). Before each cycle, the jobs submitted by then join
+the queue and the jobs finished by then leave their slots; the cycle negotiates with the daemon's
+code (:func:`negotiatord.runtime.run_cycle`) over a snapshot kept incrementally; each match starts
+its job at once, holding what the match consumed for the job's run time; the accountant's state is
+advanced to the cycle's time with the cycle's usage, as the daemon does after every cycle.
+
+**Quiet cycles are skipped.** A cycle after one that matched nothing, with no submission and no
+completion in between, would negotiate over the same slots and the same idle jobs. It matches
+nothing either: the group allocations depend on the pool and the demand, both unchanged, and a
+group with room for a job gets it whatever its submitters' priorities (remainder rounds), so the
+only input that changed, the decayed priorities, can only reorder matches that are not there.
+So the replay jumps to the first grid point at or after the next submission or completion.
+
+A cycle negotiates with the priorities the previous cycle left (the daemon advances the state
+after each cycle), so before the next cycle runs, the accountant is advanced to the last skipped
+grid point with the usage it holds, which the skipped cycles would have recorded unchanged: the
+state they would have left, in one exponential step rather than several (the same to the last
+bits of a priority). The matches, and so every job's start, are those of a replay that runs
+every cycle (tested).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import classad2
+
+from negotiatord.accountant import AccountantState, advance
+from negotiatord.cycle.result import CycleResult, Match
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.pool.builder import SnapshotBuilder
+from negotiatord.pool.jobs import submitter_of
+from negotiatord.replay.pool import SimulatedPool, job_ad, job_key
+from negotiatord.replay.trace import Trace, TraceJob
+from negotiatord.runtime import run_cycle
+from negotiatord.settings import Settings
+from negotiatord.settings.groups import ROOT_GROUP
+
+
+@dataclass
+class JobRun:
+    """What became of one job of the trace."""
+
+    job: TraceJob
+    cluster: int                       # its ClusterId: the position in submission order, from 1
+    submitter: str
+    start: float | None = None         # simulated seconds, as the trace's submit times
+    start_cycle: int | None = None     # the grid index of the cycle that matched it
+    slot: str | None = None
+    cost: float | None = None
+    cpus: float = 0.0                  # the Cpus its match consumed
+
+    @property
+    def finish(self) -> float | None:
+        return None if self.start is None else self.start + self.job.runtime
+
+
+@dataclass(frozen=True)
+class CycleRecord:
+    """One cycle that ran, in the figures of HTCondor's LastNegotiationCycle* attributes."""
+
+    index: int                          # on the grid: time = origin + index * interval
+    time: float
+    matches: int
+    total_slots: int
+    candidate_slots: int
+    idle_jobs: int
+    submitters: int                     # submitters with idle jobs
+    pie_spins: int
+    busy_cpus: float                    # after the cycle's matches
+    queued: int                         # idle jobs left after the cycle
+    group_load: dict[str, float]        # usage / quota after the cycle, for groups with quota > 0
+    duration_s: float                   # wall clock: snapshot and negotiation
+
+    @property
+    def jain(self) -> float | None:
+        """Jain's fairness index over ``group_load``: (sum x)^2 / (n * sum x^2); None when no
+        group with a quota uses anything."""
+        squares = sum(load * load for load in self.group_load.values())
+        return sum(self.group_load.values()) ** 2 / (len(self.group_load) * squares) if squares > 0 else None
+
+
+@dataclass
+class ReplayResult:
+    runs: list[JobRun]                  # in submission order
+    cycles: list[CycleRecord]
+    skipped_cycles: int                 # grid points up to the last cycle where no cycle was needed
+    origin: float                       # simulated time of the first grid point
+    interval: float
+    end: float                          # end of the replayed period
+    submitted: int                      # jobs submitted before the end
+    accountant: AccountantState
+    pool_cpus: int
+    wall_time_s: float
+    start_epoch: int
+
+
+ProgressCallback = Callable[[float, int], None]    # simulated time, jobs finished or started
+
+
+def replay(trace: Trace, settings: Settings, pool: SimulatedPool, *, until: float | None = None,
+           skip_quiet_cycles: bool = True, progress: ProgressCallback | None = None) -> ReplayResult:
+    """Run ``trace`` (jobs fitted to ``pool``'s nodes) through negotiation cycles on ``pool``,
+    up to simulated time ``until`` (seconds from the trace's start; None: until every job ran or
+    no job left can ever start)."""
+    return _Replay(trace, settings, pool, until, skip_quiet_cycles, progress).run()
+
+
+@dataclass
+class _Replay:
+    trace: Trace
+    settings: Settings
+    pool: SimulatedPool
+    until: float | None
+    skip_quiet_cycles: bool
+    progress: ProgressCallback | None
+    runs: list[JobRun] = field(default_factory=list)
+    cycles: list[CycleRecord] = field(default_factory=list)
+    idle: dict[str, tuple[JobRun, classad2.ClassAd]] = field(default_factory=dict)
+    running: list[tuple[float, int, Match]] = field(default_factory=list)    # heap by finish
+    by_key: dict[str, JobRun] = field(default_factory=dict)
+    busy_cpus: float = 0.0
+    started: int = 0
+
+    def run(self) -> ReplayResult:
+        wall = time.perf_counter()
+        jobs, interval = self.trace.jobs, self.settings.negotiator_interval
+        if interval <= 0:
+            raise ValueError(f"NEGOTIATOR_INTERVAL must be > 0 for a replay, got {interval}")
+        origin = jobs[0].submit if jobs else 0.0
+        builder, descriptions, state = SnapshotBuilder(), AdDescriptions(), AccountantState()
+        index, submitted, matched = 0, 0, True
+        while True:
+            now = origin + index * interval
+            if self.until is not None and now > self.until:
+                break
+            while submitted < len(jobs) and jobs[submitted].submit <= now:
+                self._submit(jobs[submitted], submitted + 1)
+                submitted += 1
+            while self.running and self.running[0][0] <= now:
+                self._finish(heapq.heappop(self.running)[2])
+            state, matched = self._cycle(index, now, builder, descriptions, state)
+            if self.progress is not None:
+                self.progress(now, self.started)
+            waiting = submitted < len(jobs) or self.running
+            if not waiting and (not self.idle or not matched):
+                break
+            if matched or not self.skip_quiet_cycles:
+                index += 1
+            else:
+                upcoming = min(jobs[submitted].submit if submitted < len(jobs) else math.inf,
+                               self.running[0][0] if self.running else math.inf)
+                following = max(index + 1, math.ceil((upcoming - origin) / interval))
+                if following > index + 1:
+                    state = _held(state, int(self.trace.start_epoch + origin + (following - 1) * interval),
+                                  self.settings)
+                index = following
+        finishes = [run.finish for run in self.runs if run.finish is not None]
+        ran = self.cycles[-1].index + 1 if self.cycles else 0
+        end = self.until if self.until is not None else max([origin + (ran - 1) * interval, *finishes])
+        for job in jobs[submitted:]:
+            self.runs.append(JobRun(job, len(self.runs) + 1, _submitter(job)))
+        return ReplayResult(
+            runs=self.runs, cycles=self.cycles, skipped_cycles=ran - len(self.cycles), origin=origin,
+            interval=interval, end=end, submitted=submitted, accountant=state, pool_cpus=self.pool.cpus,
+            wall_time_s=time.perf_counter() - wall, start_epoch=self.trace.start_epoch,
+        )
+
+    def _submit(self, job: TraceJob, cluster: int) -> None:
+        ad = job_ad(job, cluster, self.trace.start_epoch)
+        run = JobRun(job, cluster, submitter_of(ad) or job.user)
+        self.runs.append(run)
+        self.idle[job_key(job)] = (run, ad)
+
+    def _finish(self, match: Match) -> None:
+        self.pool.release(match)
+        self.busy_cpus -= self.by_key.pop(match.job).cpus
+
+    def _cycle(self, index: int, now: float, builder: SnapshotBuilder, descriptions: AdDescriptions,
+               state: AccountantState) -> tuple[AccountantState, bool]:
+        """Negotiate at grid point ``index``, start the matched jobs; the advanced accountant state,
+        and whether anything was matched."""
+        wall = time.perf_counter()
+        epoch = int(self.trace.start_epoch + now)
+        snapshot = builder.build(self.pool.slot_ads(), [ad for _, ad in self.idle.values()], self.settings)
+        result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions)
+        duration = time.perf_counter() - wall
+        for match in result.matches:
+            self._start(match, index, now)
+        self.cycles.append(CycleRecord(
+            index=index, time=now, matches=len(result.matches), total_slots=result.stats.slots,
+            candidate_slots=int(snapshot.table.candidate.sum()), idle_jobs=len(snapshot.jobs),
+            submitters=len({job.submitter for job in snapshot.jobs}), pie_spins=result.stats.pie_spins,
+            busy_cpus=self.busy_cpus, queued=len(self.idle), group_load=_group_load(result), duration_s=duration,
+        ))
+        return advance(state, epoch, result.usage, self.settings.priority_halflife), bool(result.matches)
+
+    def _start(self, match: Match, index: int, now: float) -> None:
+        run, ad = self.idle.pop(match.job)
+        run.start, run.start_cycle, run.slot, run.cost = now, index, match.slot, match.cost
+        run.cpus = float(match.consumed.get("Cpus", run.job.cpus))
+        self.pool.start(match, ad)
+        heapq.heappush(self.running, (now + run.job.runtime, run.cluster, match))
+        self.by_key[match.job] = run
+        self.busy_cpus += run.cpus
+        self.started += 1
+
+
+def _held(state: AccountantState, now: int, settings: Settings) -> AccountantState:
+    """``state`` advanced to ``now`` by cycles that each recorded the usage it holds."""
+    usage = {record.name: record.weighted_usage for record in state.customers()}
+    return advance(state, now, usage, settings.priority_halflife)
+
+
+def _group_load(result: CycleResult) -> dict[str, float]:
+    """Each group with a quota: its usage (its subtree's, as the accountant rolls it up) over it."""
+    return {group.name: result.usage.get(group.name, 0.0) / group.quota
+            for group in sorted(result.groups, key=lambda group: group.name)
+            if group.name != ROOT_GROUP and group.quota > 0}
+
+
+def _submitter(job: TraceJob) -> str:
+    """The submitter a job not submitted within the replay would have had."""
+    return submitter_of(job_ad(job, 0, 0)) or job.user
