@@ -73,9 +73,9 @@ def default_pool(trace: Trace) -> tuple[int, NodeShape]:
     """The pool an SWF header describes: ``MaxNodes`` nodes sharing ``MaxProcs`` processors
     (``MaxProcs`` one-processor nodes when the header gives no node count)."""
     nodes, procs = trace.max_nodes, trace.max_procs
-    if nodes is None and procs is None:
-        raise PoolSpecError("the trace's header gives neither MaxNodes nor MaxProcs: give --nodes and --node")
     if nodes is None:
+        if procs is None:
+            raise PoolSpecError("the trace's header gives neither MaxNodes nor MaxProcs: give --nodes and --node")
         return procs, NodeShape.with_cpus(1)
     return nodes, NodeShape.with_cpus(max(1, (procs or nodes) // nodes))
 
@@ -85,14 +85,20 @@ def fit_to_node(jobs: Iterable[TraceJob], shape: NodeShape, cleaning: Cleaning) 
     that no slot can hold would wait for ever (HTCondor does not span a job over nodes)."""
     fitted = []
     for job in jobs:
-        changes: dict[str, int] = {}
-        for attribute, limit, rule in (("cpus", shape.cpus, CPUS_CLAMPED), ("memory_mb", shape.memory_mb,
-                                       MEMORY_CLAMPED), ("disk_kb", shape.disk_kb, DISK_CLAMPED)):
-            if getattr(job, attribute) > limit:
-                changes[attribute] = limit
-                cleaning.adjusted[rule] += 1
-        fitted.append(dataclasses.replace(job, **changes) if changes else job)
+        cpus, memory_mb, disk_kb = (_clamped(job.cpus, shape.cpus, CPUS_CLAMPED, cleaning),
+                                    _clamped(job.memory_mb, shape.memory_mb, MEMORY_CLAMPED, cleaning),
+                                    _clamped(job.disk_kb, shape.disk_kb, DISK_CLAMPED, cleaning))
+        unchanged = (cpus, memory_mb, disk_kb) == (job.cpus, job.memory_mb, job.disk_kb)
+        fitted.append(job if unchanged else dataclasses.replace(job, cpus=cpus, memory_mb=memory_mb, disk_kb=disk_kb))
     return fitted
+
+
+def _clamped(requested: int, limit: int, rule: str, cleaning: Cleaning) -> int:
+    """``requested``, or ``limit`` when it asks for more (counted under ``rule``)."""
+    if requested <= limit:
+        return requested
+    cleaning.adjusted[rule] += 1
+    return limit
 
 
 def job_ad(job: TraceJob, cluster: int, start_epoch: int) -> classad2.ClassAd:

@@ -26,6 +26,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ JOBS_FILE, SUMMARY_FILE, REPORT_FILE = "jobs.csv", "summary.json", "report.html"
 
 
 def write_outputs(out: Path, result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool,
-                  trace_name: str) -> dict[str, object]:
+                  trace_name: str) -> dict[str, Any]:
     """Write ``jobs.csv``, ``summary.json`` and ``report.html`` into ``out`` (made if missing); returns the summary."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / JOBS_FILE).open("w", newline="") as file:
@@ -59,22 +60,25 @@ def job_rows(result: ReplayResult) -> Iterable[list[str]]:
     """One row per job, in submission order; times, wait and the rest empty for a job that never
     started."""
     for run in result.runs:
-        if run.start is None:
+        start, start_cycle = run.start, run.start_cycle
+        if start is None or start_cycle is None:
             yield [run.job.id, _number(run.job.submit), "", "", "", "", "", run.submitter, _group(run), "", "", ""]
             continue
-        turnaround = run.finish - run.job.submit
-        yield [run.job.id, _number(run.job.submit), _number(run.start), _number(run.finish),
-               _number(run.start - run.job.submit), _number(turnaround), _number(turnaround / run.job.runtime),
-               run.submitter, _group(run), run.slot or "", _number(run.cost), str(cycles_waited(run, result))]
+        finish = start + run.job.runtime
+        turnaround = finish - run.job.submit
+        yield [run.job.id, _number(run.job.submit), _number(start), _number(finish),
+               _number(start - run.job.submit), _number(turnaround), _number(turnaround / run.job.runtime),
+               run.submitter, _group(run), run.slot or "", _number(run.cost),
+               str(cycles_waited(run.job.submit, start_cycle, result))]
 
 
-def cycles_waited(run: JobRun, result: ReplayResult) -> int:
+def cycles_waited(submit: float, start_cycle: int, result: ReplayResult) -> int:
     """Cycles (run or skipped) from the first at or after the job's submission to the one that
-    matched it."""
-    return run.start_cycle - math.ceil((run.job.submit - result.origin) / result.interval)
+    matched it (``start_cycle``)."""
+    return start_cycle - math.ceil((submit - result.origin) / result.interval)
 
 
-def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace_name: str) -> dict[str, object]:
+def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace_name: str) -> dict[str, Any]:
     by_group: dict[str, list[JobRun]] = defaultdict(list)
     for run in result.runs:
         by_group[_group(run)].append(run)
@@ -116,9 +120,9 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
 
 def job_figures(runs: Sequence[JobRun]) -> dict[str, object]:
     """Wait percentiles (numpy's linear interpolation) and mean bounded slowdown of the started jobs."""
-    started = [run for run in runs if run.start is not None]
-    waits = np.array([run.start - run.job.submit for run in started], dtype=float)
-    slowdowns = [bounded_slowdown(run.start - run.job.submit, run.job.runtime) for run in started]
+    started = [(run.start - run.job.submit, run.job.runtime) for run in runs if run.start is not None]
+    waits = np.array([wait for wait, _ in started], dtype=np.float64)
+    slowdowns = [bounded_slowdown(wait, runtime) for wait, runtime in started]
     return {
         "jobs": len(runs),
         "started": len(started),
@@ -137,7 +141,7 @@ def utilization(result: ReplayResult) -> float | None:
     period = result.end - result.origin
     if period <= 0:
         return None
-    busy = sum(run.cpus * max(0.0, min(run.finish, result.end) - max(run.start, result.origin))
+    busy = sum(run.cpus * max(0.0, min(run.start + run.job.runtime, result.end) - max(run.start, result.origin))
                for run in result.runs if run.start is not None)
     return busy / (result.pool_cpus * period)
 
