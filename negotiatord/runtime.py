@@ -146,3 +146,10 @@ class HeapKeeper:
         gc.collect()
         gc.freeze()
         return time.perf_counter() - started
+
+    def release(self) -> None:
+        """Hand the frozen heap back to the collector: a daemon that stops inside a process that
+        goes on (tests, an embedding program) leaves it as it found it. Left frozen, every later
+        cycle would freeze its own objects too (:func:`garbage_collection_paused` keeps a frozen
+        heap frozen), and their reference cycles would never be collected."""
+        gc.unfreeze()

@@ -105,3 +105,16 @@ def test_young_garbage_is_collected_between_full_collections():
     garbage = cyclic_garbage()              # made after the freeze: an ordinary young object
     gc.collect()
     assert garbage() is None
+
+
+def test_a_released_heap_is_collected_again():
+    """A stopped daemon unfreezes what it froze, so reference cycles made later are collected."""
+    keeper = HeapKeeper()
+    garbage = cyclic_garbage()
+    keeper.tick()
+    gc.collect()
+    assert garbage() is not None, "frozen with the heap"
+    keeper.release()
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert garbage() is None

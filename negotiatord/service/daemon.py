@@ -201,6 +201,7 @@ class Daemon:
             self.accountant.close()
             self.matchlog.close()
             self.notifier.close()
+            self.heap.release()
             self.log.info("stopped")
 
     def stop(self) -> None:
