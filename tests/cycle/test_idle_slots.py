@@ -28,9 +28,9 @@ from negotiatord.pool.jobs import job_id, submitter_of
 from negotiatord.publish.holds import holds_for
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings, load_settings
-from tests.builders import group, jobs, pslot, settings, static_slot
+from tests.builders import group, jobs, settings, static_slot
 from tests.commands import test_negotiate as ospool
-from tests.cycle.test_properties import POLICIES
+from tests.cycle.test_properties import POLICIES, slots_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_NOW = 1_750_000_000
@@ -155,12 +155,7 @@ MEMBERS = {"alice": "group_a", "bob": "group_a", "carol": "group_b"}
        st.integers(0, 4), st.integers(0, 3))
 def test_random_pools_leave_no_slot_idle_that_surplus_could_fill(slot_spec, job_spec, quota_a, surplus_a,
                                                                  surplus_b, lic, db):
-    slot_ads = []
-    for i, (kind, cpus, gigabytes) in enumerate(slot_spec):
-        if kind == "static":
-            slot_ads.append(static_slot(f"slot{i}", cpus=cpus, memory=gigabytes * 1024))
-        else:
-            slot_ads.append(pslot(f"slot{i}", cpus=cpus, memory=gigabytes * 1024, **POLICIES[kind]))
+    slot_ads = slots_of(slot_spec)
     job_ads = []
     for cluster, (owner, count, cpus, memory, limits) in enumerate(job_spec, start=1):
         extra = {"ConcurrencyLimits": limits} if limits else {}

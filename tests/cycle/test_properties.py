@@ -38,13 +38,15 @@ job_specs = st.lists(
 group_modes = st.sampled_from(["none", "flat", "surplus"])
 
 
+def slots_of(slot_spec):
+    """Slot ads from (policy or "static", cpus, memory in GiB) triples, named slot0, slot1, ..."""
+    return [static_slot(f"slot{i}", cpus=cpus, memory=gigabytes * 1024) if kind == "static"
+            else pslot(f"slot{i}", cpus=cpus, memory=gigabytes * 1024, **POLICIES[kind])
+            for i, (kind, cpus, gigabytes) in enumerate(slot_spec)]
+
+
 def build(slot_spec, job_spec, mode):
-    slot_ads = []
-    for i, (kind, cpus, gigabytes) in enumerate(slot_spec):
-        if kind == "static":
-            slot_ads.append(static_slot(f"slot{i}", cpus=cpus, memory=gigabytes * 1024))
-        else:
-            slot_ads.append(pslot(f"slot{i}", cpus=cpus, memory=gigabytes * 1024, **POLICIES[kind]))
+    slot_ads = slots_of(slot_spec)
     tree = () if mode == "none" else (
         group("group_a", dynamic=0.6, surplus=mode == "surplus"),
         group("group_b", dynamic=0.4, surplus=mode == "surplus"),
