@@ -111,14 +111,20 @@ def main() -> None:
     cli.add_argument("--form", choices=sorted(_PARSERS), default="old")
     cli.add_argument("--source", choices=["sample", "slots", "jobs"], default="sample")
     cli.add_argument("--repeat", type=int, default=3, help="runs of each reader; the best counts (default 3)")
+    cli.add_argument("--repeated-attribute", action="store_true",
+                     help="old form: each ad ends by defining its first attribute again (legal; the last value wins)")
     args = cli.parse_args()
 
     distinct = sample_texts(args.form) if args.source == "sample" else generated_texts(args.source, args.ads, args.form)
+    if args.repeated_attribute:
+        if args.form != "old":
+            raise SystemExit("--repeated-attribute is for the old form")
+        distinct = [f"{text}\n{text.splitlines()[0]}" for text in distinct]
     texts = list(itertools.islice(itertools.cycle(distinct), args.ads))
     separator = "\n" if args.form == "json" else "\n\n"
     text = separator.join(texts) + "\n"
     parser = _PARSERS[args.form]
-    attributes = sum(t.count("\n") + 1 for t in texts) if args.form == "old" else None
+    attributes = sum(t.count("\n") + 1 - args.repeated_attribute for t in texts) if args.form == "old" else None
 
     best = best_of(args.repeat, {
         "ours": lambda: ours(text),
