@@ -110,6 +110,13 @@ class GroupTree:
         group = self._settings.get(name.lower())
         return group.name if group else None
 
+    def _group(self, name: str) -> str:
+        """:meth:`declared`, for a name that must be a group (KeyError otherwise)."""
+        group = self.declared(name)
+        if group is None:
+            raise KeyError(f"{name!r} is not a configured group")
+        return group
+
     def settings_of(self, name: str) -> GroupSettings | None:
         """The knobs of the group called ``name`` (any case); None for ``<none>``, which has none
         of its own, and for names that are not groups."""
@@ -118,24 +125,15 @@ class GroupTree:
     def parent(self, name: str) -> str | None:
         """The enclosing group of group ``name`` (``<none>`` for top-level groups, None for the
         root itself)."""
-        group = self.declared(name)
-        if group is None:
-            raise KeyError(f"{name!r} is not a configured group")
-        return self._parent.get(group)
+        return self._parent.get(self._group(name))
 
     def children(self, name: str) -> tuple[str, ...]:
         """The groups directly below group ``name``, in ``GROUP_NAMES`` order."""
-        group = self.declared(name)
-        if group is None:
-            raise KeyError(f"{name!r} is not a configured group")
-        return tuple(self._children[group])
+        return tuple(self._children[self._group(name)])
 
     def lineage(self, name: str) -> tuple[str, ...]:
         """Group ``name`` and its ancestors, up to and including ``<none>``."""
-        group = self.declared(name)
-        if group is None:
-            raise KeyError(f"{name!r} is not a configured group")
-        chain = [group]
+        chain = [self._group(name)]
         while chain[-1] != ROOT_GROUP:
             chain.append(self._parent[chain[-1]])
         return tuple(chain)
