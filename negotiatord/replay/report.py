@@ -60,11 +60,10 @@ def job_rows(result: ReplayResult) -> Iterable[list[str]]:
     """One row per job, in submission order; times, wait and the rest empty for a job that never
     started."""
     for run in result.runs:
-        start, start_cycle = run.start, run.start_cycle
-        if start is None or start_cycle is None:
+        start, finish, start_cycle = run.start, run.finish, run.start_cycle
+        if start is None or finish is None or start_cycle is None:
             yield [run.job.id, _number(run.job.submit), "", "", "", "", "", run.submitter, _group(run), "", "", ""]
             continue
-        finish = start + run.job.runtime
         turnaround = finish - run.job.submit
         yield [run.job.id, _number(run.job.submit), _number(start), _number(finish),
                _number(start - run.job.submit), _number(turnaround), _number(turnaround / run.job.runtime),
@@ -141,8 +140,9 @@ def utilization(result: ReplayResult) -> float | None:
     period = result.end - result.origin
     if period <= 0:
         return None
-    busy = sum(run.cpus * max(0.0, min(run.start + run.job.runtime, result.end) - max(run.start, result.origin))
-               for run in result.runs if run.start is not None)
+    spans = ((run.cpus, run.start, run.finish) for run in result.runs)
+    busy = sum(cpus * max(0.0, min(finish, result.end) - max(start, result.origin))
+               for cpus, start, finish in spans if start is not None and finish is not None)
     return busy / (result.pool_cpus * period)
 
 
