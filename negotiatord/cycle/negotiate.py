@@ -1,4 +1,4 @@
-"""One negotiation cycle: a pure function of snapshot, accountant state, settings and time.
+"""One negotiation cycle: a pure function of snapshot, accountant state, settings and evaluator.
 
 The steps follow HTCondor's negotiator (matchmaker.cpp ``negotiationTime``), with the deviations
 the README lists:
@@ -59,14 +59,14 @@ def negotiate(
     snapshot: Snapshot,
     accountant: AccountantState,
     settings: Settings,
-    now: int,
     evaluator: PairEvaluator,
 ) -> CycleResult:
-    """Decide this cycle's matches. ``now`` is the cycle's ``time()``.
+    """Decide this cycle's matches.
 
-    ``evaluator`` answers the job-slot questions about ``snapshot``'s slots at ``now`` (it is built
-    for both): the compiled fast path, or the classad2 reference (``ClassAdEvaluator``) whose
-    answers the fast path gives, to check that."""
+    ``evaluator`` answers the job-slot questions about ``snapshot``'s slots at the cycle's
+    ``time()`` (it is built for both; nothing else in the cycle asks for ``time()``): the compiled
+    fast path, or the classad2 reference (``ClassAdEvaluator``) whose answers the fast path gives,
+    to check that."""
     return _Cycle(snapshot, accountant, settings, evaluator).run()
 
 
