@@ -38,6 +38,8 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance
@@ -112,41 +114,29 @@ class CycleRunner:
         started = time.perf_counter()
         phases: dict[str, float] = {}
         try:
-            self.phase = "snapshot"
-            state = self.accountant.load()
-            cycle_id = self.accountant.last_cycle_id() + 1
-            snapshot = self.snapshots.build(view.slots.values(), view.jobs.values(), settings)
-            phases["snapshot"] = time.perf_counter() - started
+            with self._phase("snapshot", phases):
+                state = self.accountant.load()
+                cycle_id = self.accountant.last_cycle_id() + 1
+                snapshot = self.snapshots.build(view.slots.values(), view.jobs.values(), settings)
 
-            self.phase = "negotiate"
+            self.phase = "negotiate"      # timed by the cycle itself, phase by phase
             result = run_cycle(snapshot, state, settings, now, descriptions=self.descriptions)
             # the stand-ins for held matches are negotiated over, but they are no slots of the pool
             result = replace(result, stats=replace(result.stats, slots=result.stats.slots - view.stand_in_slots))
             phases.update(result.stats.phase_s)
 
-            self.phase = "accountant"
-            mark = time.perf_counter()
-            new_state = _advanced(state, result, settings, now)
-            phases["accountant"] = time.perf_counter() - mark
-
-            self.phase = "holds"
-            mark = time.perf_counter()
-            holds = holds_for(view, result.matches)
-            phases["holds"] = time.perf_counter() - mark
-
-            self.phase = "commit"
-            mark = time.perf_counter()
-            self._commit_cycle(cycle_id, now, new_state, result, holds)
-            phases["commit"] = time.perf_counter() - mark
-
-            self.phase = "publish"
-            mark = time.perf_counter()
-            last_seq, publish_error = None, None
-            try:
-                last_seq = self.publish(cycle_id, prune_before)
-            except Exception as error:  # the cycle is committed; the daemon retries the publication
-                publish_error = f"{type(error).__name__}: {error}"
-            phases["publish"] = time.perf_counter() - mark
+            with self._phase("accountant", phases):
+                new_state = _advanced(state, result, settings, now)
+            with self._phase("holds", phases):
+                holds = holds_for(view, result.matches)
+            with self._phase("commit", phases):
+                self._commit_cycle(cycle_id, now, new_state, result, holds)
+            with self._phase("publish", phases):
+                last_seq, publish_error = None, None
+                try:
+                    last_seq = self.publish(cycle_id, prune_before)
+                except Exception as error:  # the cycle is committed; the daemon retries the publication
+                    publish_error = f"{type(error).__name__}: {error}"
         finally:
             self.phase = "idle"
         return CycleOutcome(
@@ -155,6 +145,15 @@ class CycleRunner:
             submitters=len({job.submitter for job in snapshot.jobs}),
             candidate_slots=int(snapshot.table.candidate.sum()), holds=holds,
         )
+
+    @contextmanager
+    def _phase(self, name: str, phases: dict[str, float]) -> Iterator[None]:
+        """A step of the daemon's cycle: named in ``phase`` while it runs, its duration filed in
+        ``phases`` once it has run."""
+        self.phase = name
+        mark = time.perf_counter()
+        yield
+        phases[name] = time.perf_counter() - mark
 
     def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult,
                       holds: list[Hold]) -> None:
