@@ -58,8 +58,9 @@ class ConcurrencyLedger:
             left = self.limit(name) + EPSILON - self.in_use[name] - drawn.get(name, 0.0) - largest[name]
             if left < 0:
                 return 0
-            if math.isfinite(left):
-                fitting = min(fitting, 1 + math.floor(left / increment))
+            jobs_left = left / increment     # infinite for an unlimited limit or a tiny increment
+            if math.isfinite(jobs_left):
+                fitting = min(fitting, 1 + math.floor(jobs_left))
         return fitting
 
     def take(self, limits: Limits) -> None:

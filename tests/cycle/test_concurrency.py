@@ -35,3 +35,11 @@ def test_headroom_drawn_by_one_request_is_not_counted_again():
     assert headroom.draw(parse_concurrency_limits("license:2"), 3) == 1
     assert headroom.draw(parse_concurrency_limits("license"), 3) == 0
     assert headroom.draw(parse_concurrency_limits("db"), 3) == 3
+
+
+def test_an_increment_too_small_to_divide_by_bounds_nothing():
+    """``lic:1e-320`` is a positive increment (HTCondor's ParseConcurrencyLimit keeps it); the
+    room it leaves overflows a float, so the limit bounds no job count and the estimate goes on."""
+    limits = parse_concurrency_limits("license:1e-320")
+    assert ConcurrencyLedger(CONFIG, []).room_for(limits, 10, {}) == 10
+    assert Headroom(ConcurrencyLedger(CONFIG, [])).draw(limits, 3) == 3
