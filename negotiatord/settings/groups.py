@@ -20,6 +20,10 @@ from negotiatord.settings.errors import ConfigError
 
 ROOT_GROUP = "<none>"
 
+# The resource a per-group amount given as a plain number is counted in: slot weight, which
+# HTCondor's accountant charges as "matches" when SlotWeight is left at its default.
+WEIGHT_UNIT = "matches"
+
 # Per-group params are named <PARAM>_<group>, and HTCondor's config parser rejects most
 # punctuation in a name ('-', '@', ...), so such a group could never be configured. We accept
 # letters, digits and '_', with '.' between levels (HTCondor's group hierarchy separator).
@@ -36,6 +40,13 @@ class GroupSettings:
     accept_surplus: bool            # GROUP_ACCEPT_SURPLUS_<name>, else GROUP_ACCEPT_SURPLUS
     autoregroup: bool               # GROUP_AUTOREGROUP_<name>, else GROUP_AUTOREGROUP
     prio_factor: float | None       # GROUP_PRIO_FACTOR_<name>
+    # Per-resource amounts (lower-cased resource -> amount; WEIGHT_UNIT when a plain number is given)
+    resource_quota: Mapping[str, float] | None = None   # GROUP_RESOURCE_QUOTA_<name>: nominal share
+    borrowing_limit: Mapping[str, float] | None = None  # GROUP_BORROWING_LIMIT_<name>
+    fairshare_weight: float = 1.0                       # GROUP_FAIRSHARE_WEIGHT_<name>
+    limit: Mapping[str, float] | None = None            # GROUP_LIMIT_<name>: enforced maximum
+    guaranteed: Mapping[str, float] | None = None       # GROUP_GUARANTEED_<name>: floor
+    quota_preemption_delay: float = 0.0                 # GROUP_QUOTA_PREEMPTION_DELAY_<name>, s; 0: never
 
 
 class GroupTree:

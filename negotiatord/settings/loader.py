@@ -22,8 +22,8 @@ from collections.abc import Callable
 import classad2
 
 from negotiatord.settings.errors import ConfigError
-from negotiatord.settings.groups import GroupSettings
-from negotiatord.settings.model import PslotLoading, ServiceSettings, Settings
+from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings
+from negotiatord.settings.model import FAIR_SHARING_STRATEGIES, PslotLoading, ServiceSettings, Settings
 
 # A config HTCondor reads in well under a second; anything slower is stuck (an include of a
 # FIFO, a hung network file system) and must not hang a reload forever.
@@ -124,10 +124,13 @@ class _Params:
         """Whether HTCondor itself defines ``name`` (it has a value under an empty config)."""
         return name.upper() in self._defaults
 
-    def number(self, name: str, low: float | None = None, above: bool = False) -> float:
-        """``name``'s value as a number (default if unset), evaluated as HTCondor's
-        ``param_double`` does (the text is a ClassAd expression); at least ``low``, or more
-        than ``low`` if ``above`` (HTCondor's range checks also stop the daemon)."""
+    def number(self, name: str, low: float | None = None, above: bool = False,
+               fallback: float | None = None) -> float:
+        """``name``'s value as a number (``fallback``, else HTCondor's default, if unset),
+        evaluated as HTCondor's ``param_double`` does (the text is a ClassAd expression); at least
+        ``low``, or more than ``low`` if ``above`` (HTCondor's range checks also stop the daemon)."""
+        if fallback is not None and self.setting(name) is None:
+            return fallback
         text = self.required(name)
         value = _evaluate(text)
         # Undefined/Error are IntEnum members and True/False are ints: rule them out first.
@@ -148,6 +151,29 @@ class _Params:
         if isinstance(value, classad2.Value) or not isinstance(value, (int, float)):
             raise ConfigError(f"{name} = {text!r}: not a boolean (use True or False)")
         return bool(value)
+
+    def resource_amounts(self, name: str) -> dict[str, float] | None:
+        """``name`` as per-resource amounts, ``Cpus:64, Memory:262144, GPUs:4`` (resource names
+        are case-insensitive, as in ClassAds, and come back lower-cased), or a plain number in
+        slot-weight units (:data:`WEIGHT_UNIT`); None if unset. Each amount is a non-negative
+        number; a resource named twice is refused rather than one of the two silently kept."""
+        text = self.raw(name)
+        if text is None:
+            return None
+        if ":" not in text:
+            return {WEIGHT_UNIT: self.number(name, 0)}
+        amounts: dict[str, float] = {}
+        for entry in filter(None, (part.strip() for part in text.split(","))):
+            resource, colon, amount = (part.strip() for part in entry.partition(":"))
+            value = _evaluate(amount) if colon and resource else None
+            if (not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", resource) or isinstance(value, (classad2.Value, bool))
+                    or not isinstance(value, (int, float)) or value < 0):
+                raise ConfigError(f"{name} = {text!r}: {entry!r} is not <resource>:<amount >= 0>, "
+                                  f"as in Cpus:64, Memory:262144")
+            if resource.lower() in amounts:
+                raise ConfigError(f"{name} = {text!r}: {resource} is given twice")
+            amounts[resource.lower()] = float(value)
+        return amounts
 
     def expression(self, name: str, text: str) -> str:
         """``text`` after checking it parses as a ClassAd expression."""
@@ -192,6 +218,9 @@ def _build(path: Path, params: _Params) -> Settings:
         allow_quota_oversubscription=params.boolean("NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION"),
         group_sort_expr=required_expression("GROUP_SORT_EXPR"),
         allocation_rounds=max(1, int(params.number("GROUP_QUOTA_MAX_ALLOCATION_ROUNDS", 1))),
+        fair_sharing=params.boolean("NEGOTIATORD_FAIR_SHARING", False),
+        fair_sharing_strategies=_fair_sharing_strategies(params),
+        quota_preemption=params.boolean("NEGOTIATORD_QUOTA_PREEMPTION", False),
         # Usage decays by 2^(-t/halflife): a zero or negative half-life has no meaning.
         priority_halflife=params.number("PRIORITY_HALFLIFE", 0, above=True),
         default_prio_factor=params.number("DEFAULT_PRIO_FACTOR"),
@@ -291,6 +320,22 @@ def _concurrency_limits(params: _Params) -> dict[str, float]:
     return limits
 
 
+def _fair_sharing_strategies(params: _Params) -> tuple[str, ...]:
+    """NEGOTIATORD_FAIR_SHARING_STRATEGIES: Kueue's fair-sharing preemption strategies, tried in
+    the order given (Kueue's default: both, LessThanOrEqualToFinalShare first)."""
+    name = "NEGOTIATORD_FAIR_SHARING_STRATEGIES"
+    text = params.raw(name)
+    if text is None:
+        return FAIR_SHARING_STRATEGIES
+    known = {strategy.lower(): strategy for strategy in FAIR_SHARING_STRATEGIES}
+    strategies = []
+    for word in re.split(r"[\s,]+", text.strip()):
+        if word.lower() not in known:
+            raise ConfigError(f"{name} = {text!r}: {word!r} is not one of {', '.join(FAIR_SHARING_STRATEGIES)}")
+        strategies.append(known[word.lower()])
+    return tuple(dict.fromkeys(strategies))
+
+
 def _groups(params: _Params, accept_surplus: bool, autoregroup: bool) -> tuple[GroupSettings, ...]:
     """GROUP_NAMES (comma and/or space separated, HTCondor's StringList) and each group's knobs,
     read as written; the group tree checks them (:class:`~negotiatord.settings.groups.GroupTree`)."""
@@ -310,4 +355,10 @@ def _group(params: _Params, name: str, accept_surplus: bool, autoregroup: bool) 
         accept_surplus=params.boolean(f"GROUP_ACCEPT_SURPLUS_{name}", accept_surplus),
         autoregroup=params.boolean(f"GROUP_AUTOREGROUP_{name}", autoregroup),
         prio_factor=optional_number(f"GROUP_PRIO_FACTOR_{name}"),
+        resource_quota=params.resource_amounts(f"GROUP_RESOURCE_QUOTA_{name}"),
+        borrowing_limit=params.resource_amounts(f"GROUP_BORROWING_LIMIT_{name}"),
+        fairshare_weight=params.number(f"GROUP_FAIRSHARE_WEIGHT_{name}", 0, fallback=1.0),  # Kueue's default
+        limit=params.resource_amounts(f"GROUP_LIMIT_{name}"),
+        guaranteed=params.resource_amounts(f"GROUP_GUARANTEED_{name}"),
+        quota_preemption_delay=params.number(f"GROUP_QUOTA_PREEMPTION_DELAY_{name}", 0, fallback=0.0),
     )

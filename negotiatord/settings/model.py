@@ -29,6 +29,10 @@ class PslotLoading(str, Enum):
     BREADTH_FIRST = "breadth_first"
 
 
+# Kueue's fair-sharing preemption strategies (FairSharing.preemptionStrategies), in its default order.
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
 @dataclass(frozen=True)
 class ServiceSettings:
     """The daemon's own knobs (``negotiatord run``); the dry run reads them and ignores them.
@@ -85,6 +89,11 @@ class Settings:
     concurrency_scope_defaults: Mapping[str, float] = field(default_factory=dict)  # CONCURRENCY_LIMIT_DEFAULT_<SCOPE>
 
     allocation_rounds: int = 3                  # GROUP_QUOTA_MAX_ALLOCATION_ROUNDS
+
+    # Preemption between groups (ours)
+    fair_sharing: bool = False                  # NEGOTIATORD_FAIR_SHARING: DRS fair sharing
+    fair_sharing_strategies: tuple[str, ...] = FAIR_SHARING_STRATEGIES  # NEGOTIATORD_FAIR_SHARING_STRATEGIES
+    quota_preemption: bool = False              # NEGOTIATORD_QUOTA_PREEMPTION: enforce GROUP_LIMIT_<g>
 
     # Daemon timing (used by the service)
     negotiator_interval: float = 60.0           # NEGOTIATOR_INTERVAL

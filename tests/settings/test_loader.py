@@ -28,6 +28,7 @@ from negotiatord.settings import (
     load_settings,
 )
 from negotiatord.settings import loader
+from negotiatord.settings.groups import WEIGHT_UNIT
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
@@ -419,3 +420,45 @@ NEGOTIATION_CYCLE_STATS_LENGTH = 5
     assert service.max_body_bytes == 1024 * 1024                                 # evaluated like param_integer
     assert (service.match_retention, service.classad_lifetime) == (3600, 300)
     assert service.collector_host == "cm.example.org:9618" and service.cycle_stats_length == 5
+
+
+def test_per_group_resource_amounts_and_preemption_knobs(tmp_path):
+    # The per-resource syntax of Kueue's ResourceFlavor quotas, written as HTCondor params.
+    settings = load_settings(_write(tmp_path, "\n".join([
+        "GROUP_NAMES = a, b",
+        "GROUP_RESOURCE_QUOTA_a = Cpus:64, memory : 262144, GPUs:4",
+        "GROUP_BORROWING_LIMIT_a = 10",
+        "GROUP_FAIRSHARE_WEIGHT_a = 0",
+        "GROUP_LIMIT_b = Cpus:8",
+        "GROUP_GUARANTEED_b = Cpus:2",
+        "GROUP_QUOTA_PREEMPTION_DELAY_b = 60",
+        "NEGOTIATORD_FAIR_SHARING = True",
+        "NEGOTIATORD_FAIR_SHARING_STRATEGIES = lessthaninitialshare",
+        "NEGOTIATORD_QUOTA_PREEMPTION = True",
+    ])))
+    a, b = settings.groups
+    assert a.resource_quota == {"cpus": 64.0, "memory": 262144.0, "gpus": 4.0}
+    assert a.borrowing_limit == {WEIGHT_UNIT: 10.0}
+    assert (a.fairshare_weight, b.fairshare_weight) == (0.0, 1.0)
+    assert (b.limit, b.guaranteed, b.quota_preemption_delay) == ({"cpus": 8.0}, {"cpus": 2.0}, 60.0)
+    assert (a.limit, a.quota_preemption_delay) == (None, 0.0)
+    assert settings.fair_sharing and settings.quota_preemption
+    assert settings.fair_sharing_strategies == ("LessThanInitialShare",)
+
+
+def test_preemption_knobs_default_off(empty_settings):
+    assert not empty_settings.fair_sharing and not empty_settings.quota_preemption
+    assert empty_settings.fair_sharing_strategies == ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+@pytest.mark.parametrize("line, named", [
+    ("GROUP_LIMIT_a = Cpus 8", "'Cpus 8'"),
+    ("GROUP_LIMIT_a = Cpus:-1", "'Cpus:-1'"),
+    ("GROUP_LIMIT_a = Cpus:8, cpus:4", "cpus is given twice"),
+    ("GROUP_GUARANTEED_a = Cpus:lots", "'Cpus:lots'"),
+    ("NEGOTIATORD_FAIR_SHARING_STRATEGIES = Greedy", "'Greedy'"),
+])
+def test_bad_resource_amounts_name_the_knob_and_entry(tmp_path, line, named):
+    with pytest.raises(ConfigError) as err:
+        load_settings(_write(tmp_path, f"GROUP_NAMES = a\n{line}\n"))
+    assert line.split(" = ")[0] in str(err.value) and named in str(err.value)
