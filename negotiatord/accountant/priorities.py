@@ -19,6 +19,8 @@ from negotiatord.settings.model import Settings
 MIN_PRIORITY = 0.5
 # MIN_PRIORITY_FACTOR in Accountant.cpp; condor_userprio -setfactor refuses anything lower.
 MIN_PRIORITY_FACTOR = 1.0
+# NiceUserName in HTCondor's condor_constants.h: the prefix of a nice user's submitter name.
+NICE_USER_PREFIX = "nice-user"
 
 
 def check_finite(what: str, value: object) -> float:
@@ -128,22 +130,21 @@ class AccountantState:
     def priority_factor(self, customer: str, group: str, settings: Settings) -> float:
         """The factor multiplying ``customer``'s real priority; ``group`` is its assigned group.
 
-        Follows Accountant::GetPriorityFactor: an explicit factor wins, else
-        ``GROUP_PRIO_FACTOR_<group>`` of the customer's *assigned* group only (HTCondor's
-        getGroupPriorityFactor does not look at ancestor groups, and treats 0 as unset), else
-        ``DEFAULT_PRIO_FACTOR``. Like Accountant::SetPriorityFactor, factors below 1 count as 1.
-        Unlike HTCondor, the configured factor is not frozen into the record on first use, so a
-        reconfigured group or default factor reaches existing customers too.
+        Follows Accountant::GetPriorityFactor: an explicit factor wins; else, in this order,
+        ``NICE_USER_PRIO_FACTOR`` for a name starting with ``nice-user`` (HTCondor compares with its
+        constant NiceUserName, not with NICE_USER_ACCOUNTING_GROUP_NAME), ``GROUP_PRIO_FACTOR_<group>``
+        of the customer's *assigned* group only (HTCondor's getGroupPriorityFactor does not look at
+        ancestor groups, and treats 0 as unset), ``REMOTE_PRIO_FACTOR`` when ``ACCOUNTANT_LOCAL_DOMAIN``
+        is set and differs from the customer's domain (the text after its last ``@``, none for a
+        group's own record; compared case-sensitively, as HTCondor compares GetDomain's result), else ``DEFAULT_PRIO_FACTOR``. Like
+        Accountant::SetPriorityFactor, factors below 1 count as 1. Unlike HTCondor, the configured
+        factor is not frozen into the record on first use, so a reconfigured factor reaches existing
+        customers too.
         """
         explicit = self.record(customer).prio_factor
         if explicit is not None:
             return explicit
-        configured = settings.group_tree.settings_of(group)
-        if configured is not None and configured.prio_factor:
-            factor = configured.prio_factor
-        else:
-            factor = settings.default_prio_factor
-        return max(MIN_PRIORITY_FACTOR, factor)
+        return max(MIN_PRIORITY_FACTOR, configured_factor(customer, group, settings))
 
     def effective_priority(self, submitter: str, group: str, settings: Settings) -> float:
         """Real priority times priority factor (Accountant::GetPriority); lower is better."""
@@ -159,6 +160,21 @@ class AccountantState:
 
     def __repr__(self) -> str:
         return f"AccountantState({len(self._records)} customers)"
+
+
+def configured_factor(customer: str, group: str, settings: Settings) -> float:
+    """The factor the config gives ``customer`` of assigned group ``group`` (see
+    :meth:`AccountantState.priority_factor`), before the clamp to 1."""
+    if customer.startswith(NICE_USER_PREFIX):
+        return settings.nice_user_prio_factor
+    configured = settings.group_tree.settings_of(group)
+    if configured is not None and configured.prio_factor:
+        return configured.prio_factor
+    _, at, domain = customer.rpartition("@")
+    local = settings.accountant_local_domain
+    if local is not None and local != (domain if at else ""):
+        return settings.remote_prio_factor
+    return settings.default_prio_factor
 
 
 def advance(

@@ -224,6 +224,9 @@ def _build(path: Path, params: _Params) -> Settings:
         # Usage decays by 2^(-t/halflife): a zero or negative half-life has no meaning.
         priority_halflife=params.number("PRIORITY_HALFLIFE", 0, above=True),
         default_prio_factor=params.number("DEFAULT_PRIO_FACTOR"),
+        accountant_local_domain=(params.raw("ACCOUNTANT_LOCAL_DOMAIN") or "").strip() or None,
+        remote_prio_factor=params.number("REMOTE_PRIO_FACTOR", fallback=Settings.remote_prio_factor),
+        nice_user_prio_factor=params.number("NICE_USER_PRIO_FACTOR", fallback=Settings.nice_user_prio_factor),
         concurrency_limit_default=params.number("CONCURRENCY_LIMIT_DEFAULT", 0),
         concurrency_limits=_concurrency_limits(params),
         concurrency_scope_defaults={

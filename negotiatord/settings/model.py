@@ -95,6 +95,11 @@ class Settings:
     fair_sharing_strategies: tuple[str, ...] = FAIR_SHARING_STRATEGIES  # NEGOTIATORD_FAIR_SHARING_STRATEGIES
     quota_preemption: bool = False              # NEGOTIATORD_QUOTA_PREEMPTION: enforce GROUP_LIMIT_<g>
 
+    # Priority factors by kind of submitter (Accountant::GetPriorityFactor)
+    accountant_local_domain: str | None = None  # ACCOUNTANT_LOCAL_DOMAIN: unset, every submitter is local
+    remote_prio_factor: float = 1e7             # REMOTE_PRIO_FACTOR: submitters of other domains
+    nice_user_prio_factor: float = 1e10         # NICE_USER_PRIO_FACTOR: "nice-user" submitters
+
     # Daemon timing (used by the service)
     negotiator_interval: float = 60.0           # NEGOTIATOR_INTERVAL
     negotiator_min_interval: float = 5.0        # NEGOTIATOR_MIN_INTERVAL
