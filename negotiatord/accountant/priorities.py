@@ -136,10 +136,10 @@ class AccountantState:
         of the customer's *assigned* group only (HTCondor's getGroupPriorityFactor does not look at
         ancestor groups, and treats 0 as unset), ``REMOTE_PRIO_FACTOR`` when ``ACCOUNTANT_LOCAL_DOMAIN``
         is set and differs from the customer's domain (the text after its last ``@``, none for a
-        group's own record; compared case-sensitively, as HTCondor compares GetDomain's result), else ``DEFAULT_PRIO_FACTOR``. Like
-        Accountant::SetPriorityFactor, factors below 1 count as 1. Unlike HTCondor, the configured
-        factor is not frozen into the record on first use, so a reconfigured factor reaches existing
-        customers too.
+        group's own record; compared case-sensitively, as HTCondor compares GetDomain's result),
+        else ``DEFAULT_PRIO_FACTOR``. Like Accountant::SetPriorityFactor, factors below 1 count as 1.
+        Unlike HTCondor, the configured factor is not frozen into the record on first use, so a
+        reconfigured factor reaches existing customers too.
         """
         explicit = self.record(customer).prio_factor
         if explicit is not None:
