@@ -11,9 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 from collections.abc import Iterable, Mapping
 
 from negotiatord.settings.model import Settings
+
+if TYPE_CHECKING:
+    from negotiatord.accountant.admission import AdmissionUsage
+    from negotiatord.accountant.quota_timers import QuotaTimer
 
 # Accountant::MinPriority: no real priority is ever better (lower) than this.
 MIN_PRIORITY = 0.5
@@ -93,14 +98,20 @@ class AccountantState:
     ``accrued_usage`` is the weighted usage :func:`advance` has added to each customer's
     accumulated usage since this state was loaded. The store adds it to the stored value instead
     of overwriting, so a ``condor_userprio -resetusage`` that lands while a cycle runs is kept.
+
+    ``admission`` is each submitter's decayed usage for admission fair sharing
+    (:mod:`negotiatord.accountant.admission`), kept beside the priorities, and ``quota_timers``
+    each group's running quota preemption timer (:mod:`negotiatord.accountant.quota_timers`).
     """
 
-    __slots__ = ("_records", "_accrued")
+    __slots__ = ("_records", "_accrued", "_admission", "_quota_timers")
 
     def __init__(
         self,
         records: Iterable[CustomerRecord] = (),
         accrued_usage: Mapping[str, float] | None = None,
+        admission: Mapping[str, AdmissionUsage] | None = None,
+        quota_timers: Mapping[str, QuotaTimer] | None = None,
     ) -> None:
         by_name: dict[str, CustomerRecord] = {}
         for record in records:
@@ -114,6 +125,8 @@ class AccountantState:
                 raise ValueError(f"accrued usage given for unknown customer {name!r}")
         self._records = MappingProxyType(by_name)
         self._accrued = MappingProxyType(accrued)
+        self._admission = MappingProxyType(dict(admission or {}))
+        self._quota_timers = MappingProxyType(dict(quota_timers or {}))
 
     def record(self, name: str) -> CustomerRecord:
         """``name``'s record; a customer never seen before gets a fresh one at MIN_PRIORITY."""
@@ -126,6 +139,28 @@ class AccountantState:
     def accrued_usage(self, name: str) -> float:
         """Weighted seconds added to ``name``'s accumulated usage since the state was loaded."""
         return self._accrued.get(name, 0.0)
+
+    def admission_usage(self, name: str) -> AdmissionUsage | None:
+        """``name``'s admission fair sharing usage; None for a submitter never sampled."""
+        return self._admission.get(name)
+
+    @property
+    def admission_usages(self) -> Mapping[str, AdmissionUsage]:
+        """Every sampled submitter's admission usage, by submitter."""
+        return self._admission
+
+    def with_admission_usage(self, admission: Mapping[str, AdmissionUsage]) -> AccountantState:
+        """This state with ``admission`` in place of its admission usages."""
+        return AccountantState(self._records.values(), self._accrued, admission, self._quota_timers)
+
+    @property
+    def quota_timers(self) -> Mapping[str, QuotaTimer]:
+        """The running quota preemption timers, by group."""
+        return self._quota_timers
+
+    def with_quota_timers(self, timers: Mapping[str, QuotaTimer]) -> AccountantState:
+        """This state with ``timers`` in place of its quota preemption timers."""
+        return AccountantState(self._records.values(), self._accrued, self._admission, timers)
 
     def priority_factor(self, customer: str, group: str, settings: Settings) -> float:
         """The factor multiplying ``customer``'s real priority; ``group`` is its assigned group.
@@ -154,7 +189,8 @@ class AccountantState:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AccountantState):
             return NotImplemented
-        return self._records == other._records and self._accrued == other._accrued
+        return (self._records == other._records and self._accrued == other._accrued
+                and self._admission == other._admission and self._quota_timers == other._quota_timers)
 
     __hash__ = None  # type: ignore[assignment]  # unhashable, as __eq__ makes it; typeshed types it a method
 
@@ -200,7 +236,7 @@ def advance(
         records.append(replace(record, weighted_usage=usage_now.get(name, 0.0)))
         if charged:
             accrued[name] = accrued.get(name, 0.0) + charged
-    return AccountantState(records, accrued)
+    return AccountantState(records, accrued, state._admission, state._quota_timers)
 
 
 def _advance_one(

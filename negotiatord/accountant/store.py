@@ -7,6 +7,7 @@ together, so a crash mid-commit leaves the previous cycle's state intact and nev
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -15,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from collections.abc import Iterator, Mapping
 
+from negotiatord.accountant.admission import AdmissionUsage
 from negotiatord.accountant.priorities import (
     MIN_PRIORITY,
     AccountantState,
@@ -23,8 +25,9 @@ from negotiatord.accountant.priorities import (
     check_finite,
     check_non_negative,
 )
+from negotiatord.accountant.quota_timers import QuotaTimer
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -47,6 +50,26 @@ CREATE TABLE charges (
     customer TEXT NOT NULL,
     cost     REAL NOT NULL,
     PRIMARY KEY (cycle_id, customer)
+);
+"""
+
+# Added in schema version 2: admission fair sharing usage and quota preemption timers.
+_SCHEMA_2 = """
+CREATE TABLE admission_usage (
+    customer TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    amount   REAL NOT NULL,
+    PRIMARY KEY (customer, resource)
+);
+CREATE TABLE admission_clock (
+    customer         TEXT PRIMARY KEY,
+    last_update_time REAL
+);
+CREATE TABLE quota_timers (
+    group_name TEXT PRIMARY KEY,
+    maximum    TEXT NOT NULL,
+    delay      REAL NOT NULL,
+    started    REAL NOT NULL
 );
 """
 
@@ -77,6 +100,17 @@ _INSERT_FRESH = """
 INSERT INTO customers (name, real_priority, weighted_usage, accumulated_usage)
 VALUES (?, ?, 0.0, 0.0) ON CONFLICT (name) DO NOTHING
 """
+
+
+def _maximum(group: str, text: str) -> dict[str, float]:
+    """A stored timer's maximum (JSON), or a ValueError naming the group."""
+    try:
+        maximum = json.loads(text)
+    except ValueError:
+        maximum = None
+    if not isinstance(maximum, dict):
+        raise ValueError(f"quota preemption timer of group {group!r} has an unreadable maximum {text!r}")
+    return maximum
 
 
 class AccountantStoreError(Exception):
@@ -122,9 +156,7 @@ class AccountantStore:
                 "SELECT name FROM sqlite_master WHERE type = 'table'"
             )}
             if not tables:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
+                self._run_script(_SCHEMA + _SCHEMA_2)
                 self._db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 return
             if "schema_version" not in tables:
@@ -134,6 +166,11 @@ class AccountantStore:
                 )
             row = self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()
             version = row[0] if row else None
+            if version == 1:
+                # upgraded in place: the new tables start empty
+                self._run_script(_SCHEMA_2)
+                self._db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+                version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:
                 newer = isinstance(version, int) and version > SCHEMA_VERSION
                 raise AccountantStoreError(
@@ -141,6 +178,11 @@ class AccountantStore:
                     + ("is newer than" if newer else "is not")
                     + f" the version this negotiatord understands ({SCHEMA_VERSION})"
                 )
+
+    def _run_script(self, script: str) -> None:
+        for statement in script.split(";"):
+            if statement.strip():
+                self._db.execute(statement)
 
     @contextmanager
     def _transaction(self, doing: str) -> Iterator[None]:
@@ -161,8 +203,19 @@ class AccountantStore:
         """Every stored customer record, as a fresh state with nothing accrued."""
         with self._lock:
             rows = self._db.execute(f"SELECT {_COLUMNS} FROM customers ORDER BY name").fetchall()
+            usage_rows = self._db.execute("SELECT customer, resource, amount FROM admission_usage").fetchall()
+            clock_rows = self._db.execute("SELECT customer, last_update_time FROM admission_clock").fetchall()
+            timer_rows = self._db.execute(
+                "SELECT group_name, maximum, delay, started FROM quota_timers").fetchall()
         try:
-            return AccountantState(CustomerRecord(*row) for row in rows)
+            resources: dict[str, dict[str, float]] = {name: {} for name, _ in clock_rows}
+            for name, resource, amount in usage_rows:
+                resources.setdefault(name, {})[resource] = amount
+            clock = dict(clock_rows)
+            admission = {name: AdmissionUsage(amounts, clock.get(name)) for name, amounts in resources.items()}
+            timers = {group: QuotaTimer(group, _maximum(group, maximum), delay, started)
+                      for group, maximum, delay, started in timer_rows}
+            return AccountantState((CustomerRecord(*row) for row in rows), None, admission, timers)
         except ValueError as error:
             raise AccountantStoreError(f"{self.path}: bad customer record: {error}") from error
 
@@ -198,6 +251,8 @@ class AccountantStore:
             self._write_cycle(cycle_id, now)
             self._write_customers(new_state)
             self._write_charges(cycle_id, costs)
+            self._write_admission_usage(new_state)
+            self._write_quota_timers(new_state)
         return True
 
     def _write_cycle(self, cycle_id: int, now: float) -> None:
@@ -210,6 +265,23 @@ class AccountantStore:
                 {**asdict(record), "accrued": state.accrued_usage(record.name)}
                 for record in state.customers()
             ),
+        )
+
+    def _write_admission_usage(self, state: AccountantState) -> None:
+        """Admission usage belongs to the cycle alone: the stored one is replaced."""
+        self._db.execute("DELETE FROM admission_usage")
+        self._db.execute("DELETE FROM admission_clock")
+        for name, usage in sorted(state.admission_usages.items()):
+            self._db.execute("INSERT INTO admission_clock VALUES (?, ?)", (name, usage.last_update_time))
+            self._db.executemany("INSERT INTO admission_usage VALUES (?, ?, ?)",
+                                 ((name, resource, amount) for resource, amount in usage.resources.items()))
+
+    def _write_quota_timers(self, state: AccountantState) -> None:
+        self._db.execute("DELETE FROM quota_timers")
+        self._db.executemany(
+            "INSERT INTO quota_timers VALUES (?, ?, ?, ?)",
+            ((t.group, json.dumps(dict(t.maximum), sort_keys=True), t.delay, t.started)
+             for t in state.quota_timers.values()),
         )
 
     def _write_charges(self, cycle_id: int, costs: Mapping[str, float]) -> None:

@@ -33,6 +33,7 @@ from functools import partial
 import numpy as np
 
 from negotiatord.accountant import AccountantState
+from negotiatord.cycle.admission_order import AdmissionQueue, held_resources
 from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
@@ -45,7 +46,7 @@ from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.snapshot import Snapshot
-from negotiatord.settings import ROOT_GROUP, Settings
+from negotiatord.settings import ROOT_GROUP, Settings, SubmitterOrder
 
 NO_MATCH = "no match found"
 SUBMITTER_LIMIT = "submitter limit exceeded"
@@ -88,6 +89,8 @@ class _Cycle:
         self.matches: list[Match] = []
         self.rejections: dict[tuple[str, str], Rejection] = {}   # (job, reason) -> its first rejection
         self.pie_spins = 0
+        self.entry_penalties: dict[str, float] = {}              # submitter -> admission fair sharing
+                                                                 # penalty charged this cycle
         self.match_lists: dict[int, MatchList] = {}
         self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
                                                                  # any more this cycle
@@ -239,6 +242,8 @@ class _Cycle:
         round in priority order, so no allocation is stranded in fractions of a match (HTCondor
         leaves such remainders unused). Returns the matches made.
         """
+        if self.settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
+            return self._admit_in_fair_order(members, group, allocated, room)
         members = _in_priority_order(members)
         for submitter, share in zip(members, _shares(members)):
             submitter.share_limit = share * allocated
@@ -259,6 +264,22 @@ class _Cycle:
             if made == 0:
                 return total + self._remainder_rounds(hungry, group, room)
         return total
+
+    def _admit_in_fair_order(self, members: list[Submitter], group: str, allocated: float, room: Room) -> int:
+        """NEGOTIATORD_SUBMITTER_ORDER = admission_fair_sharing: one match at a time to the member
+        with the lowest admission score (:class:`AdmissionQueue`), until the group's room is spent
+        or no member can take a match; a member offered a match it cannot take leaves the queue,
+        since neither its candidates nor the room grow within a cycle."""
+        queue = AdmissionQueue(members, self.accountant, self.settings, self.entry_penalties)
+        for member in members:
+            member.share_limit = allocated
+        made = 0
+        while room() > EPSILON and (turn := queue.pop()) is not None:
+            self.pie_spins += 1
+            if self._negotiate_submitter(turn, group, room(), room, max_matches=1):
+                made += 1
+                queue.admitted(turn, self.matches[-1])
+        return made
 
     def _remainder_rounds(self, hungry: list[Submitter], group: str, room: Room) -> int:
         total = 0
@@ -418,7 +439,15 @@ class _Cycle:
             usage=usage,
             charges=self.tree.roll_up(self.charges),
             problems=tuple(self.problems),
+            held=self._held(),
         )
+
+    def _held(self) -> dict[str, dict[str, float]]:
+        """What each submitter holds after the cycle, per resource, for the accountant's admission
+        fair sharing sample; nothing unless that order is configured."""
+        if self.settings.submitter_order is not SubmitterOrder.ADMISSION_FAIR_SHARING:
+            return {}
+        return held_resources(self.table.slots, self.state.weights.tolist(), self.matches)
 
     def _subtree_totals(self, own: Mapping[str, float]) -> dict[str, float]:
         """Each group's own figure plus its descendants', as :meth:`GroupTree.roll_up` totals usage."""

@@ -73,3 +73,5 @@ class CycleResult:
     usage: dict[str, float]      # customer (submitter or group) -> weighted usage after the cycle
     charges: dict[str, float]    # customer -> cost of this cycle's matches
     problems: tuple[str, ...]    # slots, jobs and expressions left out, with the reason
+    # submitter -> lower-cased resource -> amount held after the cycle (admission fair sharing only)
+    held: dict[str, dict[str, float]] = field(default_factory=dict)

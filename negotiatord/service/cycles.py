@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance
+from negotiatord.accountant.admission import sample_admission_usage
 from negotiatord.cycle.result import CycleResult
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.feed.store import PoolView
@@ -50,7 +51,7 @@ from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.publish.holds import Hold, holds_for
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.runtime import run_cycle
-from negotiatord.settings import Settings
+from negotiatord.settings import Settings, SubmitterOrder
 
 
 @dataclass(frozen=True)
@@ -189,5 +190,9 @@ class CycleRunner:
 def _advanced(state: AccountantState, result: CycleResult, settings: Settings, now: int) -> AccountantState:
     """The accountant state after this cycle: decayed to ``now``, usage from now on = running work
     plus this cycle's matches, per customer and per group as the cycle rolled it up
-    (:meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`)."""
-    return advance(state, now, result.usage, settings.priority_halflife)
+    (:meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`); with admission fair
+    sharing, each submitter's decayed usage sampled with what it holds now."""
+    advanced = advance(state, now, result.usage, settings.priority_halflife)
+    if settings.submitter_order is not SubmitterOrder.ADMISSION_FAIR_SHARING:
+        return advanced
+    return sample_admission_usage(advanced, now, result.held, settings.admission_half_life_s)

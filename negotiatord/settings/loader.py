@@ -17,13 +17,20 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import classad2
 
 from negotiatord.settings.errors import ConfigError
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings
-from negotiatord.settings.model import FAIR_SHARING_STRATEGIES, PslotLoading, ServiceSettings, Settings
+from negotiatord.settings.model import (
+    ADMISSION_RESOURCE_WEIGHTS,
+    FAIR_SHARING_STRATEGIES,
+    PslotLoading,
+    ServiceSettings,
+    Settings,
+    SubmitterOrder,
+)
 
 # A config HTCondor reads in well under a second; anything slower is stuck (an include of a
 # FIFO, a hung network file system) and must not hang a reload forever.
@@ -227,6 +234,10 @@ def _build(path: Path, params: _Params) -> Settings:
         accountant_local_domain=(params.raw("ACCOUNTANT_LOCAL_DOMAIN") or "").strip() or None,
         remote_prio_factor=params.number("REMOTE_PRIO_FACTOR", fallback=Settings.remote_prio_factor),
         nice_user_prio_factor=params.number("NICE_USER_PRIO_FACTOR", fallback=Settings.nice_user_prio_factor),
+        submitter_order=_submitter_order(params),
+        admission_resource_weights=_admission_resource_weights(params),
+        admission_half_life=None if params.raw("NEGOTIATORD_AFS_HALF_LIFE") is None
+        else params.number("NEGOTIATORD_AFS_HALF_LIFE", 0),
         concurrency_limit_default=params.number("CONCURRENCY_LIMIT_DEFAULT", 0),
         concurrency_limits=_concurrency_limits(params),
         concurrency_scope_defaults={
@@ -306,6 +317,29 @@ def _pslot_loading(params: _Params) -> PslotLoading:
     except ValueError:
         choices = " or ".join(m.value for m in PslotLoading)
         raise ConfigError(f"NEGOTIATORD_PSLOT_LOADING = {text!r}: must be {choices}") from None
+
+
+def _submitter_order(params: _Params) -> SubmitterOrder:
+    text = params.raw("NEGOTIATORD_SUBMITTER_ORDER")
+    if text is None:
+        return SubmitterOrder.PRIORITY
+    try:
+        return SubmitterOrder(text.strip().lower())
+    except ValueError:
+        choices = " or ".join(m.value for m in SubmitterOrder)
+        raise ConfigError(f"NEGOTIATORD_SUBMITTER_ORDER = {text!r}: must be {choices}") from None
+
+
+def _admission_resource_weights(params: _Params) -> Mapping[str, float]:
+    """NEGOTIATORD_AFS_RESOURCE_WEIGHTS, as ``Cpus:1, GPUs:5`` (a plain number weighs slot-weight
+    units); at least one weight must be above 0, or every submitter would score alike."""
+    name = "NEGOTIATORD_AFS_RESOURCE_WEIGHTS"
+    weights = params.resource_amounts(name)
+    if weights is None:
+        return ADMISSION_RESOURCE_WEIGHTS
+    if not any(weights.values()):
+        raise ConfigError(f"{name} = {params.raw(name)!r}: give at least one resource a weight above 0")
+    return weights
 
 
 def _concurrency_limits(params: _Params) -> dict[str, float]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from collections.abc import Mapping
 
 from negotiatord.settings.groups import GroupSettings, GroupTree
@@ -27,6 +28,22 @@ class PslotLoading(str, Enum):
 
     DEPTH_FIRST = "depth_first"
     BREADTH_FIRST = "breadth_first"
+
+
+class SubmitterOrder(str, Enum):
+    """The order a group's submitters are offered matches in (NEGOTIATORD_SUBMITTER_ORDER).
+
+    ``PRIORITY`` is HTCondor's: pie spins by effective priority. ``ADMISSION_FAIR_SHARING`` is
+    Kueue's admission fair sharing: the submitter with the least decayed, resource-weighted usage
+    (times its priority factor) gets the next match (:mod:`negotiatord.accountant.admission`).
+    """
+
+    PRIORITY = "priority"
+    ADMISSION_FAIR_SHARING = "admission_fair_sharing"
+
+
+# NEGOTIATORD_AFS_RESOURCE_WEIGHTS when unset: cpus alone count.
+ADMISSION_RESOURCE_WEIGHTS: Mapping[str, float] = MappingProxyType({"cpus": 1.0})
 
 
 # Kueue's fair-sharing preemption strategies (FairSharing.preemptionStrategies), in its default order.
@@ -100,12 +117,24 @@ class Settings:
     remote_prio_factor: float = 1e7             # REMOTE_PRIO_FACTOR: submitters of other domains
     nice_user_prio_factor: float = 1e10         # NICE_USER_PRIO_FACTOR: "nice-user" submitters
 
+    # Submitter order within a group (ours)
+    submitter_order: SubmitterOrder = SubmitterOrder.PRIORITY   # NEGOTIATORD_SUBMITTER_ORDER
+    admission_resource_weights: Mapping[str, float] = field(          # NEGOTIATORD_AFS_RESOURCE_WEIGHTS
+        default_factory=lambda: ADMISSION_RESOURCE_WEIGHTS)
+    admission_half_life: float | None = None    # NEGOTIATORD_AFS_HALF_LIFE, s; None: PRIORITY_HALFLIFE
+
     # Daemon timing (used by the service)
     negotiator_interval: float = 60.0           # NEGOTIATOR_INTERVAL
     negotiator_min_interval: float = 5.0        # NEGOTIATOR_MIN_INTERVAL
     negotiator_cycle_delay: float = 20.0        # NEGOTIATOR_CYCLE_DELAY
 
     service: ServiceSettings = field(default_factory=ServiceSettings)
+
+    @property
+    def admission_half_life_s(self) -> float:
+        """The admission fair sharing half-life in force: NEGOTIATORD_AFS_HALF_LIFE, else
+        PRIORITY_HALFLIFE, so both kinds of usage forget at the same pace unless told otherwise."""
+        return self.priority_halflife if self.admission_half_life is None else self.admission_half_life
 
     @cached_property
     def group_tree(self) -> GroupTree:

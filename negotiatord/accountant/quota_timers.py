@@ -1,0 +1,83 @@
+"""Quota preemption timers: when a lowered group maximum is enforced.
+
+As YuniKorn's quota preemption delay (design "Quota Enforcement through Preemption"): a group's
+timer starts when its maximum (``GROUP_LIMIT_<g>``) is first seen below its usage, and a change of
+the maximum or of ``GROUP_QUOTA_PREEMPTION_DELAY_<g>`` restarts it from the beginning. Unlike
+YuniKorn, which starts every timer again after a restart, the timers are kept in the accountant
+database, so a restart does not postpone enforcement. Pure, like the rest of the accountant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from collections.abc import Mapping
+
+from negotiatord.accountant.priorities import check_finite, check_non_negative
+from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings, GroupTree
+
+
+@dataclass(frozen=True)
+class QuotaTimer:
+    """A running timer: the maximum and delay it was started for, and when."""
+
+    group: str
+    maximum: Mapping[str, float] = field(default_factory=dict)   # lower-cased resource -> amount
+    delay: float = 0.0
+    started: float = 0.0
+
+    def __post_init__(self) -> None:
+        for resource, amount in self.maximum.items():
+            check_non_negative(f"maximum of {resource!r} for group {self.group!r}", amount)
+        check_non_negative(f"quota preemption delay of group {self.group!r}", self.delay)
+        check_finite(f"quota preemption timer start of group {self.group!r}", self.started)
+        object.__setattr__(self, "maximum", MappingProxyType(dict(self.maximum)))
+
+    @property
+    def due(self) -> float:
+        """When the lowered maximum is enforced."""
+        return self.started + self.delay
+
+
+def group_maximum(settings: GroupSettings) -> dict[str, float]:
+    """The group's maximum per resource: ``GROUP_LIMIT_<g>``, with ``GROUP_QUOTA_<g>`` counting as
+    a maximum in slot-weight units (:data:`WEIGHT_UNIT`) unless the limit names that unit."""
+    maximum = dict(settings.limit or {})
+    if settings.static_quota is not None:
+        maximum.setdefault(WEIGHT_UNIT, settings.static_quota)
+    return maximum
+
+
+def over_maximum(maximum: Mapping[str, float], usage: Mapping[str, float]) -> bool:
+    """Whether ``usage`` exceeds ``maximum`` on a resource the maximum names."""
+    return any(usage.get(resource, 0.0) > amount for resource, amount in maximum.items())
+
+
+def updated_timers(
+    timers: Mapping[str, QuotaTimer],
+    tree: GroupTree,
+    usage: Mapping[str, Mapping[str, float]],
+    now: float,
+) -> dict[str, QuotaTimer]:
+    """The timers after seeing each group's ``usage`` (its subtree's, per resource) at ``now``.
+
+    A group with a maximum (:func:`group_maximum`) and a delay above 0 (0 means never enforce, as
+    in YuniKorn) whose usage exceeds its maximum keeps a timer started for the same maximum and delay, or gets a new one
+    started now. Any other group's timer is dropped: its usage came down by itself, or it is no
+    longer limited. A timer that is due stays until the group's usage is within its maximum.
+    """
+    kept: dict[str, QuotaTimer] = {}
+    for name in tree.names:
+        configured = tree.settings_of(name)
+        if configured is None or configured.quota_preemption_delay <= 0:
+            continue
+        maximum = group_maximum(configured)
+        if not over_maximum(maximum, usage.get(name, {})):
+            continue
+        running = timers.get(name)
+        if (running is not None and dict(running.maximum) == maximum
+                and running.delay == configured.quota_preemption_delay):
+            kept[name] = running
+        else:
+            kept[name] = QuotaTimer(name, maximum, configured.quota_preemption_delay, now)
+    return kept

@@ -1,0 +1,86 @@
+"""Admission fair sharing within a group: who gets the next match, and what each submitter holds.
+
+As Kueue admits the head of the LocalQueue with the lowest admission fair sharing usage and then
+charges it an entry penalty, a group's submitters here take turns one match at a time: the one
+with the lowest score (:func:`negotiatord.accountant.admission.score`) is offered the next match,
+and the match raises its score by α(NEGOTIATOR_INTERVAL)·weighted resources, so a burst of matches
+in one cycle counts before the accountant's next sample folds it into the decayed usage.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+from negotiatord.accountant import AccountantState
+from negotiatord.accountant.admission import decay_rate, score, weighted
+from negotiatord.cycle.requests import Submitter
+from negotiatord.cycle.result import Match
+from negotiatord.pool.slots import Slot
+from negotiatord.settings import Settings
+from negotiatord.settings.groups import WEIGHT_UNIT
+
+
+class AdmissionQueue:
+    """A group's submitters by admission score, lowest first; ties by name (Kueue breaks ties by
+    the workloads' creation time, which a submitter does not have)."""
+
+    def __init__(self, members: Iterable[Submitter], accountant: AccountantState, settings: Settings,
+                 penalties: dict[str, float]) -> None:
+        """``penalties`` holds the entry penalties charged so far this cycle, by submitter; it is
+        the cycle's, so that later allocation rounds still count earlier rounds' matches."""
+        self._weights = settings.admission_resource_weights
+        # Kueue's CalculateEntryPenalty: α over one sampling interval, here one negotiation cycle.
+        self._penalty_rate = decay_rate(settings.negotiator_interval, settings.admission_half_life_s)
+        self._factor: dict[str, float] = {}
+        self._usage: dict[str, float] = {}
+        self._penalty = penalties
+        self._heap: list[tuple[float, str, Submitter]] = []
+        for submitter in members:
+            history = accountant.admission_usage(submitter.name)
+            self._usage[submitter.name] = weighted(history.resources, self._weights) if history else 0.0
+            self._factor[submitter.name] = accountant.priority_factor(submitter.name, submitter.group, settings)
+            self._push(submitter)
+
+    def score_of(self, name: str) -> float:
+        return score(self._usage[name], self._penalty.get(name, 0.0), self._factor[name])
+
+    def _push(self, submitter: Submitter) -> None:
+        heapq.heappush(self._heap, (self.score_of(submitter.name), submitter.name, submitter))
+
+    def pop(self) -> Submitter | None:
+        """The submitter with the lowest score, taken out of the queue; None when it is empty."""
+        return heapq.heappop(self._heap)[2] if self._heap else None
+
+    def admitted(self, submitter: Submitter, match: Match) -> None:
+        """Charge ``match``'s entry penalty to ``submitter`` and put it back in the queue."""
+        penalty = self._penalty_rate * weighted(_resources(match), self._weights)
+        self._penalty[submitter.name] = self._penalty.get(submitter.name, 0.0) + penalty
+        self._push(submitter)
+
+
+def held_resources(slots: Iterable[Slot], weights: Iterable[float], matches: Iterable[Match]
+                   ) -> dict[str, dict[str, float]]:
+    """Per submitter, the resources it holds after the cycle (lower-cased resource -> amount; slot
+    weight as :data:`WEIGHT_UNIT`): its claimed slots' and this cycle's matches'. This is the
+    ``current`` the accountant folds into the decayed usage."""
+    held: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for slot, weight in zip(slots, weights):
+        if slot.claim is None or weight != weight:      # NaN: a slot weight that did not evaluate
+            continue
+        mine = held[slot.claim.customer]
+        for asset, amount in zip(slot.assets, slot.amounts):
+            mine[asset.lower()] += amount
+        mine[WEIGHT_UNIT] += weight
+    for match in matches:
+        mine = held[match.submitter]
+        for resource, amount in _resources(match).items():
+            mine[resource] += amount
+    return {name: dict(resources) for name, resources in held.items()}
+
+
+def _resources(match: Match) -> Mapping[str, float]:
+    resources = {asset.lower(): float(amount) for asset, amount in match.consumed.items()}
+    resources[WEIGHT_UNIT] = match.cost
+    return resources

@@ -1,0 +1,104 @@
+"""NEGOTIATORD_SUBMITTER_ORDER = admission_fair_sharing in a cycle.
+
+Reference: Kueue's admission fair sharing (KEP-4136 and its concept page, "Admission Fair
+Sharing"): the LocalQueue with the lowest weighted decayed usage plus entry penalties is admitted
+first, and each admission charges α(sampling interval)·request as an entry penalty.
+"""
+
+from collections import Counter
+
+import pytest
+
+from negotiatord.accountant import AccountantState
+from negotiatord.accountant.admission import AdmissionUsage, decay_rate
+from negotiatord.pool.builder import build_snapshot
+from negotiatord.runtime import run_cycle
+from negotiatord.service.cycles import _advanced
+from negotiatord.settings import SubmitterOrder
+from tests.builders import jobs, pslot, settings, static_slot
+
+NOW = 1_700_000_000
+AFS = dict(consumption_policy=True, submitter_order=SubmitterOrder.ADMISSION_FAIR_SHARING,
+           admission_half_life=3600.0, negotiator_interval=60.0)
+
+
+def history(**cpus):
+    return AccountantState(admission={f"{name}@site": AdmissionUsage({"cpus": amount}, NOW - 60)
+                                      for name, amount in cpus.items()})
+
+
+def run(config, accountant, slots, job_ads):
+    return run_cycle(build_snapshot(slots, job_ads, config), accountant, config, NOW)
+
+
+def test_the_submitter_with_less_history_is_served_first_and_takes_all():
+    """HTCondor's pie would split 10 cpus 5/5 between equal priorities; admission fair sharing
+    gives bob (no history) every match while his entry penalties stay below alice's usage."""
+    config = settings(**AFS)
+    result = run(config, history(alice=100.0), [pslot("s", cpus=10)],
+                 jobs("alice", 10, cluster=1) + jobs("bob", 10, cluster=2))
+    assert Counter(m.submitter for m in result.matches) == {"bob@site": 10}
+
+
+def test_entry_penalties_make_equal_submitters_take_turns():
+    config = settings(**AFS)
+    result = run(config, AccountantState(), [pslot("s", cpus=10)],
+                 jobs("alice", 10, cluster=1) + jobs("bob", 10, cluster=2))
+    assert [m.submitter for m in result.matches] == ["alice@site", "bob@site"] * 5
+
+
+def test_a_burst_counts_at_once_through_the_entry_penalty():
+    """alice's history is worth 3.5 one-cpu entry penalties: bob takes 4 matches, the fourth putting
+    him past her, and from then on they alternate: b b b b a b a b a b."""
+    config = settings(**AFS)
+    penalty = decay_rate(60.0, 3600.0)          # one 1-cpu match
+    result = run(config, history(alice=3.5 * penalty), [pslot("s", cpus=10)],
+                 jobs("alice", 10, cluster=1) + jobs("bob", 10, cluster=2))
+    order = [m.submitter.split("@")[0] for m in result.matches]
+    assert order[:5] == ["bob", "bob", "bob", "bob", "alice"]
+    assert order[4:] == ["alice", "bob"] * 3
+
+
+def test_gpus_weigh_five_times_cpus():
+    """Weights Cpus:1, GPUs:5: alice's 1 decayed GPU outweighs bob's 4 decayed cpus."""
+    config = settings(**AFS, admission_resource_weights={"cpus": 1.0, "gpus": 5.0})
+    accountant = AccountantState(admission={
+        "alice@site": AdmissionUsage({"gpus": 1.0}, NOW - 60),
+        "bob@site": AdmissionUsage({"cpus": 4.0}, NOW - 60),
+    })
+    result = run(config, accountant, [pslot("s", cpus=2)],
+                 jobs("alice", 2, cluster=1) + jobs("bob", 2, cluster=2))
+    assert Counter(m.submitter for m in result.matches) == {"bob@site": 2}
+
+
+def test_the_priority_factor_is_the_submitter_weight():
+    """alice's history is twice bob's, but bob's factor is three times hers: bob goes last."""
+    config = settings(**AFS, accountant_local_domain="site", remote_prio_factor=3000.0)
+    accountant = AccountantState(admission={
+        "alice@site": AdmissionUsage({"cpus": 2.0}, NOW - 60),
+        "bob@remote": AdmissionUsage({"cpus": 1.0}, NOW - 60),
+    })
+    result = run(config, accountant, [pslot("s", cpus=2)],
+                 jobs("alice", 2, cluster=1) + jobs("bob", 2, cluster=2, User="bob@remote"))
+    assert Counter(m.submitter for m in result.matches) == {"alice@site": 2}
+
+
+def test_priority_order_is_unchanged_by_default():
+    config = settings(consumption_policy=True)
+    result = run(config, history(alice=100.0), [pslot("s", cpus=10)],
+                 jobs("alice", 10, cluster=1) + jobs("bob", 10, cluster=2))
+    assert Counter(m.submitter for m in result.matches) == {"alice@site": 5, "bob@site": 5}
+    assert result.held == {}
+
+
+def test_the_accountant_samples_what_submitters_hold_after_the_cycle():
+    """alice holds 4 running cpus and gets 2 more; one half-life after her last sample her usage
+    moves half way from 2 to 6."""
+    config = settings(**AFS)
+    running = [static_slot(f"busy{i}", State="Claimed", Activity="Busy", RemoteUser="alice@site")
+               for i in range(4)]
+    accountant = AccountantState(admission={"alice@site": AdmissionUsage({"cpus": 2.0}, NOW - 3600)})
+    result = run(config, accountant, [pslot("s", cpus=2), *running], jobs("alice", 2, cluster=1))
+    assert result.held["alice@site"]["cpus"] == 6.0
+    after = _advanced(accountant, result, config, NOW)
+    assert after.admission_usage("alice@site").resources["cpus"] == pytest.approx(4.0)
