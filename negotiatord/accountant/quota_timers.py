@@ -39,6 +39,23 @@ class QuotaTimer:
         return self.started + self.delay
 
 
+def timer_document(timer: QuotaTimer, now: float) -> dict[str, object]:
+    """A running timer as ``/v1/status`` and the accountant document show it."""
+    return {"group": timer.group, "maximum": dict(timer.maximum), "delay_s": timer.delay,
+            "started": timer.started, "due": timer.due, "due_in_s": round(timer.due - now, 3)}
+
+
+def group_resources(tree: GroupTree, held: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Each group's subtree usage per resource, from what each submitter holds."""
+    usage: dict[str, dict[str, float]] = {}
+    for submitter, resources in held.items():
+        for group in tree.lineage(tree.assigned_group(submitter)):
+            totals = usage.setdefault(group, {})
+            for resource, amount in resources.items():
+                totals[resource] = totals.get(resource, 0.0) + amount
+    return usage
+
+
 def group_maximum(settings: GroupSettings) -> dict[str, float]:
     """The group's maximum per resource: ``GROUP_LIMIT_<g>``, with ``GROUP_QUOTA_<g>`` counting as
     a maximum in slot-weight units (:data:`WEIGHT_UNIT`) unless the limit names that unit."""

@@ -102,6 +102,14 @@ VALUES (?, ?, 0.0, 0.0) ON CONFLICT (name) DO NOTHING
 """
 
 
+_SELECT_TIMERS = "SELECT group_name, maximum, delay, started FROM quota_timers ORDER BY group_name"
+
+
+def _timers(rows: list[tuple[str, str, float, float]]) -> dict[str, QuotaTimer]:
+    return {group: QuotaTimer(group, _maximum(group, maximum), delay, started)
+            for group, maximum, delay, started in rows}
+
+
 def _maximum(group: str, text: str) -> dict[str, float]:
     """A stored timer's maximum (JSON), or a ValueError naming the group."""
     try:
@@ -205,19 +213,26 @@ class AccountantStore:
             rows = self._db.execute(f"SELECT {_COLUMNS} FROM customers ORDER BY name").fetchall()
             usage_rows = self._db.execute("SELECT customer, resource, amount FROM admission_usage").fetchall()
             clock_rows = self._db.execute("SELECT customer, last_update_time FROM admission_clock").fetchall()
-            timer_rows = self._db.execute(
-                "SELECT group_name, maximum, delay, started FROM quota_timers").fetchall()
+            timer_rows = self._db.execute(_SELECT_TIMERS).fetchall()
         try:
             resources: dict[str, dict[str, float]] = {name: {} for name, _ in clock_rows}
             for name, resource, amount in usage_rows:
                 resources.setdefault(name, {})[resource] = amount
             clock = dict(clock_rows)
             admission = {name: AdmissionUsage(amounts, clock.get(name)) for name, amounts in resources.items()}
-            timers = {group: QuotaTimer(group, _maximum(group, maximum), delay, started)
-                      for group, maximum, delay, started in timer_rows}
+            timers = _timers(timer_rows)
             return AccountantState((CustomerRecord(*row) for row in rows), None, admission, timers)
         except ValueError as error:
             raise AccountantStoreError(f"{self.path}: bad customer record: {error}") from error
+
+    def quota_timers(self) -> dict[str, QuotaTimer]:
+        """The running quota preemption timers alone, by group (cheap enough for every status read)."""
+        with self._lock:
+            rows = self._db.execute(_SELECT_TIMERS).fetchall()
+        try:
+            return _timers(rows)
+        except ValueError as error:
+            raise AccountantStoreError(f"{self.path}: bad quota preemption timer: {error}") from error
 
     def last_cycle_id(self) -> int:
         """The id of the last committed cycle; 0 before the first."""

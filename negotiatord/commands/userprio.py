@@ -207,6 +207,9 @@ def render(document: dict[str, Any], all_users: bool) -> str:
     line = lambda name, cells: " ".join([name.ljust(name_width)] + [  # noqa: E731
         cells.get(key, "").rjust(width) for key, width, _, _ in columns])
     rule = " ".join(["-" * name_width] + ["-" * width for _, width, _, _ in columns])
+    timers = [f"  {t['group']}: maximum {_amounts(t['maximum'])}, started {_date(t['started'])}, "
+              + (f"due in {_delta(t['due_in_s'])}" if t["due_in_s"] > 0 else "due now")
+              for t in document.get("quota_timers", [])]
     return "\n".join([
         f"Last Priority Update: {_date(document['last_update'])}",
         " ".join(["Group".ljust(name_width)] + [h1.center(w) for _, w, h1, _ in columns]).rstrip(),
@@ -215,7 +218,12 @@ def render(document: dict[str, Any], all_users: bool) -> str:
         *(line(name, cells).rstrip() for name, cells in rows),
         rule,
         line(footer_name, footer).rstrip(),
+        *(["", "Quota preemption timers:", *timers] if timers else []),
     ])
+
+
+def _amounts(amounts: dict[str, float]) -> str:
+    return ", ".join(f"{resource}:{amount:g}" for resource, amount in sorted(amounts.items()))
 
 
 def _group_cells(group: dict[str, Any], record: dict[str, Any] | None, now: float) -> dict[str, str]:

@@ -444,8 +444,9 @@ class _Cycle:
 
     def _held(self) -> dict[str, dict[str, float]]:
         """What each submitter holds after the cycle, per resource, for the accountant's admission
-        fair sharing sample; nothing unless that order is configured."""
-        if self.settings.submitter_order is not SubmitterOrder.ADMISSION_FAIR_SHARING:
+        fair sharing sample and quota preemption timers; nothing unless one of them is configured."""
+        if (self.settings.submitter_order is not SubmitterOrder.ADMISSION_FAIR_SHARING
+                and not self.settings.quota_preemption):
             return {}
         return held_resources(self.table.slots, self.state.weights.tolist(), self.matches)
 

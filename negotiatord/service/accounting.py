@@ -5,7 +5,7 @@ priority (real priority × factor), real priority, factor, weighted resources in
 usage and the usage times (a group's own record carries its whole subtree's usage, ``<none>``'s
 the pool's: :meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`); per
 group: the configured quota (a static quota, or the dynamic fraction of the parent's), the quota
-the last cycle computed from it, and the surplus policy.
+the last cycle computed from it, and the surplus policy; the running quota preemption timers.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from negotiatord.accountant import AccountantState
+from negotiatord.accountant.quota_timers import timer_document
 from negotiatord.cycle.result import GroupReport
 from negotiatord.settings import ROOT_GROUP, Settings
 
@@ -55,7 +56,8 @@ def accountant_document(state: AccountantState, settings: Settings, last_groups:
                        "effective_quota": root.quota if root else None, "surplus": "yes"})
     updates = [c["last_update_time"] for c in customers if c["last_update_time"] is not None]
     return {"now": now, "last_update": max(updates) if updates else None,
-            "customers": customers, "groups": group_rows}
+            "customers": customers, "groups": group_rows,
+            "quota_timers": [timer_document(timer, now) for timer in state.quota_timers.values()]}
 
 
 def _surplus(accept_surplus: bool, autoregroup: bool) -> str:

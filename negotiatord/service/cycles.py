@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance
 from negotiatord.accountant.admission import sample_admission_usage
+from negotiatord.accountant.quota_timers import group_resources, updated_timers
 from negotiatord.cycle.result import CycleResult
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.feed.store import PoolView
@@ -191,8 +192,13 @@ def _advanced(state: AccountantState, result: CycleResult, settings: Settings, n
     """The accountant state after this cycle: decayed to ``now``, usage from now on = running work
     plus this cycle's matches, per customer and per group as the cycle rolled it up
     (:meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`); with admission fair
-    sharing, each submitter's decayed usage sampled with what it holds now."""
+    sharing, each submitter's decayed usage sampled with what it holds now; with quota preemption,
+    each group's timer started, kept or dropped by its usage now."""
     advanced = advance(state, now, result.usage, settings.priority_halflife)
-    if settings.submitter_order is not SubmitterOrder.ADMISSION_FAIR_SHARING:
-        return advanced
-    return sample_admission_usage(advanced, now, result.held, settings.admission_half_life_s)
+    if settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
+        advanced = sample_admission_usage(advanced, now, result.held, settings.admission_half_life_s)
+    if settings.quota_preemption:
+        tree = settings.group_tree
+        advanced = advanced.with_quota_timers(
+            updated_timers(state.quota_timers, tree, group_resources(tree, result.held), now))
+    return advanced

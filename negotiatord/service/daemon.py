@@ -25,6 +25,7 @@ from aiohttp import web
 
 from negotiatord import __version__
 from negotiatord.accountant import AccountantStore
+from negotiatord.accountant.quota_timers import timer_document
 from negotiatord.ads import AdBatch
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
@@ -444,6 +445,8 @@ class Daemon:
             "counters": asdict(self.counters),
             "reload": self.reload_state,
             "collector": {"host": self.settings.service.collector_host, **self.pull_state},
+            "quota_timers": [timer_document(timer, self.clock.now())
+                             for timer in self.accountant.quota_timers().values()],
         }
 
 

@@ -90,3 +90,18 @@ def test_a_value_too_wide_for_its_column_falls_back_to_g_format() -> None:
     huge = _customer("erin@site", "<none>", priority=1.5e15, in_use=1)
     row = next(r for r in _rows(render(_document([huge]), all_users=False)) if "erin" in r)
     assert row.split()[1] == f"{1.5e15:.6g}"
+
+
+def test_running_quota_preemption_timers_are_listed_below_the_table():
+    """The accountant document's quota_timers (kept by the daemon's accountant) after the users."""
+    document = _document(CUSTOMERS)
+    document["quota_timers"] = [{"group": "group_physics", "maximum": {"cpus": 8.0, "gpus": 1.0},
+                                 "delay_s": 600.0, "started": NOW - 300, "due": NOW + 300, "due_in_s": 300.0},
+                                {"group": "group_bio", "maximum": {"memory": 4096.0}, "delay_s": 60.0,
+                                 "started": NOW - 120, "due": NOW - 60, "due_in_s": -60.0}]
+    lines = render(document, all_users=False).splitlines()
+    at = lines.index("Quota preemption timers:")
+    assert lines[at + 1].startswith("  group_physics: maximum cpus:8, gpus:1, started ")
+    assert lines[at + 1].endswith("due in 0+00:05")
+    assert lines[at + 2].endswith("due now")
+    assert "Quota preemption timers:" not in render(_document(CUSTOMERS), all_users=False)

@@ -1,0 +1,137 @@
+"""Quota preemption timers kept by the accountant across cycles and restarts.
+
+As YuniKorn's design "Quota Enforcement through Preemption" (``../shared/seeds/004_*``, "Quota
+Preemption Delay"): the timer starts when a group's maximum is first seen below its usage, and a
+change of the maximum or of the delay starts it again from the beginning. Its "Impact of Restart"
+section has YuniKorn start every timer again after a restart; here a restart keeps the original
+deadline, which these tests check through the real accountant database and cycle runner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from negotiatord.accountant import AccountantStore
+from negotiatord.accountant.quota_timers import QuotaTimer, group_maximum, updated_timers
+from negotiatord.cycle.quota_enforcement import Holding, due_enforcements
+from negotiatord.feed import AdKind, AdStore
+from negotiatord.feed.api import take_in_text
+from negotiatord.publish.matchlog import MatchLog
+from negotiatord.service.accounting import accountant_document
+from negotiatord.service.cycles import CycleRunner
+from negotiatord.settings import GroupSettings, GroupTree
+from negotiatord.settings.groups import WEIGHT_UNIT
+from tests.builders import settings, static_slot
+
+T0 = 1_790_000_000
+DELAY = 600.0
+
+
+def group_a(limit: dict | None = None, delay: float = DELAY, quota: float | None = None) -> GroupSettings:
+    return GroupSettings("group_a", quota, None, False, False, None, limit=limit, quota_preemption_delay=delay)
+
+
+def tree(**changes) -> GroupTree:
+    return GroupTree([group_a(**changes)])
+
+
+# --- the timer's rules -----------------------------------------------------------------------
+
+def test_a_timer_starts_when_usage_first_exceeds_the_maximum_and_is_kept():
+    groups = tree(limit={"cpus": 8})
+    assert updated_timers({}, groups, {"group_a": {"cpus": 8}}, T0) == {}
+    started = updated_timers({}, groups, {"group_a": {"cpus": 10}}, T0)
+    assert started == {"group_a": QuotaTimer("group_a", {"cpus": 8}, DELAY, T0)}
+    assert updated_timers(started, groups, {"group_a": {"cpus": 9}}, T0 + 100) == started
+    assert started["group_a"].due == T0 + DELAY
+
+
+def test_a_change_of_maximum_or_delay_restarts_the_timer():
+    started = updated_timers({}, tree(limit={"cpus": 8}), {"group_a": {"cpus": 10}}, T0)
+    lowered = updated_timers(started, tree(limit={"cpus": 6}), {"group_a": {"cpus": 10}}, T0 + 100)
+    assert lowered["group_a"].started == T0 + 100 and dict(lowered["group_a"].maximum) == {"cpus": 6}
+    longer = updated_timers(started, tree(limit={"cpus": 8}, delay=1200), {"group_a": {"cpus": 10}}, T0 + 200)
+    assert longer["group_a"].started == T0 + 200 and longer["group_a"].due == T0 + 1400
+
+
+def test_no_timer_without_a_delay_or_once_usage_is_back_within_the_maximum():
+    assert updated_timers({}, tree(limit={"cpus": 8}, delay=0), {"group_a": {"cpus": 10}}, T0) == {}
+    started = updated_timers({}, tree(limit={"cpus": 8}), {"group_a": {"cpus": 10}}, T0)
+    assert updated_timers(started, tree(limit={"cpus": 8}), {"group_a": {"cpus": 8}}, T0 + 10) == {}
+
+
+def test_a_static_quota_counts_as_a_maximum_in_slot_weight_units():
+    assert group_maximum(group_a(quota=5)) == {WEIGHT_UNIT: 5}
+    assert group_maximum(group_a(limit={"cpus": 8}, quota=5)) == {"cpus": 8, WEIGHT_UNIT: 5}
+    assert updated_timers({}, tree(quota=5), {"group_a": {WEIGHT_UNIT: 6}}, T0)["group_a"].due == T0 + DELAY
+
+
+# --- through the cycle runner and the accountant database, across a restart ----------------
+
+RUNNING = [("alice", 1, 3000), ("alice", 2, 2900), ("alice", 3, 2800), ("alice", 4, 2700), ("alice", 5, 2600),
+           ("bob", 1, 2000), ("bob", 2, 1000), ("bob", 3, 900), ("bob", 4, 800), ("bob", 5, 700)]
+
+
+def _view():
+    slots = [static_slot(f"{owner}-{k}", cpus=1, State="Claimed", Activity="Busy",
+                         AccountingGroup=f"group_a.{owner}@site", JobStart=T0 - age)
+             for owner, k, age in RUNNING]
+    store = AdStore()
+    store.update(AdKind.SLOT, take_in_text(AdKind.SLOT, "\n".join(s.printOld() for s in slots), "test").accepted,
+                 0.0, 1e12)
+    return store.view()
+
+
+def _holdings() -> list[Holding]:
+    return [Holding(f"{owner}-{k}", f"{owner}-{k}", f"group_a.{owner}@site", "group_a", {"cpus": 1.0},
+                    0.0, T0 - age) for owner, k, age in RUNNING]
+
+
+@pytest.fixture()
+def config():
+    return settings(groups=(group_a(limit={"cpus": 8}),), quota_preemption=True)
+
+
+def _cycle(tmp_path: Path, config, now: int) -> AccountantStore:
+    """One cycle on freshly opened databases (a daemon started for it), left open for reading."""
+    accountant = AccountantStore(tmp_path / "accountant.sqlite")
+    log = MatchLog(tmp_path / "matches.sqlite")
+    try:
+        CycleRunner(accountant, log).run(_view(), config, now, prune_before=0.0)
+    finally:
+        log.close()
+    return accountant
+
+
+def test_a_restart_halfway_keeps_the_original_deadline(tmp_path, config):
+    """GROUP_LIMIT_group_a lowered to Cpus:8 over 10 running: the timer starts at the first cycle;
+    the daemon restarts halfway through the delay; at the original deadline the two youngest
+    jobs of alice (bob's jobs took the group over 8, so his go last) are due for preemption."""
+    with _cycle(tmp_path, config, T0) as first:
+        assert first.quota_timers() == {"group_a": QuotaTimer("group_a", {"cpus": 8}, DELAY, T0)}
+    with _cycle(tmp_path, config, T0 + int(DELAY / 2)) as restarted:    # a new process, same database
+        timers = restarted.quota_timers()
+        assert timers["group_a"].due == T0 + DELAY
+        assert due_enforcements(config.group_tree, timers, _holdings(), T0 + DELAY / 2) == ()
+        document = accountant_document(restarted.load(), config, (), T0 + DELAY / 2)
+        assert document["quota_timers"] == [{"group": "group_a", "maximum": {"cpus": 8.0}, "delay_s": DELAY,
+                                             "started": T0, "due": T0 + DELAY, "due_in_s": DELAY / 2}]
+    with _cycle(tmp_path, config, T0 + int(DELAY)) as due:
+        (enforcement,) = due_enforcements(config.group_tree, due.quota_timers(), _holdings(), T0 + DELAY)
+        assert sorted(v.job for v in enforcement.victims) == ["alice-4", "alice-5"]
+        assert enforcement.problems() == []
+
+
+def test_a_reconfigured_delay_restarts_the_timer_at_the_next_cycle(tmp_path, config):
+    _cycle(tmp_path, config, T0).close()
+    longer = replace(config, groups=(group_a(limit={"cpus": 8}, delay=1200),))
+    with _cycle(tmp_path, longer, T0 + 300) as store:
+        assert store.quota_timers()["group_a"].due == T0 + 300 + 1200
+
+
+def test_without_the_switch_no_timer_is_kept(tmp_path, config):
+    with _cycle(tmp_path, replace(config, quota_preemption=False), T0) as store:
+        assert store.quota_timers() == {}
