@@ -122,6 +122,7 @@ class Daemon:
         self.paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.token = load_token(self.paths.token_file, create=True)
         self.accountant = AccountantStore(self.paths.accountant_db)
+        self.quota_timers = self.accountant.quota_timers()   # as of the last committed cycle
         self.matchlog = MatchLog(self.paths.match_log)
         self.runner = CycleRunner(self.accountant, self.matchlog)
         self.store = AdStore()
@@ -312,6 +313,7 @@ class Daemon:
             outcome = outcome.after("pull", pulled_s)
         apply_holds(self.store, outcome.holds)
         outcome.holds.clear()
+        self.quota_timers = self.accountant.quota_timers()
         self.history.add(outcome, started, self.clock.now())
         self.counters.cycles += 1
         self.metrics.cycle_duration.observe(outcome.duration_s)
@@ -445,8 +447,7 @@ class Daemon:
             "counters": asdict(self.counters),
             "reload": self.reload_state,
             "collector": {"host": self.settings.service.collector_host, **self.pull_state},
-            "quota_timers": [timer_document(timer, self.clock.now())
-                             for timer in self.accountant.quota_timers().values()],
+            "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
         }
 
 

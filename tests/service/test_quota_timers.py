@@ -25,6 +25,7 @@ from negotiatord.service.cycles import CycleRunner
 from negotiatord.settings import GroupSettings, GroupTree
 from negotiatord.settings.groups import WEIGHT_UNIT
 from tests.builders import settings, static_slot
+from tests.service_harness import in_process
 
 T0 = 1_790_000_000
 DELAY = 600.0
@@ -135,3 +136,20 @@ def test_a_reconfigured_delay_restarts_the_timer_at_the_next_cycle(tmp_path, con
 def test_without_the_switch_no_timer_is_kept(tmp_path, config):
     with _cycle(tmp_path, replace(config, quota_preemption=False), T0) as store:
         assert store.quota_timers() == {}
+
+
+def test_the_daemon_status_shows_the_timers_of_its_accountant_database(tmp_path):
+    """A timer committed by an earlier run is in /v1/status as soon as the daemon is up."""
+    home = tmp_path / "daemon"
+    (home / "state").mkdir(parents=True)
+    with AccountantStore(home / "state" / "accountant.sqlite") as store:
+        store.commit_cycle(1, T0, store.load().with_quota_timers(
+            {"group_a": QuotaTimer("group_a", {"cpus": 8}, DELAY, T0)}), {})
+    daemon = in_process(home, {"GROUP_NAMES": "group_a", "GROUP_LIMIT_group_a": "Cpus:8",
+                               "GROUP_QUOTA_PREEMPTION_DELAY_group_a": str(DELAY)})
+    try:
+        (shown,) = daemon.status()["quota_timers"]
+        assert (shown["group"], shown["maximum"], shown["due"]) == ("group_a", {"cpus": 8.0}, T0 + DELAY)
+    finally:
+        daemon.accountant.close()
+        daemon.matchlog.close()
