@@ -197,8 +197,8 @@ def _advanced(state: AccountantState, result: CycleResult, settings: Settings, n
     advanced = advance(state, now, result.usage, settings.priority_halflife)
     if settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
         advanced = sample_admission_usage(advanced, now, result.held, settings.admission_half_life_s)
-    if settings.quota_preemption:
-        tree = settings.group_tree
-        advanced = advanced.with_quota_timers(
-            updated_timers(state.quota_timers, tree, group_resources(tree, result.held), now))
-    return advanced
+    if not settings.quota_preemption:
+        return advanced.with_quota_timers({})     # switched off: no timer keeps running
+    tree = settings.group_tree
+    return advanced.with_quota_timers(
+        updated_timers(state.quota_timers, tree, group_resources(tree, result.held), now))

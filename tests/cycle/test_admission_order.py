@@ -10,10 +10,9 @@ from collections import Counter
 import pytest
 
 from negotiatord.accountant import AccountantState
-from negotiatord.accountant.admission import AdmissionUsage, decay_rate
+from negotiatord.accountant.admission import AdmissionUsage, decay_rate, sample_admission_usage
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.runtime import run_cycle
-from negotiatord.service.cycles import _advanced
 from negotiatord.settings import SubmitterOrder
 from tests.builders import jobs, pslot, settings, static_slot
 
@@ -91,7 +90,7 @@ def test_priority_order_is_unchanged_by_default():
     assert result.held == {}
 
 
-def test_the_accountant_samples_what_submitters_hold_after_the_cycle():
+def test_the_cycle_reports_what_submitters_hold_for_the_accountants_sample():
     """alice holds 4 running cpus and gets 2 more; one half-life after her last sample her usage
     moves half way from 2 to 6."""
     config = settings(**AFS)
@@ -100,5 +99,5 @@ def test_the_accountant_samples_what_submitters_hold_after_the_cycle():
     accountant = AccountantState(admission={"alice@site": AdmissionUsage({"cpus": 2.0}, NOW - 3600)})
     result = run(config, accountant, [pslot("s", cpus=2), *running], jobs("alice", 2, cluster=1))
     assert result.held["alice@site"]["cpus"] == 6.0
-    after = _advanced(accountant, result, config, NOW)
+    after = sample_admission_usage(accountant, NOW, result.held, config.admission_half_life_s)
     assert after.admission_usage("alice@site").resources["cpus"] == pytest.approx(4.0)

@@ -22,7 +22,7 @@ from negotiatord.feed.api import take_in_text
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.service.accounting import accountant_document
 from negotiatord.service.cycles import CycleRunner
-from negotiatord.settings import GroupSettings, GroupTree
+from negotiatord.settings import GroupSettings, GroupTree, SubmitterOrder
 from negotiatord.settings.groups import WEIGHT_UNIT
 from tests.builders import settings, static_slot
 from tests.service_harness import in_process
@@ -133,9 +133,28 @@ def test_a_reconfigured_delay_restarts_the_timer_at_the_next_cycle(tmp_path, con
         assert store.quota_timers()["group_a"].due == T0 + 300 + 1200
 
 
-def test_without_the_switch_no_timer_is_kept(tmp_path, config):
-    with _cycle(tmp_path, replace(config, quota_preemption=False), T0) as store:
+def test_switching_quota_preemption_off_drops_the_running_timers(tmp_path, config):
+    _cycle(tmp_path, config, T0).close()
+    with _cycle(tmp_path, replace(config, quota_preemption=False), T0 + 60) as store:
         assert store.quota_timers() == {}
+
+
+def test_the_cycle_runner_samples_and_keeps_admission_usage(tmp_path, config):
+    """With admission fair sharing, the runner folds what each submitter holds into its decayed
+    usage after the cycle and the accountant database keeps it: alice holds 5 cpus, bob 5; one
+    half-life later, with nothing running, both are down to half."""
+    afs = replace(config, submitter_order=SubmitterOrder.ADMISSION_FAIR_SHARING, admission_half_life=3600.0)
+    with _cycle(tmp_path, afs, T0) as store:
+        first = store.load()
+    alice = first.admission_usage("group_a.alice@site").resources
+    assert (alice["cpus"], alice["memory"], alice[WEIGHT_UNIT]) == (5.0, 5 * 1024.0, 5.0)
+    log = MatchLog(tmp_path / "matches.sqlite")
+    with AccountantStore(tmp_path / "accountant.sqlite") as store:
+        CycleRunner(store, log).run(AdStore().view(), afs, T0 + 3600, prune_before=0.0)
+        later = store.load().admission_usage("group_a.bob@site")
+    log.close()
+    assert (later.resources["cpus"], later.resources[WEIGHT_UNIT]) == pytest.approx((2.5, 2.5))
+    assert later.last_update_time == T0 + 3600
 
 
 def test_the_daemon_status_shows_the_timers_of_its_accountant_database(tmp_path):
