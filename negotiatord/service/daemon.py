@@ -9,6 +9,7 @@ force); SIGTERM and SIGINT stop the daemon, abandoning a cycle that has not begu
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import signal
 import ssl
@@ -25,7 +26,7 @@ from aiohttp import web
 
 from negotiatord import __version__
 from negotiatord.accountant import AccountantStore
-from negotiatord.accountant.quota_timers import timer_document
+from negotiatord.accountant.quota_timers import QuotaTimer, timer_document
 from negotiatord.ads import AdBatch
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
@@ -123,6 +124,7 @@ class Daemon:
         self.token = load_token(self.paths.token_file, create=True)
         self.accountant = AccountantStore(self.paths.accountant_db)
         self.quota_timers = self.accountant.quota_timers()   # as of the last committed cycle
+        self._last_cycle_time = -math.inf
         self.matchlog = MatchLog(self.paths.match_log)
         self.runner = CycleRunner(self.accountant, self.matchlog)
         self.store = AdStore()
@@ -313,7 +315,7 @@ class Daemon:
             outcome = outcome.after("pull", pulled_s)
         apply_holds(self.store, outcome.holds)
         outcome.holds.clear()
-        self.quota_timers = self.accountant.quota_timers()
+        self._note_quota_timers(self.accountant.quota_timers(), now)
         self.history.add(outcome, started, self.clock.now())
         self.counters.cycles += 1
         self.metrics.cycle_duration.observe(outcome.duration_s)
@@ -338,6 +340,20 @@ class Daemon:
         paused = self.heap.after_cycle()
         if paused is not None:
             self.log.info("full garbage collection", seconds=round(paused, 3))
+
+    def _note_quota_timers(self, timers: dict[str, QuotaTimer], now: float) -> None:
+        """Keep the committed cycle's quota preemption timers for status, and log each one that
+        started (or started again) and each one that fell due."""
+        previous, self.quota_timers = self.quota_timers, timers
+        for group, timer in timers.items():
+            before = previous.get(group)
+            if before != timer:
+                self.log.warning("quota preemption timer started", group=group, maximum=dict(timer.maximum),
+                                 delay_s=timer.delay, due=timer.due)
+            if self._last_cycle_time < timer.due <= now:
+                self.log.warning("quota preemption is due; enforcement by preemption is not available yet",
+                                 group=group, maximum=dict(timer.maximum), due=timer.due)
+        self._last_cycle_time = now
 
     def _published(self, cycle_id: int, matches: int, last_seq: int) -> None:
         """A cycle's matches are out: wake the match streams."""

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from negotiatord.accountant import AccountantStore
 from negotiatord.accountant.quota_timers import QuotaTimer, group_maximum, updated_timers
@@ -155,6 +156,22 @@ def test_the_cycle_runner_samples_and_keeps_admission_usage(tmp_path, config):
     log.close()
     assert (later.resources["cpus"], later.resources[WEIGHT_UNIT]) == pytest.approx((2.5, 2.5))
     assert later.last_update_time == T0 + 3600
+
+
+def test_the_daemon_logs_a_timer_when_it_starts_and_once_when_it_falls_due(tmp_path):
+    daemon = in_process(tmp_path / "daemon", {})
+    timer = QuotaTimer("group_a", {"cpus": 8}, DELAY, T0)
+    try:
+        with capture_logs() as events:
+            daemon._note_quota_timers({"group_a": timer}, T0)
+            daemon._note_quota_timers({"group_a": timer}, T0 + 300)
+            daemon._note_quota_timers({"group_a": timer}, T0 + 600)
+            daemon._note_quota_timers({"group_a": timer}, T0 + 660)
+    finally:
+        daemon.accountant.close()
+        daemon.matchlog.close()
+    logged = [(e["event"].split(";")[0], e["group"]) for e in events if "quota" in e["event"]]
+    assert logged == [("quota preemption timer started", "group_a"), ("quota preemption is due", "group_a")]
 
 
 def test_the_daemon_status_shows_the_timers_of_its_accountant_database(tmp_path):
