@@ -10,6 +10,7 @@ in one cycle counts before the accountant's next sample folds it into the decaye
 from __future__ import annotations
 
 import heapq
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
@@ -67,7 +68,7 @@ def held_resources(slots: Iterable[Slot], weights: Iterable[float], matches: Ite
     ``current`` the accountant folds into the decayed usage."""
     held: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for slot, weight in zip(slots, weights):
-        if slot.claim is None or weight != weight:      # NaN: a slot weight that did not evaluate
+        if slot.claim is None or math.isnan(weight):    # a slot weight that did not evaluate
             continue
         mine = held[slot.claim.customer]
         for asset, amount in zip(slot.assets, slot.amounts):
