@@ -73,5 +73,6 @@ class CycleResult:
     usage: dict[str, float]      # customer (submitter or group) -> weighted usage after the cycle
     charges: dict[str, float]    # customer -> cost of this cycle's matches
     problems: tuple[str, ...]    # slots, jobs and expressions left out, with the reason
-    # submitter -> lower-cased resource -> amount held after the cycle (admission fair sharing only)
+    # submitter -> lower-cased resource -> amount held after the cycle (with admission fair sharing
+    # or quota preemption on; empty otherwise)
     held: dict[str, dict[str, float]] = field(default_factory=dict)
