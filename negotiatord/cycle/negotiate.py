@@ -42,9 +42,11 @@ from negotiatord.cycle.requests import Request, Submitter
 from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match, Rejection, SubmitterReport
 from negotiatord.cycle.state import EPSILON, PoolState
 from negotiatord.evaluation import PairEvaluator
+from negotiatord.classad.conversion import evaluate_string
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
+from negotiatord.pool.slots import Slot
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import ROOT_GROUP, Settings, SubmitterOrder
 
@@ -129,7 +131,8 @@ class _Cycle:
         for slot, weight in zip(self.table.slots, self.state.weights.tolist()):
             if slot.claim is None or math.isnan(weight):
                 continue
-            self._charge_usage(slot.claim.customer, weight)
+            if not (self.settings.discount_suspended_resources and _suspended(slot)):
+                self._charge_usage(slot.claim.customer, weight)
             if slot.claim.concurrency_limits:
                 running_limits.append(slot.claim.concurrency_limits)
         return ConcurrencyLedger(self.settings, running_limits)
@@ -477,6 +480,14 @@ def _shares(members: list[Submitter]) -> list[float]:
     inverse = [1.0 / s.priority for s in members]
     total = sum(inverse)
     return [value / total for value in inverse]
+
+
+def _suspended(slot: Slot) -> bool:
+    """NEGOTIATOR_DISCOUNT_SUSPENDED_RESOURCES: as HTCondor's Accountant::IsClaimed, a claimed slot
+    whose Activity is Suspended (any case) is not charged to its customer. Its concurrency limits
+    still count: HTCondor's LoadLimits counts them whatever the activity."""
+    activity = evaluate_string(slot.ad, "Activity")
+    return activity is not None and activity.lower() == "suspended"
 
 
 def _plain(value: float) -> float | int:

@@ -234,6 +234,7 @@ def _build(path: Path, params: _Params) -> Settings:
         accountant_local_domain=(params.raw("ACCOUNTANT_LOCAL_DOMAIN") or "").strip() or None,
         remote_prio_factor=params.number("REMOTE_PRIO_FACTOR", fallback=Settings.remote_prio_factor),
         nice_user_prio_factor=params.number("NICE_USER_PRIO_FACTOR", fallback=Settings.nice_user_prio_factor),
+        discount_suspended_resources=params.boolean("NEGOTIATOR_DISCOUNT_SUSPENDED_RESOURCES", False),
         submitter_order=_submitter_order(params),
         admission_resource_weights=_admission_resource_weights(params),
         admission_half_life=None if params.raw("NEGOTIATORD_AFS_HALF_LIFE") is None

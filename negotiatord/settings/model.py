@@ -116,6 +116,7 @@ class Settings:
     accountant_local_domain: str | None = None  # ACCOUNTANT_LOCAL_DOMAIN: unset, every submitter is local
     remote_prio_factor: float = 1e7             # REMOTE_PRIO_FACTOR: submitters of other domains
     nice_user_prio_factor: float = 1e10         # NICE_USER_PRIO_FACTOR: "nice-user" submitters
+    discount_suspended_resources: bool = False  # NEGOTIATOR_DISCOUNT_SUSPENDED_RESOURCES
 
     # Submitter order within a group (ours)
     submitter_order: SubmitterOrder = SubmitterOrder.PRIORITY   # NEGOTIATORD_SUBMITTER_ORDER
