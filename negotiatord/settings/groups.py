@@ -95,6 +95,7 @@ class GroupTree:
             raise ConfigError(f"GROUP_NAMES: group {name!r} is listed twice (as "
                               f"{self._settings[key].name!r} too; group names are case-insensitive)")
         _check_quotas(group)
+        _check_limit(group)
         self._settings[key] = group
 
     @property
@@ -204,6 +205,17 @@ def _check_quotas(group: GroupSettings) -> None:
     if static is not None and dynamic is not None:
         # HTCondor would silently ignore the dynamic quota; a contradiction is more likely a typo.
         raise ConfigError(f"group {group.name!r} has both {static_name} and {dynamic_name}; set one")
+
+
+def _check_limit(group: GroupSettings) -> None:
+    """A maximum below the guaranteed floor on the same resource could never be enforced (YuniKorn's
+    quota preemption design requires the maximum to stay at or above the guaranteed amount)."""
+    for resource, floor in (group.guaranteed or {}).items():
+        maximum = (group.limit or {}).get(resource)
+        if maximum is not None and maximum < floor:
+            raise ConfigError(f"GROUP_LIMIT_{group.name}: {resource} {maximum:g} is below "
+                              f"GROUP_GUARANTEED_{group.name}'s {floor:g}; a maximum under the floor "
+                              "can never be enforced")
 
 
 def _shown(value: float) -> str:

@@ -1,4 +1,5 @@
-"""NEGOTIATORD_SUBMITTER_ORDER, NEGOTIATORD_AFS_RESOURCE_WEIGHTS and NEGOTIATORD_AFS_HALF_LIFE,
+"""NEGOTIATORD_SUBMITTER_ORDER, NEGOTIATORD_AFS_RESOURCE_WEIGHTS, NEGOTIATORD_AFS_HALF_LIFE and the
+check of GROUP_LIMIT_<g> against GROUP_GUARANTEED_<g>,
 read through HTCondor's own config reader."""
 
 from __future__ import annotations
@@ -42,3 +43,12 @@ def test_mistakes_name_the_knob(tmp_path: Path, line: str, named: str):
     with pytest.raises(ConfigError) as error:
         _load(tmp_path, line + "\n")
     assert line.split(" =")[0] in str(error.value) and named in str(error.value)
+
+
+def test_a_maximum_below_the_guaranteed_floor_is_refused(tmp_path: Path):
+    """YuniKorn's design, "Meaningful Quota Decrease": the maximum must not go below the guaranteed
+    amount; equal is allowed (its "best effort - guaranteed set and equals max" case)."""
+    base = "GROUP_NAMES = a\nGROUP_GUARANTEED_a = Cpus:8, Memory:100\n"
+    with pytest.raises(ConfigError, match="GROUP_LIMIT_a: cpus 4 is below GROUP_GUARANTEED_a's 8"):
+        _load(tmp_path, base + "GROUP_LIMIT_a = Cpus:4\n")
+    assert dict(_load(tmp_path, base + "GROUP_LIMIT_a = Cpus:8, GPUs:1\n").groups[0].limit) == {"cpus": 8, "gpus": 1}
