@@ -14,6 +14,13 @@ same ads printed by classad2 (JSON one object per line, the one multi-ad JSON
 layout classad2.parseAds reads).  Both readers are consumed one ad at a time
 and drop each ad, so memory stays flat at any N.
 
+`--to-jobs` measures instead what the dry run does with a job file: from long-form text to the
+snapshot's idle job records (reading, the one-off builder's job records and autoclusters), on
+--ads generated idle jobs, all distinct (clusters of jobs alike but for ProcId and GlobalJobId).
+It is timed twice in the same run: reading once the jobs of a cluster that differ only in their
+identity (as `negotiatord negotiate` does), and reading every ad whole; both must give the same
+job records and autoclusters.
+
 Also printed, measured in the same run (best of --repeat runs each):
 classad2's own per-ad parse cost on texts split in advance, i.e. the floor
 any reader built on classad2 pays; ours minus that is the cost of finding ad
@@ -22,6 +29,7 @@ boundaries and checking for silently dropped attributes.
     .venv/bin/python benchmarks/ingest_bench.py                 # 1,000 sample ads, long form
     .venv/bin/python benchmarks/ingest_bench.py --source slots --ads 5000
     .venv/bin/python benchmarks/ingest_bench.py --ads 20000 --form json
+    .venv/bin/python benchmarks/ingest_bench.py --to-jobs --ads 25000
 """
 
 from __future__ import annotations
@@ -44,6 +52,9 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 from pool_generator import generate_pool  # noqa: E402
 
 from negotiatord.ads import AdProblem, iter_ads  # noqa: E402
+from negotiatord.pool.builder import build_snapshot  # noqa: E402
+from negotiatord.pool.job_ads import IDENTITY  # noqa: E402
+from negotiatord.settings import load_settings  # noqa: E402
 
 POOL_SAMPLE = HERE.parents[1] / "shared/data/ospool/pool_sample.ads.gz"
 _PARSERS = {"old": ParserType.Old, "new": ParserType.New, "json": ParserType.JSON}
@@ -105,6 +116,36 @@ def floor(texts: list[str], parser: ParserType) -> int:
     return sum(1 for t in texts if classad2.parseNext(t, parser) is not None)
 
 
+def to_jobs(count: int, repeat: int) -> None:
+    """The --to-jobs mode (see the module docstring)."""
+    pool = generate_pool(1, count)
+    text = "\n".join(ad.printOld() for ad in pool.job_ads)
+    settings = load_settings(pool.config_path)
+
+    def snapshot(repeats: tuple[str, ...]) -> tuple:
+        outcomes = (outcome for _, outcome in iter_ads(text, "<bench>", repeats))
+        built = build_snapshot(pool.slot_ads, (o for o in outcomes if not isinstance(o, AdProblem)), settings)
+        return built.jobs, [tuple(job.id for job in cluster.jobs) for cluster in built.autoclusters]
+
+    results: dict[str, tuple] = {}
+
+    def run(name: str, repeats: tuple[str, ...]) -> Callable[[], int]:
+        def timed() -> int:
+            results[name] = snapshot(repeats)
+            return len(results[name][0])
+        return timed
+
+    best = best_of(repeat, {"repeats": run("repeats", IDENTITY), "whole": run("whole", ())})
+    if results["repeats"] != results["whole"]:
+        raise SystemExit("job records or autoclusters differ between reading repeats and reading every ad whole")
+    print(f"{count} generated idle job ads, long form, {len(text) / 1e6:.1f} MB, "
+          f"{len(results['whole'][1])} autoclusters; from text to the snapshot's job records, best of {repeat}")
+    for label, name in (("a cluster's repeats read once (the dry run)", "repeats"), ("every ad read whole", "whole")):
+        seconds, jobs = best[name]
+        print(f"  {label:44} {seconds:7.2f} s  {jobs / seconds:8.0f} ads/s")
+    print(f"  speed-up: {best['whole'][0] / best['repeats'][0]:.2f}x")
+
+
 def main() -> None:
     cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     cli.add_argument("--ads", type=int, default=1000, help="number of ads (default 1000)")
@@ -113,7 +154,12 @@ def main() -> None:
     cli.add_argument("--repeat", type=int, default=3, help="runs of each reader; the best counts (default 3)")
     cli.add_argument("--repeated-attribute", action="store_true",
                      help="old form: each ad ends by defining its first attribute again (legal; the last value wins)")
+    cli.add_argument("--to-jobs", action="store_true",
+                     help="time generated job ads from text to the snapshot's job records (see above)")
     args = cli.parse_args()
+    if args.to_jobs:
+        to_jobs(args.ads, args.repeat)
+        return
 
     distinct = sample_texts(args.form) if args.source == "sample" else generated_texts(args.source, args.ads, args.form)
     if args.repeated_attribute:

@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import classad2
+from classad2 import ParserType
+
+from .piece import parse_one
 
 
 class AdFormatError(Exception):
@@ -46,3 +49,21 @@ class AdBatch:
     problems: list[AdProblem]
     positions: list[int]  # 1-based input position of each accepted ad (parallel to ads)
     lines: list[int]  # 1-based line where each accepted ad starts (parallel to ads), for refusals after parsing
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedAd:
+    """An ad whose text is an earlier ad's but for the lines of a few per-job attributes, asked
+    for by name (the jobs of one cluster in a ``condor_q -l`` dump differ only in ``ProcId`` and
+    ``GlobalJobId``): the earlier ad, and this one's own values of those attributes, read without
+    reading the rest of its text again. Read whole, it is ``ad`` with ``own``'s values in place."""
+
+    ad: classad2.ClassAd    # the earlier ad, as read (shared by all that repeat it)
+    own: classad2.ClassAd   # this ad's lines that differ from the earlier ad's, as classad2 reads them
+    text: str               # this ad's own text, for a reader that needs the ad itself
+
+    def whole(self) -> classad2.ClassAd:
+        """The ad itself, as classad2 reads its text."""
+        ad = parse_one(self.text, ParserType.Old)
+        assert ad is not None   # the earlier ad's text read cleanly and the differing lines did too
+        return ad

@@ -18,6 +18,10 @@ count equals its line count lost nothing (the fast path); anything else is
 re-examined line by line (`_reexamine`) to tell comments, duplicates and
 multi-line values apart from a real fault.
 
+Asked for the names of per-job attributes (``repeats``), the reader also recognises an ad whose
+text is the last cleanly read ad's but for the lines of those attributes (the jobs of one
+cluster): only those lines are handed to classad2, and the ad comes back as a RepeatedAd.
+
 No text goes to classad2 before it is checked against the limits of
 `limits`: each line before the whole ad is read, each statement before it is
 read alone.  An ad with an attribute beyond them is refused, naming the line
@@ -33,7 +37,8 @@ from dataclasses import dataclass, field
 import classad2
 from classad2 import ParserType
 
-from .limits import LONG_FORM_STRING, expression_fault, lines_within
+from .batch import RepeatedAd
+from .limits import LONG_FORM_STRING, clearly_within, expression_fault, lines_within
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 # A line ending an ad: blank, a condor_history banner, or a `###` separator.
@@ -49,8 +54,10 @@ _OPENERS = "([{"
 _CLOSERS = ")]}"
 
 
-def read_long_form(text: str) -> Iterator[Piece]:
-    """Every ad of a long-form text, in order."""
+def read_long_form(text: str, repeats: tuple[str, ...] = ()) -> Iterator[Piece]:
+    """Every ad of a long-form text, in order; an ad that differs from the last cleanly read one
+    only in the lines of the attributes ``repeats`` names comes as a :class:`RepeatedAd`."""
+    earlier = _Earlier(repeats) if repeats else None
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     # Framed by newlines so that the first line can be a separator and the last ad is followed by one.
@@ -59,10 +66,70 @@ def read_long_form(text: str) -> Iterator[Piece]:
     start = 1
     for separator in _SEPARATOR.finditer(text):
         if separator.start() > start:
-            piece = _read_ad(text[start : separator.start()], lines.line_at(start))
+            chunk = text[start : separator.start()]
+            piece = earlier.repeated(chunk, lines.line_at(start)) if earlier is not None else None
+            if piece is None:
+                piece = _read_ad(chunk, lines.line_at(start))
+                if earlier is not None and piece is not None and isinstance(piece.ad, classad2.ClassAd):
+                    earlier.remember(chunk, piece.ad)
             if piece is not None:
                 yield piece
         start = separator.end() + 1
+
+
+class _Earlier:
+    """The last ad read cleanly, one attribute per line, as the ads after it are compared with it:
+    its text cut at the lines of the per-job attributes, and the names those lines define.
+
+    An ad whose text has the same stretches between lines defining the same names in the same
+    order is the earlier ad with those lines' values in place: every line of a long-form ad is an
+    attribute read on its own (the earlier ad's attribute count equal to its line count says no
+    line continued another, repeated a name or was a comment), so only its own lines need
+    reading, under the same limits and the same strict count. The comparison is a few string
+    operations per such line, not per line of the ad."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        alternatives = "|".join(map(re.escape, names))
+        self._own_line = re.compile(rf"^[ \t]*({alternatives})[ \t]*=[^\n]*", re.M | re.I)
+        self._ad: classad2.ClassAd | None = None
+        self._stretches: list[str] = []              # the text around the per-job lines
+        self._lines: list[re.Pattern[str]] = []       # each per-job line, as its name is spelt
+
+    def remember(self, chunk: str, ad: classad2.ClassAd) -> None:
+        """Compare the ads after it with ``ad``, read from ``chunk``, if each line was one attribute."""
+        self._ad, self._stretches, self._lines = None, [], []
+        if len(ad) != chunk.count("\n") + 1:
+            return
+        at = 0
+        for line in self._own_line.finditer(chunk):
+            self._stretches.append(chunk[at : line.start()])
+            self._lines.append(re.compile(rf"[ \t]*{re.escape(line.group(1))}[ \t]*=[^\n]*"))
+            at = line.end()
+        self._stretches.append(chunk[at:])
+        if self._lines:
+            self._ad = ad
+
+    def repeated(self, chunk: str, first_line: int) -> Piece | None:
+        """``chunk`` as a repetition of the earlier ad, or None if it is not one."""
+        if self._ad is None:
+            return None
+        lines = []
+        at = 0
+        for stretch, own_line in zip(self._stretches, self._lines):
+            if not chunk.startswith(stretch, at):
+                return None
+            line = own_line.match(chunk, at + len(stretch))
+            if line is None:
+                return None
+            lines.append(line.group())
+            at = line.end()
+        if len(chunk) - at != len(self._stretches[-1]) or not chunk.endswith(self._stretches[-1]):
+            return None
+        text = "\n".join(lines)
+        values = parse_one(text, ParserType.Old) if clearly_within(text) or lines_within(text) else None
+        if values is None or len(values) != len(lines):
+            return None
+        return Piece(first_line, RepeatedAd(self._ad, values, chunk), "")
 
 
 def _read_ad(chunk: str, first_line: int) -> Piece | None:

@@ -13,19 +13,22 @@ none), so a message read after a failure may belong to an earlier one.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import classad2
 from classad2 import ParserType
 
 # A parse that is sure to fail with a known message; see failure_message().
+if TYPE_CHECKING:
+    from .batch import RepeatedAd
+
 _PROBE_TEXT = "no open brace"
 _PROBE_PARSER = ParserType.JSON
 
 
 class Piece(NamedTuple):
     line: int  # 1-based line where the stretch starts
-    ad: classad2.ClassAd | None  # None when the stretch was rejected
+    ad: classad2.ClassAd | RepeatedAd | None  # None when the stretch was rejected
     reason: str  # why it was rejected; "" for an accepted ad
     # a rejected ad's other attributes, when only some were beyond the limits (ads.limits), so
     # that the ad can be named by its key

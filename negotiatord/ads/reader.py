@@ -21,10 +21,11 @@ import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeAlias, overload
 
 import classad2
 
-from .batch import AdBatch, AdFormatError, AdProblem
+from .batch import AdBatch, AdFormatError, AdProblem, RepeatedAd
 from .bracketed import JSON, NEW_FORM, read_bracketed
 from .longform import read_long_form
 from .piece import LineCounter, Piece, snippet
@@ -37,28 +38,34 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _JSON_SCALAR_START = re.compile(r'["\-0-9]|true\b|false\b|null\b')
 # What decode_ads makes of a byte that is not UTF-8 (Python's surrogateescape).
 _UNDECODED = re.compile("[\udc80-\udcff]")
+_Outcome: TypeAlias = "classad2.ClassAd | RepeatedAd | AdProblem"    # what one ad of the input comes out as
 
 
 def parse_ads(text: str, source: str = "<text>") -> AdBatch:
     """All ads in `text`; `source` names the input in problems."""
     ads, positions, lines, problems = [], [], [], []
-    for position, piece in _numbered(text, source):
+    for position, piece in _numbered(text, source, ()):
         outcome = _outcome(piece, source, position)
         if isinstance(outcome, AdProblem):
             problems.append(outcome)
         else:
+            assert isinstance(outcome, classad2.ClassAd)    # no RepeatedAd unless asked for
             ads.append(outcome)
             positions.append(position)
             lines.append(piece.line)
     return AdBatch(ads, problems, positions, lines)
 
 
-def iter_ads(text: str, source: str = "<text>") -> Iterator[tuple[int, classad2.ClassAd | AdProblem]]:
+def iter_ads(text: str, source: str = "<text>", repeats: tuple[str, ...] = ()) -> Iterator[tuple[int, _Outcome]]:
     """The ads of `text` one at a time with their 1-based positions, for
     callers that digest each ad and need not hold them all (a 255k-job dump
     takes gigabytes as ClassAds). Input that cannot be read as ClassAds at all
-    raises AdFormatError here, before the first ad."""
-    return ((position, _outcome(piece, source, position)) for position, piece in _numbered(text, source))
+    raises AdFormatError here, before the first ad.
+
+    `repeats` names per-job attributes (``ProcId``, ``GlobalJobId``): a long-form ad whose text
+    is the last cleanly read ad's but for the lines of those comes as a :class:`RepeatedAd`,
+    without its other lines read again. Without it, every ad is a ClassAd."""
+    return ((position, _outcome(piece, source, position)) for position, piece in _numbered(text, source, repeats))
 
 
 def decode_ads(data: bytes) -> str:
@@ -74,9 +81,14 @@ def read_ads(path: Path) -> AdBatch:
     return parse_ads(_file_text(path), source=str(path))
 
 
-def stream_ads(path: Path) -> Iterator[tuple[int, classad2.ClassAd | AdProblem]]:
-    """The ads in the file at `path` one at a time, as :func:`iter_ads`."""
-    return iter_ads(_file_text(path), source=str(path))
+@overload
+def stream_ads(path: Path) -> Iterator[tuple[int, classad2.ClassAd | AdProblem]]: ...
+@overload
+def stream_ads(path: Path, repeats: tuple[str, ...]) -> Iterator[tuple[int, _Outcome]]: ...
+def stream_ads(path: Path, repeats: tuple[str, ...] = ()) -> Iterator[tuple[int, _Outcome]]:
+    """The ads in the file at `path` one at a time, as :func:`iter_ads` (only ClassAds without
+    `repeats`)."""
+    return iter_ads(_file_text(path), str(path), repeats)
 
 
 def _file_text(path: Path) -> str:
@@ -127,21 +139,21 @@ def _excerpt(text: str, at: int, reach: int = 25) -> str:
     return snippet(shown.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
 
 
-def _numbered(text: str, source: str) -> Iterator[tuple[int, Piece]]:
+def _numbered(text: str, source: str, repeats: tuple[str, ...]) -> Iterator[tuple[int, Piece]]:
     """The pieces of `text` with their 1-based positions; AdFormatError at once (not on the
     first next()) for input that cannot be read as ClassAds at all."""
     text = text.removeprefix("\ufeff")
-    pieces = _pieces(text, source)
+    pieces = _pieces(text, source, repeats)
     if not text.isascii() and _UNDECODED.search(text):  # isascii: instant, the usual case
         pieces = _blame_undecoded(pieces, text)
     return enumerate(pieces, 1)
 
 
-def _outcome(piece: Piece, source: str, position: int) -> classad2.ClassAd | AdProblem:
+def _outcome(piece: Piece, source: str, position: int) -> _Outcome:
     return piece.ad if piece.ad is not None else AdProblem(source, position, piece.line, piece.reason, piece.readable)
 
 
-def _pieces(text: str, source: str) -> Iterator[Piece]:
+def _pieces(text: str, source: str, repeats: tuple[str, ...]) -> Iterator[Piece]:
     noise = _LEADING_NOISE.match(text)
     assert noise is not None             # the pattern matches the empty string
     start = noise.end()
@@ -160,7 +172,7 @@ def _pieces(text: str, source: str) -> Iterator[Piece]:
         raise AdFormatError(f"{source}: looks like XML; only long-form, new-form and JSON ClassAds are read")
     if _JSON_SCALAR_START.match(text, start):
         _refuse_json_scalar(text, source)
-    return read_long_form(text)
+    return read_long_form(text, repeats)
 
 
 def _refuse_json_scalar(text: str, source: str) -> None:

@@ -15,16 +15,18 @@ import sys
 import time
 from pathlib import Path
 from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 import classad2
 import structlog
 
 from negotiatord.accountant import AccountantState, AccountantStore
-from negotiatord.ads import AdFormatError, AdProblem, stream_ads
+from negotiatord.ads import AdFormatError, AdProblem, RepeatedAd, stream_ads
 from negotiatord.commands.input_hints import AdTally, input_hints
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.builder import build_snapshot
+from negotiatord.pool.job_ads import IDENTITY
 from negotiatord.publish.report import cycle_document, cycle_table
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import ConfigError, load_settings
@@ -51,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config)
-        slots, jobs = _Ads(stream_ads(args.slots), "Machine"), _Ads(stream_ads(args.jobs), "Job")
+        # the jobs of a cluster, alike but for their identity, are not read one by one
+        slots, jobs = _Ads(stream_ads(args.slots), "Machine"), _Ads(stream_ads(args.jobs, IDENTITY), "Job")
         slot_ads = list(slots)
         accountant = _accountant(args.accountant)
     except (ConfigError, AdFormatError, OSError, ValueError) as err:
@@ -75,23 +78,26 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_BAD_ADS if slots.malformed or jobs.malformed else 0
 
 
-class _Ads:
+_Ad = TypeVar("_Ad", classad2.ClassAd, classad2.ClassAd | RepeatedAd)
+
+
+class _Ads(Generic[_Ad]):
     """The ads of a file, one at a time, each malformed one reported and counted as it goes by,
     each good one tallied by kind: a 255k-job file is negotiated without holding its ads
     (gigabytes as ClassAds)."""
 
-    def __init__(self, outcomes: Iterator[tuple[int, classad2.ClassAd | AdProblem]], wanted: str) -> None:
-        self._outcomes = outcomes
+    def __init__(self, outcomes: Iterator[tuple[int, _Ad | AdProblem]], wanted: str) -> None:
+        self._outcomes: Iterator[tuple[int, _Ad | AdProblem]] = outcomes
         self.malformed = 0
         self.tally = AdTally(wanted)
 
-    def __iter__(self) -> Iterator[classad2.ClassAd]:
+    def __iter__(self) -> Iterator[_Ad]:
         for _, outcome in self._outcomes:
             if isinstance(outcome, AdProblem):
                 log.error("malformed ad skipped", problem=str(outcome))
                 self.malformed += 1
             else:
-                self.tally.count(outcome)
+                self.tally.count(outcome.ad if isinstance(outcome, RepeatedAd) else outcome)
                 yield outcome
 
 

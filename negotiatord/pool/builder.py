@@ -12,11 +12,12 @@ which depends on the config.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import classad2
 import numpy as np
 
+from negotiatord.ads import RepeatedAd
 from negotiatord.pool.autoclusters import (
     JOB,
     Autocluster,
@@ -26,7 +27,7 @@ from negotiatord.pool.autoclusters import (
     significance,
 )
 from negotiatord.pool.job_ads import MatchmakingAd, SharedAds
-from negotiatord.pool.jobs import Job, prepare_job
+from negotiatord.pool.jobs import Job, prepare_job, with_identity
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.significance import JobRead, job_reads
 from negotiatord.pool.slots import Slot, prepare_slot
@@ -131,7 +132,7 @@ class SnapshotBuilder:
         self._queue = _JobQueue.empty()
         self._autoclusters = Autoclusters()
 
-    def build(self, slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd],
+    def build(self, slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd | RepeatedAd],
               settings: Settings) -> Snapshot:
         if settings is not self._settings:
             self._settings, self._slots = settings, {}
@@ -145,7 +146,7 @@ class SnapshotBuilder:
                 reads |= self._reads(slot, entry, rank_exprs)
         significant = significance(reads, table.assets)
         if self._remember:
-            idle = self._idle_jobs(job_ads, problems)
+            idle = self._idle_jobs((_whole(ad) for ad in job_ads), problems)
         else:
             idle = self._idle_jobs_streamed(job_ads, problems, significant)
         autoclusters, significant = self._autoclustered(idle, significant)
@@ -242,15 +243,32 @@ class SnapshotBuilder:
         queue.job_ids = set(by_id) if not repeated and _each_once(queue.keys) else None
         return list(by_id.values()), non_idle
 
-    def _idle_jobs_streamed(self, ads: Iterable[classad2.ClassAd], problems: list[LeftOut],
+    def _idle_jobs_streamed(self, ads: Iterable[classad2.ClassAd | RepeatedAd], problems: list[LeftOut],
                             significant: Significance) -> _IdleJobs:
         """A one-off build's idle jobs: each ad is read as it comes and only an ad the jobs that
         are equal to it share is kept."""
         shared = SharedAds(significant.unconditional, significant.guarded, self._autoclusters.signatures)
-        job_ads = (ad for ad in ads if _is_a(ad, "Job"))
-        entries = (self._read_job(ad, position, shared.of) for position, ad in enumerate(job_ads, 1))
-        by_id, non_idle, _ = _by_job_id(entries, problems)
+        by_id, non_idle, _ = _by_job_id(self._streamed_entries(ads, shared), problems)
         return _IdleJobs(list(by_id.values()), non_idle, [], [], comparable=False)
+
+    def _streamed_entries(self, ads: Iterable[classad2.ClassAd | RepeatedAd], shared: SharedAds) -> Iterator[_JobEntry]:
+        """The entries of the Job ads among ``ads``. An ad that repeats the last ad read but for
+        its identity (a RepeatedAd) is that ad's job under its own identity, with the ad it shares,
+        when nothing the ad says reads its identity (:meth:`SharedAds.repeats`); else it is read
+        whole."""
+        last: tuple[classad2.ClassAd, _JobEntry] | None = None     # the last ad read, and its entry
+        position = 0
+        for ad in ads:
+            if not _is_a(ad.ad if isinstance(ad, RepeatedAd) else ad, "Job"):
+                continue
+            position += 1
+            if isinstance(ad, RepeatedAd):
+                entry = _repeated(ad, position, last[1], shared) if last is not None and last[0] is ad.ad else None
+                yield entry if entry is not None else self._read_job(ad.whole(), position, shared.of)
+            else:
+                entry = self._read_job(ad, position, shared.of)
+                last = (ad, entry)
+                yield entry
 
     def _read_job(self, ad: classad2.ClassAd, position: int,
                   shared: Callable[[classad2.ClassAd], MatchmakingAd] | None = None) -> _JobEntry:
@@ -283,6 +301,27 @@ class SnapshotBuilder:
             for expr in (slot.requirements, *rank_exprs, *(slot.consumption or {}).values()):
                 entry.reads |= job_reads(expr, slot.ad)
         return entry.reads
+
+
+def _repeated(repeat: RepeatedAd, position: int, earlier: _JobEntry, shared: SharedAds) -> _JobEntry | None:
+    """The entry of ``repeat`` from that of the ad it repeats, or None if it must be read whole: an
+    idle job clustered by a shared ad is the earlier job under its own identity, clustered by the
+    same ad; a job is not idle if the earlier one is not. Both hold where nothing the earlier ad
+    says reads the identity (:meth:`SharedAds.identity_of_repeat`)."""
+    entry = _JobEntry(None, position)
+    if earlier.job is not None:
+        identity = shared.identity_of_repeat(earlier.job.ad, repeat.own)
+        if identity is None:
+            return None
+        entry.job = ClusteringJob(with_identity(earlier.job.job, *identity, position), earlier.job.ad)
+        return entry
+    if earlier.kind == _NOT_IDLE and shared.identity_of_repeat(repeat.ad, repeat.own) is not None:
+        return entry
+    return None
+
+
+def _whole(ad: classad2.ClassAd | RepeatedAd) -> classad2.ClassAd:
+    return ad.whole() if isinstance(ad, RepeatedAd) else ad
 
 
 def _read_slot(ad: classad2.ClassAd, settings: Settings) -> _SlotEntry:
@@ -363,7 +402,7 @@ def _is_a(ad: classad2.ClassAd, my_type: str) -> bool:
     return not isinstance(kind, str) or kind.lower() == my_type.lower()
 
 
-def build_snapshot(slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd],
+def build_snapshot(slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd | RepeatedAd],
                    settings: Settings) -> Snapshot:
     """A one-off snapshot (the dry run, tests, benchmarks): job ads may come from an iterator and
     are let go once read. A daemon keeps a :class:`SnapshotBuilder` to reuse per-ad work across

@@ -136,6 +136,7 @@ class SharedAds:
         self._watched = tuple(read for read in guarded if read.attribute.lower() in _WATCHED)
         self._book = book
         self._by_text: dict[str, MatchmakingAd | None] = {}     # None: ads of that text keep their own
+        self._reads_identity: dict[int, bool] = {}     # the last ad asked about in repeats(), by id
 
     def of(self, ad: classad2.ClassAd) -> MatchmakingAd:
         if self._shares and _plain_identity(ad):
@@ -148,12 +149,33 @@ class SharedAds:
                 return shared
         return MatchmakingAd(ad, self._book)
 
+    def identity_of_repeat(self, ad: MatchmakingAd | classad2.ClassAd, own: classad2.ClassAd) -> tuple[int, str] | None:
+        """The identity (ProcId, GlobalJobId) of an ad that is ``ad`` but for the values in
+        ``own``, if that ad is ``ad``'s job under another identity: ``own`` holds just a plain
+        identity (see :func:`_plain_identity`) and none of ``ad``'s expressions reads it, so all
+        else reads the same in both. A shared MatchmakingAd was asked that already."""
+        if len(own) != len(IDENTITY):
+            return None
+        proc, global_id = own.get("ProcId"), own.get("GlobalJobId")
+        if type(proc) is not int or not isinstance(global_id, str) or not global_id:
+            return None
+        if isinstance(ad, MatchmakingAd):
+            return (proc, global_id) if ad.shared else None
+        key = id(ad)
+        if key not in self._reads_identity:
+            self._reads_identity = {key: _expressions_read_identity(ad)}     # the ads repeating one come together
+        return None if self._reads_identity[key] else (proc, global_id)
+
     def _shareable(self, ad: classad2.ClassAd) -> bool:
         """Whether nothing evaluated for ``ad`` reads its identity: no guarded read of it is open
         and none of its expressions reads it (ads of the same text answer the same)."""
         if any(read.is_live_for(ad) for read in self._watched):
             return False
-        return not any(_IDENTITY & _lower(own_references(str(ad.lookup(name)))) for name in ad.keys())
+        return not _expressions_read_identity(ad)
+
+
+def _expressions_read_identity(ad: classad2.ClassAd) -> bool:
+    return any(_IDENTITY & _lower(own_references(str(ad.lookup(name)))) for name in ad.keys())
 
 
 @lru_cache(maxsize=1024)        # asked for every shared job and each few names autoclustering reads

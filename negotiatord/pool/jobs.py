@@ -93,3 +93,10 @@ def prepare_job(ad: classad2.ClassAd, position: int) -> Job | LeftOut | None:
         ),
         concurrency_limits=parse_concurrency_limits(limits_text) if limits_text else (),
     )
+
+
+def with_identity(job: Job, proc: int, global_id: str, position: int) -> Job:
+    """``job`` for an ad that is ``job``'s but for its ``ProcId`` and ``GlobalJobId`` (literal
+    ``proc`` and ``global_id``), at ``position``: what :func:`prepare_job` reads of that ad, where
+    nothing else in it reads them."""
+    return Job(global_id, job.submitter, job.prio, (job.queue_order[0], proc, position), job.concurrency_limits)
