@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from classad2 import ParserType
 
-from .limits import MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING, clearly_within, expression_fault
+from .limits import (MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING, clearly_within, expression_fault,
+                     statements_within)
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 _DOUBLE_QUOTED = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
@@ -98,15 +99,22 @@ def read_bracketed(text: str, syntax: Syntax) -> Iterator[Piece]:
 
 
 def _parse(text: str, line: int, syntax: Syntax) -> Piece:
-    if not clearly_within(text):
-        refused = (_json_beyond_limits if syntax is JSON else _new_form_beyond_limits)(text, line)
-        if refused is not None:
-            return refused
+    refused = limits_refusal(text, line, syntax)
+    if refused is not None:
+        return refused
     ad = parse_one(text, syntax.parser)
     if ad is not None:
         return Piece(line, ad, "")
     message = failure_message(text, syntax.parser)
     return Piece(line, None, f"cannot parse {syntax.name} {snippet(text)!r}" + (f": {message}" if message else ""))
+
+
+def limits_refusal(text: str, line: int, syntax: Syntax) -> Piece | None:
+    """The refusal of the ad ``text`` (starting at ``line``) if an attribute is beyond the limits
+    of :mod:`limits`, else None: the scan every bracketed ad passes before classad2 reads it."""
+    if clearly_within(text) or (syntax is NEW_FORM and statements_within(text)):
+        return None
+    return (_json_beyond_limits if syntax is JSON else _new_form_beyond_limits)(text, line)
 
 
 def _stray(text: str, start: int, end: int, syntax: Syntax, lines: LineCounter) -> Iterator[Piece]:

@@ -112,3 +112,38 @@ def lines_within(text: str) -> bool:
     return all(expression_fault(line.partition("=")[2], LONG_FORM_STRING) is None
                for line, opened, operated in zip(text.split("\n"), openers.split(b"\n"), operators.split(b"\n"))
                if len(line) > MAX_EXPRESSION_CHARS or len(opened) > MAX_NESTING or len(operated) > MAX_OPERATORS)
+
+
+_STATEMENTS_AS_LINES = str.maketrans({";": "\n", "\n": " "})
+_SQUARE = re.compile(r"[\[\]]")
+
+
+def statements_within(text: str) -> bool:
+    """Whether every attribute of the new-form ad ``text`` is surely within the limits, judged as
+    :func:`lines_within` judges lines: with string literals and comments taken out, each
+    ``;``-separated statement is a line. False when that cannot tell: an ad longer than one
+    expression may be, or one that nests an ad (whose own ``;`` would split a value; a subscript
+    ``x[0]`` or a list holds none). A real slot ad holds more operator characters than
+    :func:`clearly_within` lets through, so this is what spares it the statement-by-statement
+    scan."""
+    if len(text) > MAX_EXPRESSION_CHARS:
+        return False
+    code = NEW_FORM_STRING.sub('""', text)
+    if code.count("[") > 1 and _nests_statements(code):
+        return False
+    return lines_within(code.translate(_STATEMENTS_AS_LINES))
+
+
+def _nests_statements(code: str) -> bool:
+    """Whether a ``;`` stands within brackets ``[ ]`` nested in the outer ad's."""
+    depth = opened = 0
+    for bracket in _SQUARE.finditer(code):
+        if bracket.group() == "[":
+            depth += 1
+            if depth == 2:
+                opened = bracket.start()
+        else:
+            if depth == 2 and ";" in code[opened:bracket.start()]:
+                return True
+            depth -= 1
+    return False

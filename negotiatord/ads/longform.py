@@ -270,21 +270,27 @@ def _beyond_limits(faults: list[tuple[_Statement, str | None]], first_line: int)
     (each alone, as `_assembled` does) so that the ad can be named by its key."""
     reason = "; ".join(f"line {statement.line}: {statement.name}: {fault}" for statement, fault in faults if fault)
     rest = [statement for statement, fault in faults if not fault and statement.name is not None]
-    return Piece(first_line, None, reason, _assembled(rest, first_line).ad)
+    readable = _assembled(rest, first_line)
+    return Piece(first_line, None, reason, readable.ad if readable.ad is not None else readable.readable)
 
 
 def _assembled(statements: list[_Statement], first_line: int) -> Piece:
+    """The ad of ``statements``, each parsed alone; refused at the first that does not read, with
+    the others that do as what could be read of it (so that it can be named by its key)."""
     ad = classad2.ClassAd()
+    fault = ""
     for statement in statements:
         span = "" if len(statement.parts) == 1 else f" (continued over {len(statement.parts)} lines)"
         where = f"line {statement.line}{span}"
         if statement.name is None:
-            return Piece(first_line, None, f"{where}: expected 'Attr = expr', got {snippet(statement.parts[0])!r}")
+            fault = fault or f"{where}: expected 'Attr = expr', got {snippet(statement.parts[0])!r}"
+            continue
         alone = parse_one(statement.text, ParserType.Old)
         if alone is None or len(alone) != 1:
-            message = failure_message(statement.text, ParserType.Old)
-            return Piece(first_line, None, f"{where}: cannot parse {snippet(statement.parts[0])!r}"
-                         + (f": {message}" if message else ""))
+            if not fault:
+                message = failure_message(statement.text, ParserType.Old)
+                fault = f"{where}: cannot parse {snippet(statement.parts[0])!r}" + (f": {message}" if message else "")
+            continue
         [name] = alone.keys()
         ad[name] = alone.lookup(name)  # a deep copy (classad2 copies ExprTrees on insert)
-    return Piece(first_line, ad, "")
+    return Piece(first_line, None, fault, ad) if fault else Piece(first_line, ad, "")

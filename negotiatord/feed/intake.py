@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import classad2
 
 from negotiatord.ads import AdBatch, AdProblem, parse_ads
-from negotiatord.feed.kinds import AdKind, UnkeyedAd, ad_key
+from negotiatord.feed.kinds import AdKind, UnkeyedAd, ad_key, kind_of
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ def take_in(kind: AdKind, batch: AdBatch, source: str) -> Intake:
     """Key every parsed ad of ``batch`` (read from ``source``); refuse those that cannot be
     filed as ``kind``."""
     accepted = []
-    problems = [_named(kind, problem) for problem in batch.problems]
+    problems = [named(kind, problem) for problem in batch.problems]
     for ad, position, line in zip(batch.ads, batch.positions, batch.lines):
         try:
             accepted.append((ad_key(kind, ad), ad))
@@ -38,10 +38,15 @@ def take_in(kind: AdKind, batch: AdBatch, source: str) -> Intake:
     return Intake(accepted, problems)
 
 
-def _named(kind: AdKind, problem: AdProblem) -> AdProblem:
-    """``problem`` with the key of the ad it refused, where what could be read of the ad has one."""
+def named(kind: AdKind | None, problem: AdProblem) -> AdProblem:
+    """``problem`` with the key of the ad it refused, where what could be read of the ad has one
+    (``kind`` None: the kind its ``MyType`` says, for input of several kinds)."""
     if problem.readable is None:
         return problem
+    if kind is None:
+        kind = kind_of(problem.readable)
+        if kind is None:
+            return replace(problem, readable=None)
     try:
         return replace(problem, key=ad_key(kind, problem.readable), readable=None)
     except UnkeyedAd:

@@ -52,3 +52,11 @@ def ad_key(kind: AdKind, ad: classad2.ClassAd) -> str:
     if not key:
         raise UnkeyedAd(f"no {kind.key_attributes}: a {kind.my_type} ad is filed under it")
     return key
+
+
+_KIND_OF = {kind.my_type.lower(): kind for kind in AdKind}
+
+
+def kind_of(ad: classad2.ClassAd) -> AdKind | None:
+    """The kind ``ad``'s ``MyType`` says it is, if one of the three."""
+    return _KIND_OF.get(str(ad.get("MyType", "")).lower())

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import classad2
 
-from negotiatord.ads import parse_ads
-from negotiatord.feed.kinds import AdKind, UnkeyedAd, ad_key
+from negotiatord.ads import AdProblem, parse_ads
+from negotiatord.feed.intake import named
+from negotiatord.feed.kinds import AdKind, UnkeyedAd, ad_key, kind_of
 
 # How long a collector query may take: HTCondor's QUERY_TIMEOUT default (condor_status & co.).
 PULL_TIMEOUT_S = 60.0
-_KIND_OF = {kind.my_type.lower(): kind for kind in AdKind}
 TIMEOUT = "no answer in time"
 CLOSED = "connection closed during the security handshake"
 # Causes of a failed query, first match wins: what HTCondor's messages hold, and what it means.
@@ -100,13 +100,14 @@ def sort_ads(text: str, source: str) -> Pulled:
     """File each ad of a pull under its kind (by ``MyType``) and key."""
     pulled = Pulled()
     batch = parse_ads(text, source)
-    pulled.problems += [str(problem) for problem in batch.problems]
-    for ad, position in zip(batch.ads, batch.positions):
-        kind = _KIND_OF.get(str(ad.get("MyType", "")).lower())
+    problems = [named(None, problem) for problem in batch.problems]
+    for ad, position, line in zip(batch.ads, batch.positions, batch.lines):
+        kind = kind_of(ad)
         if kind is None:
             continue  # a pull asks for three kinds; anything else is not ours to keep
         try:
             pulled.ads[kind].append((ad_key(kind, ad), ad))
         except UnkeyedAd as refused:
-            pulled.problems.append(f"{source} (ad {position}): {refused}")
+            problems.append(AdProblem(source, position, line, str(refused)))
+    pulled.problems += [str(problem) for problem in sorted(problems, key=lambda problem: problem.position)]
     return pulled

@@ -7,6 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
+import classad2
 import pytest
 
 from negotiatord.ads import parse_ads
@@ -18,6 +19,7 @@ from negotiatord.ads.limits import (
     expression_fault,
     nesting,
     operator_count,
+    statements_within,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +105,27 @@ def test_json_refuses_the_attribute_and_nesting() -> None:
     assert [(p.position, p.reason.split(":")[0], p.readable["Name"]) for p in batch.problems] == [
         (1, "Start", "a"), (4, "X", "d")]
     assert [ad["Name"] for ad in batch.ads] == ["b", "c"]
+
+
+@pytest.mark.parametrize("text, within", [
+    (f"[ A = {chain(200)}; B = {chain(200)} ]", True),             # each attribute within
+    (f"[ A = {chain(MAX_OPERATORS + 3)}; B = 1 ]", False),
+    # a nested ad: split at its own `;`, each half would pass although A's value is beyond
+    (f"[ A = [ B = {chain(200)}; C = {chain(200)} ]; D = 1 ]", False),
+    (f"[ A = x[0] + {chain(200)}; B = y[1] ]", True),               # subscripts hold no `;`
+    (f'[ A = "{";" * 500}"; B = {chain(200)} ]', True),             # `;` in a string splits nothing
+    ("[ A = " + "(" * (MAX_NESTING + 1) + "1" + ")" * (MAX_NESTING + 1) + " ]", False),
+])
+def test_the_new_form_quick_scan_is_sure_only_of_ads_within(text: str, within: bool) -> None:
+    """statements_within says True only where the attribute-by-attribute scan finds no fault."""
+    assert statements_within(text) is within
+    if within:
+        assert not parse_ads(text).problems
+
+
+def test_the_new_form_quick_scan_passes_the_real_slot_ads() -> None:
+    """Every OSPool sample ad printed in the new form is within the limits; the quick scan is sure
+    of all but those longer than one expression may be or nesting an ad."""
+    text = gzip.decompress((DATA / "ospool" / "pool_sample.ads.gz").read_bytes()).decode()
+    ads = [str(ad) for ad in classad2.parseAds(text, classad2.ParserType.Old)]
+    assert sum(map(statements_within, ads)) >= len(ads) - 5

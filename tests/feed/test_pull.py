@@ -288,3 +288,20 @@ def test_the_daemon_logs_why_the_collector_failed(tmp_path):
     assert logged[closed]["reason"] == "connection refused"
     assert logged[listener.address]["reason"] == "no answer in time"
     assert "Connection refused" in logged[closed]["error"] and "timeout" in logged[listener.address]["error"]
+
+
+def test_an_ad_a_pull_leaves_out_is_named_by_its_key():
+    """A collector's answer (condor_status -l form) with a slot ad holding a line classad2 cannot
+    read, a job ad whose Requirements is beyond the reader's limits and a slot ad without a Name:
+    each problem names the ad's key where its readable attributes give one, and its line."""
+    bad_line = 'MyType = "Machine"\nName = "slot1@broken.example.org"\nCpus = 4 +\nMemory = 1024'
+    deep = ('MyType = "Job"\nGlobalJobId = "ap#9.0#1"\nJobStatus = 1\n'
+            f"Requirements = {'(' * 100}true{')' * 100}")
+    unnamed = 'MyType = "Machine"\nCpus = 1'
+    good = 'MyType = "Machine"\nName = "slot1@good.example.org"\nCpus = 1'
+    pulled = sort_ads("\n\n".join([bad_line, deep, unnamed, good]) + "\n", "collector cm")
+    assert [key for key, _ in pulled.ads[AdKind.SLOT]] == ["slot1@good.example.org"]
+    first, second, third = pulled.problems
+    assert first.startswith("collector cm:1 (ad 1, slot1@broken.example.org): line 3: cannot parse 'Cpus = 4 +'")
+    assert second.startswith("collector cm:6 (ad 2, ap#9.0#1): line 9: Requirements: brackets nested 100 deep")
+    assert third == "collector cm:11 (ad 3): no Name: a Machine ad is filed under it"
