@@ -254,7 +254,7 @@ class SnapshotBuilder:
     def _streamed_entries(self, ads: Iterable[classad2.ClassAd | RepeatedAd], shared: SharedAds) -> Iterator[_JobEntry]:
         """The entries of the Job ads among ``ads``. An ad that repeats the last ad read but for
         its identity (a RepeatedAd) is that ad's job under its own identity, with the ad it shares,
-        when nothing the ad says reads its identity (:meth:`SharedAds.repeats`); else it is read
+        when nothing the ad says reads its identity (:meth:`SharedAds.identity_of_repeat`); else it is read
         whole."""
         last: tuple[classad2.ClassAd, _JobEntry] | None = None     # the last ad read, and its entry
         position = 0
