@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from negotiatord.classad.semantics import old_semantics
+from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns, load_plainly
 from negotiatord.evaluation.protocol import Assessment
 from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
@@ -88,6 +89,10 @@ class FastEvaluator:
             self.stats.kernel_batches += 1
             return done
         return self._stages.assess(autocluster, job, rows, amounts)
+
+    def load(self, autocluster: Autocluster, candidates: Candidates, pool: PoolColumns,
+             limits: LoadingLimits) -> Loading:
+        return load_plainly(self, autocluster, candidates, pool, limits)
 
     # -- pieces ------------------------------------------------------------------------------------
 
