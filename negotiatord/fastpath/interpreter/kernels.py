@@ -635,8 +635,38 @@ def _run_root(root, positions, count, sink, row, asset_base, universe_rows, root
     0.0, then 1.0 where every conjunct matches: slot-only and job-and-slot conjuncts are looked
     up (``static_ok`` [leaf, universe row], ``job_ok`` [root, universe row]), the rest run as a
     FILTER chain."""
-    # counting sort of the positions by leaf (stable; rows outside the root's domain are dropped)
     leaves = leaf_table.shape[0]
+    rest = (code, register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+            dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t, conversion_i,
+            conversion_f)
+    if count * 4 < leaves:
+        # few positions (a loading kernel re-assesses one row at a time): a stable insertion sort
+        # by leaf, not a pass over every leaf of the table
+        perm = np.empty(count, dtype=np.int64)
+        key = np.empty(count, dtype=np.int64)
+        kept = 0
+        for p in range(count):
+            leaf = root_leaf[root, universe_rows[positions[p]]]
+            if leaf < 0:
+                continue
+            j = kept
+            while j > 0 and key[j - 1] > leaf:
+                key[j] = key[j - 1]
+                perm[j] = perm[j - 1]
+                j -= 1
+            key[j] = leaf
+            perm[j] = positions[p]
+            kept += 1
+        g0 = 0
+        while g0 < kept:
+            g1 = g0 + 1
+            while g1 < kept and key[g1] == key[g0]:
+                g1 += 1
+            _run_leaf(key[g0], perm, g0, g1, root, sink, row, asset_base, universe_rows, leaf_table, segments,
+                      static_ok, job_ok, job_scalar_base, job_scalar_ok, *rest)
+            g0 = g1
+        return
+    # counting sort of the positions by leaf (stable; rows outside the root's domain are dropped)
     starts = np.zeros(leaves + 1, dtype=np.int64)
     for p in range(count):
         leaf = root_leaf[root, universe_rows[positions[p]]]
@@ -652,31 +682,38 @@ def _run_root(root, positions, count, sink, row, asset_base, universe_rows, root
             perm[fill[leaf]] = positions[p]
             fill[leaf] += 1
     for leaf in range(leaves):
-        g0 = starts[leaf]
-        g1 = starts[leaf + 1]
-        if g0 == g1:
-            continue
-        s0 = leaf_table[leaf, LEAF_SEGMENTS_START]
-        s1 = leaf_table[leaf, LEAF_SEGMENTS_END]
-        if leaf_table[leaf, LEAF_KIND] == LEAF_CHAIN:
+        if starts[leaf] < starts[leaf + 1]:
+            _run_leaf(leaf, perm, starts[leaf], starts[leaf + 1], root, sink, row, asset_base, universe_rows,
+                      leaf_table, segments, static_ok, job_ok, job_scalar_base, job_scalar_ok, *rest)
+
+
+@njit(**_JIT)
+def _run_leaf(leaf, perm, g0, g1, root, sink, row, asset_base, universe_rows, leaf_table, segments, static_ok, job_ok,
+              job_scalar_base, job_scalar_ok, code, register_t, register_i, register_f, scalar_t, scalar_i, scalar_f,
+              static_t, static_i, static_f, dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower,
+              string_rank, conversion_t, conversion_i, conversion_f):
+    """One leaf of a root over positions ``perm[g0:g1]`` (see :func:`_run_root`)."""
+    s0 = leaf_table[leaf, LEAF_SEGMENTS_START]
+    s1 = leaf_table[leaf, LEAF_SEGMENTS_END]
+    if leaf_table[leaf, LEAF_KIND] == LEAF_CHAIN:
+        kept = g0
+        for p in range(g0, g1):
+            k = perm[p]
+            out_f[row, k] = 0.0
+            if static_ok[leaf, universe_rows[k]] and job_ok[root, universe_rows[k]]:
+                perm[kept] = k
+                kept += 1
+        if leaf_table[leaf, LEAF_NEVER] == 1 or not job_scalar_ok[leaf]:
             kept = g0
-            for p in range(g0, g1):
-                k = perm[p]
-                out_f[row, k] = 0.0
-                if static_ok[leaf, universe_rows[k]] and job_ok[root, universe_rows[k]]:
-                    perm[kept] = k
-                    kept += 1
-            if leaf_table[leaf, LEAF_NEVER] == 1 or not job_scalar_ok[leaf]:
-                kept = g0
-            if s0 == s1:
-                for p in range(g0, kept):
-                    out_f[row, perm[p]] = 1.0
-                continue
-            g1 = kept
-        _run_segments(code, segments, s0, s1, sink, row, perm, g0, g1, universe_rows, job_scalar_base[leaf], asset_base,
-                      register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
-                      dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t,
-                      conversion_i, conversion_f)
+        if s0 == s1:
+            for p in range(g0, kept):
+                out_f[row, perm[p]] = 1.0
+            return
+        g1 = kept
+    _run_segments(code, segments, s0, s1, sink, row, perm, g0, g1, universe_rows, job_scalar_base[leaf], asset_base,
+                  register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+                  dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t,
+                  conversion_i, conversion_f)
 
 
 @njit(**_JIT)
@@ -688,11 +725,12 @@ def assess_rows(universe_rows: np.ndarray, consumption_policy: np.ndarray, amoun
                 register_t: np.ndarray, register_i: np.ndarray, register_f: np.ndarray, dynamic_t: np.ndarray,
                 dynamic_i: np.ndarray, dynamic_f: np.ndarray, string_lower: np.ndarray, string_rank: np.ndarray,
                 conversion_t: np.ndarray, conversion_i: np.ndarray, conversion_f: np.ndarray, matched: np.ndarray,
-                consumption: np.ndarray, cost: np.ndarray, rank: np.ndarray) -> bool:
+                consumption: np.ndarray, cost: np.ndarray, rank: np.ndarray, ranked: bool = True) -> bool:
     """HTCondor's assessment of one request against rows of slots (see evaluator.py), all stages
     in one call. ``dynamic`` rows from 3 * assets on hold classad2 steps computed beforehand. Returns
     False, having written nothing, when a leaf needs Python; the rows are only checked for that
-    when ``may_need_python`` (some leaf of ``root_leaf`` might)."""
+    when ``may_need_python`` (some leaf of ``root_leaf`` might). Without ``ranked`` the ranks are
+    left UNRANKED (a re-assessment keeps the rank its candidate was listed with)."""
     n, assets = amounts.shape
     everyone = np.arange(n)
     if may_need_python and _needs_python(everyone, n, universe_rows, root_leaf, leaf_table, job_scalar_base):
@@ -789,6 +827,8 @@ def assess_rows(universe_rows: np.ndarray, consumption_policy: np.ndarray, amoun
             winners += 1
 
     # 5. ranks, for matched rows only
+    if not ranked:
+        return True
     for r, row in ((ROOT_PRE, O_PRE), (ROOT_JOB_RANK, O_JOB_RANK), (ROOT_POST, O_POST)):
         sink = SINK_RANK_ZERO if r == ROOT_JOB_RANK else SINK_RANK_UNRANKED
         _run_root(assets + r, positions, winners, sink, row, 0, universe_rows, root_leaf, leaf_table, segments,
