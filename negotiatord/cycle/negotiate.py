@@ -112,7 +112,7 @@ class _Cycle:
         self.rejections: dict[tuple[str, str], Rejection] = {}   # (job, reason) -> its first rejection
         self.pie_spins = 0
         self.match_lists: dict[int, MatchList] = {}
-        self.asset_columns: dict[tuple[str, ...], list[tuple[str, int]]] = {}   # a slot's assets -> columns
+        self.asset_columns: dict[tuple[str, ...], list[int]] = {}   # a slot's assets -> their table columns
         self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
                                                                  # any more this cycle
 
@@ -358,19 +358,27 @@ class _Cycle:
 
     def _record(self, loading: Loading, request: Request, submitter: Submitter, group: str) -> None:
         """The Match records and charges of one loading call's matches, in order."""
-        slots, name = self.table.slots, submitter.name
+        if not len(loading.rows):
+            return
+        slots, name, account = self.table.slots, submitter.name, self._account(submitter.name)
+        usage, own_usage, charges = self.usage[name], self.own_usage[account], self.charges[name]
+        jobs, matches = request.jobs, self.matches
         for row, consumption, cost in zip(loading.rows.tolist(), loading.consumption.tolist(), loading.cost.tolist()):
-            job = request.jobs.popleft()
             slot = slots[row]
-            consumed = {asset: _plain(consumption[column]) for asset, column in self._asset_columns(slot.assets)}
-            self._charge_usage(name, cost)
-            self.charges[name] += cost
-            self.matches.append(Match(job.id, slot.name, name, group, cost, consumed))
+            consumed = {asset: int(value) if value.is_integer() else value
+                        for asset, value in zip(slot.assets, map(consumption.__getitem__, self._columns(slot.assets)))}
+            # one addition per match, in order, as _charge_usage makes them
+            usage += cost
+            own_usage += cost
+            charges += cost
+            matches.append(Match(jobs.popleft().id, slot.name, name, group, cost, consumed))
+        self.usage[name], self.own_usage[account], self.charges[name] = usage, own_usage, charges
 
-    def _asset_columns(self, assets: tuple[str, ...]) -> list[tuple[str, int]]:
+    def _columns(self, assets: tuple[str, ...]) -> list[int]:
+        """The slot table's columns of a slot's ``assets``."""
         columns = self.asset_columns.get(assets)
         if columns is None:
-            columns = self.asset_columns[assets] = [(a, self.table.asset_column(a)) for a in assets]
+            columns = self.asset_columns[assets] = [self.table.asset_column(a) for a in assets]
         return columns
 
     def _offer(self, request: Request, submitter: Submitter) -> Candidate | None:
