@@ -639,9 +639,14 @@ def _run_root(root, positions, count, sink, row, asset_base, universe_rows, root
     rest = (code, register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
             dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t, conversion_i,
             conversion_f)
+    if count == 1:      # one position (a loading kernel re-assesses one row at a time): its leaf
+        leaf = root_leaf[root, universe_rows[positions[0]]]
+        if leaf >= 0:
+            _run_leaf(leaf, positions, 0, 1, root, sink, row, asset_base, universe_rows, leaf_table, segments,
+                      static_ok, job_ok, job_scalar_base, job_scalar_ok, *rest)
+        return
     if count * 4 < leaves:
-        # few positions (a loading kernel re-assesses one row at a time): a stable insertion sort
-        # by leaf, not a pass over every leaf of the table
+        # few positions: a stable insertion sort by leaf, not a pass over every leaf of the table
         perm = np.empty(count, dtype=np.int64)
         key = np.empty(count, dtype=np.int64)
         kept = 0
