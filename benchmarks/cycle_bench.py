@@ -127,15 +127,17 @@ def cycle_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str,
     started = time.perf_counter()
     snapshot = build_snapshot(pool.slot_ads, pool.job_ads, settings)
     built = time.perf_counter()
+    cpu = time.thread_time()
     evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
     result = run_cycle(snapshot, AccountantState(), settings, pool.now, evaluator)
     done = time.perf_counter()
+    cpu = time.thread_time() - cpu
     stats = result.stats
     matchmaking = stats.phase_s.get("matchmaking", 0.0)
     figures: Result = {
         "matchmaking_matches_per_s": stats.matches / matchmaking if matchmaking else 0.0,
         "match_digest": hash(tuple((m.job, m.slot, m.cost, tuple(m.consumed.items())) for m in result.matches)),
-        "snapshot_s": built - started, "cycle_s": done - built, "cycle_stats_s": stats.duration_s,
+        "snapshot_s": built - started, "cycle_s": done - built, "cycle_stats_s": stats.duration_s, "cycle_cpu_s": cpu,
         "matches": stats.matches, "autoclusters": stats.autoclusters, "pie_spins": stats.pie_spins,
         "candidates": int(snapshot.table.candidate.sum()), "slots": stats.slots, "jobs": stats.jobs,
         "matched_slots": len({m.slot for m in result.matches}),
@@ -265,7 +267,8 @@ def describe_cycle(name: str, figures: Result) -> list[str]:
         f"{figures['matches']} matches on {figures['matched_slots']} slots "
         f"(of {figures['candidates']} candidates); {figures['autoclusters']} autoclusters; "
         f"{figures['pie_spins']} pie spins",
-        f"      matchmaking phase: {figures['matchmaking_matches_per_s']:,.0f} matches/s",
+        f"      matchmaking phase: {figures['matchmaking_matches_per_s']:,.0f} matches/s; the cycle's CPU time "
+        f"{figures['cycle_cpu_s']:.2f} s (its wall time is longer when other processes share the CPUs)",
         f"      peak RSS {figures['rss_peak_mib']:.0f} MiB (slot ads at start {figures['rss_start_mib']:.0f} MiB, "
         f"snapshot + cycle +{figures['rss_peak_mib'] - figures['rss_start_mib']:.0f} MiB)",
         "      phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in figures["phases_s"].items()),
