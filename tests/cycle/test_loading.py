@@ -164,6 +164,16 @@ def test_static_slots_beside_partitionable_slots_without_slot_weights():
         assert next(m.cost for m in result.matches if m.slot == "static") == (4.0 if weights else 1.0)
 
 
+def test_a_slot_whose_requirements_the_fast_path_leaves_to_classad2():
+    """A p-slot whose Requirements call eval() (which the fast path leaves to classad2) beside
+    plain ones: the rest of a request is loaded in Python from where that slot stopped the kernel."""
+    odd = pslot("odd", cpus=4, memory=4096, Requirements=expr('eval("TARGET.RequestMemory <= MY.Memory")'),
+                **CPU_POLICY)
+    slot_ads = [pslot("a", cpus=3, memory=4096, **CPU_POLICY), odd, pslot("b", cpus=3, memory=4096, **CPU_POLICY)]
+    result = both_ways(slot_ads, jobs("alice", 12, memory=1000), settings())
+    assert per_slot(result) == {"a": 3, "odd": 4, "b": 3}
+
+
 # -- random pools ------------------------------------------------------------------------------------
 
 slot_specs = st.lists(
