@@ -16,15 +16,19 @@ from dataclasses import replace
 from pathlib import Path
 
 import classad2
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from benchmarks.pool_generator import CONFIG_PATH, generate_pool
 from negotiatord.accountant import AccountantState
 from negotiatord.ads.reader import read_ads
+from negotiatord.cycle.matchlist import MatchList
 from negotiatord.cycle.negotiate import CONCURRENCY_LIMIT, SUBMITTER_LIMIT
+from negotiatord.cycle.state import PoolState
 from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import ClassAdEvaluator
+from negotiatord.evaluation.loading import LoadingLimits, Stop
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.runtime import run_cycle
@@ -172,6 +176,30 @@ def test_a_slot_whose_requirements_the_fast_path_leaves_to_classad2():
     slot_ads = [pslot("a", cpus=3, memory=4096, **CPU_POLICY), odd, pslot("b", cpus=3, memory=4096, **CPU_POLICY)]
     result = both_ways(slot_ads, jobs("alice", 12, memory=1000), settings())
     assert per_slot(result) == {"a": 3, "odd": 4, "b": 3}
+
+
+@pytest.mark.parametrize("evaluator", [FastEvaluator, ClassAdEvaluator])
+def test_a_loading_call_can_take_one_match_per_slot(evaluator):
+    """HTCondor's legacy rule (a p-slot leaves the offer after its first match in a cycle), asked
+    of the evaluator's loading call directly: five jobs, three 4-core p-slots, one job each."""
+    config = settings()
+    snapshot = build_snapshot([pslot(f"s{i}", cpus=4, memory=8192, **CPU_POLICY) for i in range(3)],
+                              jobs("alice", 5), config)
+    made = evaluator(snapshot.table, config, NOW)
+    state = PoolState(snapshot.table, made.slot_weights(np.arange(3), snapshot.table.amounts))
+    [autocluster] = snapshot.autoclusters
+    candidates = MatchList(autocluster, made, state, PslotLoading.DEPTH_FIRST).candidates
+    none, empty = np.zeros(0, dtype=np.int64), np.zeros(0)
+    limits = LoadingLimits(jobs=5, submitter_limit=100.0, room_allocated=100.0, room_usage=np.zeros(1), room_term=0,
+                           concurrency_names=none, concurrency_increments=empty, concurrency_in_use=empty,
+                           concurrency_limits=empty, breadth_first=False, unit_cost_legacy=False,
+                           one_match_per_slot=True)
+    loading = made.load(autocluster, candidates, state, limits)
+    assert loading.rows.tolist() == [0, 1, 2] and loading.stop is Stop.NO_MATCH
+    assert loading.cost.tolist() == [1.0, 1.0, 1.0] and limits.room_usage.tolist() == [3.0]
+    assert not state.available.any()
+    if evaluator is FastEvaluator:
+        assert made.stats.loading_calls == 1      # in the kernel
 
 
 # -- random pools ------------------------------------------------------------------------------------
