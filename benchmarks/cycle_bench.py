@@ -16,12 +16,20 @@ pool, its peak memory is its own and a run over budget is stopped, not waited fo
   work, with 5% of the ads updated in between: the steady-state cycle of a running daemon, which
   holds every job ad as its store does;
 * pairs: (autocluster, slot) assessments per second of the fast path and of the classad2
-  reference evaluator on the same ads, and the ratio.
+  reference evaluator on the same ads, and the ratio;
+* job by job: the first cycle again with the cycle's reference loop (Settings.job_by_job: each
+  job of a request offered in turn, in Python) instead of one evaluator loading call per request:
+  the matchmaking phase's matches per second of both, their ratio, and whether both made the
+  very same matches.
+
+``--scenario fill`` negotiates pools whose p-slots are all empty (whole glideins at their real
+TotalSlot* sizes, pool_generator.py's "fill"), ``--scenario mixed`` the steady state with a tenth
+of the pool arriving empty; both run the cycle and the job-by-job cycle only.
 
 The real OSPool negotiator's own figures (negotiator_cycle_stats.txt) are printed alongside.
 
     python benchmarks/cycle_bench.py [--size small|medium|large|all] [--evaluator fast|classad]
-                                     [--budget SECONDS] [--seed N]
+                                     [--scenario steady|fill|mixed] [--budget SECONDS] [--seed N]
 """
 
 from __future__ import annotations
@@ -37,18 +45,20 @@ import sys
 import time
 import traceback
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import classad2
 import numpy as np
 
-from pool_generator import CONFIG_PATH, DATA, GeneratedPool, generate_pool
+from pool_generator import CONFIG_PATH, DATA, SCENARIOS, GeneratedPool, generate_pool
 
 from negotiatord.accountant import AccountantState
 from negotiatord.commands.negotiate import EVALUATORS
+from negotiatord.cycle.negotiate import _Cycle
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.snapshot import Snapshot
@@ -115,16 +125,45 @@ def make_evaluator(kind: str, snapshot: Snapshot, settings: Settings, now: int) 
     return EVALUATORS[kind](snapshot.table, settings, now)
 
 
+def cpu_phases() -> dict[str, float]:
+    """From now on in this process, each cycle phase's CPU time (thread_time) by name: the
+    cycle's own phase figures are wall times, which on a shared machine also count the time
+    other processes held the CPUs."""
+    spent: dict[str, float] = {}
+    wall_phase = _Cycle._phase
+
+    @contextmanager
+    def phase(cycle: _Cycle, name: str) -> Iterator[None]:
+        started = time.thread_time()
+        try:
+            with wall_phase(cycle, name):
+                yield
+        finally:
+            spent[name] = spent.get(name, 0.0) + time.thread_time() - started
+
+    _Cycle._phase = phase  # type: ignore[method-assign]
+    return spent
+
+
 def cycle_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, check: bool) -> Result:
+    cpu_by_phase = cpu_phases()
     started = time.perf_counter()
     snapshot = build_snapshot(pool.slot_ads, pool.job_ads, settings)
     built = time.perf_counter()
+    cpu = time.thread_time()
     evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
     result = run_cycle(snapshot, AccountantState(), settings, pool.now, evaluator)
     done = time.perf_counter()
+    cpu = time.thread_time() - cpu
     stats = result.stats
+    matchmaking = stats.phase_s.get("matchmaking", 0.0)
+    matchmaking_cpu = cpu_by_phase.get("matchmaking", 0.0)
     figures: Result = {
-        "snapshot_s": built - started, "cycle_s": done - built, "cycle_stats_s": stats.duration_s,
+        "matchmaking_matches_per_s": stats.matches / matchmaking if matchmaking else 0.0,
+        "matchmaking_matches_per_cpu_s": stats.matches / matchmaking_cpu if matchmaking_cpu else 0.0,
+        "phases_cpu_s": dict(cpu_by_phase),
+        "match_digest": hash(tuple((m.job, m.slot, m.cost, tuple(m.consumed.items())) for m in result.matches)),
+        "snapshot_s": built - started, "cycle_s": done - built, "cycle_stats_s": stats.duration_s, "cycle_cpu_s": cpu,
         "matches": stats.matches, "autoclusters": stats.autoclusters, "pie_spins": stats.pie_spins,
         "candidates": int(snapshot.table.candidate.sum()), "slots": stats.slots, "jobs": stats.jobs,
         "matched_slots": len({m.slot for m in result.matches}),
@@ -254,6 +293,10 @@ def describe_cycle(name: str, figures: Result) -> list[str]:
         f"{figures['matches']} matches on {figures['matched_slots']} slots "
         f"(of {figures['candidates']} candidates); {figures['autoclusters']} autoclusters; "
         f"{figures['pie_spins']} pie spins",
+        f"      matchmaking phase: {figures['matchmaking_matches_per_s']:,.0f} matches/s "
+        f"({figures['matchmaking_matches_per_cpu_s']:,.0f} per CPU second); the cycle's CPU time "
+        f"{figures['cycle_cpu_s']:.2f} s (its wall time is longer when other processes share the CPUs)",
+        "      phases' CPU time: " + ", ".join(f"{k} {v:.2f} s" for k, v in figures["phases_cpu_s"].items()),
         f"      peak RSS {figures['rss_peak_mib']:.0f} MiB (slot ads at start {figures['rss_start_mib']:.0f} MiB, "
         f"snapshot + cycle +{figures['rss_peak_mib'] - figures['rss_start_mib']:.0f} MiB)",
         "      phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in figures["phases_s"].items()),
@@ -319,16 +362,37 @@ def describe_real(real: Result) -> list[str]:
 # --- main -----------------------------------------------------------------------------------------
 
 
+def describe_loading(loaded: Result, job_by_job: Result) -> list[str]:
+    """The whole-request loading against the job-by-job loop of the same run."""
+    if any(k in f for f in (loaded, job_by_job) for k in ("timeout", "error")):
+        return ["  whole-request loading / job by job: not comparable (a run did not finish)"]
+    same = loaded["match_digest"] == job_by_job["match_digest"]
+    rate, reference = loaded["matchmaking_matches_per_cpu_s"], job_by_job["matchmaking_matches_per_cpu_s"]
+    return [f"  whole-request loading / job by job: matchmaking {rate:,.0f} / {reference:,.0f} matches per CPU "
+            f"second = {rate / reference if reference else float('inf'):.1f}x, cycle {loaded['cycle_s']:.2f} / "
+            f"{job_by_job['cycle_s']:.2f} s = {job_by_job['cycle_s'] / loaded['cycle_s']:.1f}x faster (CPU "
+            f"{loaded['cycle_cpu_s']:.2f} / {job_by_job['cycle_cpu_s']:.2f} s); "
+            f"the same matches in the same order: {'yes' if same else 'NO'}"]
+
+
 def bench_size(name: str, slots: int, jobs: int, args: argparse.Namespace, settings: Settings) -> None:
-    print(f"\n== {name}: {slots} slots, {jobs} idle jobs (seed {args.seed}) ==")
-    pool = generate_pool(slots, jobs, args.seed)
+    print(f"\n== {name}: {slots} slots, {jobs} idle jobs, {args.scenario} (seed {args.seed}) ==")
+    pool = generate_pool(slots, jobs, args.seed, scenario=args.scenario)
     print(f"  generated in {pool.generation_s:.1f} s ({len(pool.submitters)} submitters, now = {pool.now})")
-    legacy = replace(settings, consumption_policy=False)
     evaluator = args.evaluator
-    for label, config, check in (("cycle (consumption policy)", settings, True),
-                                 ("legacy baseline (no consumption policy)", legacy, False)):
+    runs = [("cycle (consumption policy)", settings, True),
+            ("job-by-job loop (the cycle's reference)", replace(settings, job_by_job=True), False)]
+    if args.scenario == "steady":
+        runs.append(("legacy baseline (no consumption policy)", replace(settings, consumption_policy=False), False))
+    results = []
+    for label, config, check in runs:
         figures = isolated(lambda c=config, k=check: cycle_scenario(pool, c, evaluator, k), args.budget)
+        results.append(figures)
         print("\n".join(describe_cycle(f"{label}, {evaluator} evaluator", figures)))
+    print("\n".join(describe_loading(results[0], results[1])))
+    if args.scenario != "steady":
+        sys.stdout.flush()
+        return
     figures = isolated(lambda: daemon_scenario(pool, settings, evaluator), 2 * args.budget)
     print("\n".join(describe_daemon(figures)))
     kinds = ["fast", "classad"]
@@ -344,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=300.0,
                         help="seconds each scenario may take before it is stopped (default 300)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scenario", choices=SCENARIOS, default="steady",
+                        help="steady: the OSPool as sampled (default); fill: every p-slot empty; "
+                             "mixed: steady with 10%% of the pool arriving empty")
     args = parser.parse_args(argv)
     settings = load_settings(CONFIG_PATH)
     print("\n".join(describe_real(real_ospool())))

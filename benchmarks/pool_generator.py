@@ -50,6 +50,12 @@ DATA = ROOT.parent / "shared" / "data"
 POOL_SAMPLE = DATA / "ospool" / "pool_sample.ads.gz"
 CONFIG_PATH = Path(__file__).resolve().parent / "ospool_like.conf"
 DETAILS = ("matchmaking", "full")
+# What state the pool is in: "steady" (p-slots with their real children: the OSPool as sampled),
+# "fill" (every p-slot empty at its real TotalSlot* size: whole glideins that just arrived, or a
+# pool after a mass completion), "mixed" (the steady state with a tenth of the pool's ads arriving
+# as empty p-slots).
+SCENARIOS = ("steady", "fill", "mixed")
+ARRIVING_SHARE = 0.1           # "mixed": share of the pool's ads that are empty p-slots
 
 # Accounting groups of ospool_like.conf.
 OPPORTUNISTIC, ICECUBE, CMS = "group_opportunistic", "group_icecube", "group_cms"
@@ -444,8 +450,12 @@ class _PSlotPlan:
 
 
 def _slot_ads(shapes: _Shapes, rng: np.random.Generator, count: int, now: int, detail: str,
-              submitters: list[_Submitter]) -> list[classad2.ClassAd]:
+              submitters: list[_Submitter], scenario: str = "steady") -> list[classad2.ClassAd]:
     """Static slots in the sample's proportion; the rest p-slots, each followed by its children.
+
+    In the "fill" scenario every p-slot is empty (no children, every TotalSlot* resource free);
+    in "mixed" the last :data:`ARRIVING_SHARE` of the ads are such empty p-slots, after a steady
+    pool of the rest.
 
     P-slots keep their real children, so their free resources are a real occupancy state (on
     average 22% of their cores, mostly fragments). That makes p-slots ~7% of the ads rather than
@@ -453,17 +463,31 @@ def _slot_ads(shapes: _Shapes, rng: np.random.Generator, count: int, now: int, d
     LastNegotiationCycleCandidateSlots (3,475-3,536). The last p-slot's children are cut to fit
     ``count``; a cut child's job has finished and its resources are back on the p-slot.
     """
-    n_static = round(count * shapes.static_share) if count > 1 else 0
+    arriving = round(count * ARRIVING_SHARE) if scenario == "mixed" else 0
+    settled = count - arriving
+    n_static = round(settled * shapes.static_share) if settled > 1 else 0
     running = _running_picker(rng, submitters)
     ads: list[classad2.ClassAd] = []
-    budget = count - n_static
+    budget = settled - n_static
     while budget > 0:
-        plan = _plan_pslot(shapes, rng, room=budget - 1)
+        plan = _plan_pslot(shapes, rng, room=0 if scenario == "fill" else budget - 1)
+        if scenario == "fill":
+            plan = _empty(plan)
         ads += _pslot_and_children(plan, shapes, rng, now, detail, running, machine_index=len(ads))
         budget -= 1 + len(plan.children)
     for _ in range(n_static):
         ads.append(_static_slot(shapes, rng, now, detail, running, machine_index=len(ads)))
+    for _ in range(arriving):
+        plan = _empty(_plan_pslot(shapes, rng, room=0))
+        ads += _pslot_and_children(plan, shapes, rng, now, detail, running, machine_index=len(ads))
     return ads
+
+
+def _empty(plan: _PSlotPlan) -> _PSlotPlan:
+    """The p-slot as a glidein that just arrived: no children, its whole TotalSlot* size free."""
+    ad = plan.template.ad
+    total = [float(ad.get(f"TotalSlot{r}", ad.get(r, 0))) for r in ("Cpus", "Memory", "Disk", "GPUs")]
+    return _PSlotPlan(plan.template, [], total)
 
 
 def _plan_pslot(shapes: _Shapes, rng: np.random.Generator, room: int) -> _PSlotPlan:
@@ -708,8 +732,9 @@ def _cluster_values(template: _JobTemplate, detail: str, submitter: _Submitter, 
 
 
 def generate_pool(slots: int, jobs: int, seed: int = 0, *, now: int | None = None, detail: str = "matchmaking",
-                  submitters: int | None = None) -> GeneratedPool:
-    """An OSPool-shaped pool of ``slots`` Machine ads and ``jobs`` idle job ads.
+                  submitters: int | None = None, scenario: str = "steady") -> GeneratedPool:
+    """An OSPool-shaped pool of ``slots`` Machine ads and ``jobs`` idle job ads, in ``scenario``
+    (:data:`SCENARIOS`).
 
     The same ``seed`` and ``now`` give the same ads. ``now`` defaults to the wall clock;
     ``submitters`` defaults to 130 (fewer for pools with under 3,250 jobs: one per 25 jobs).
@@ -718,12 +743,14 @@ def generate_pool(slots: int, jobs: int, seed: int = 0, *, now: int | None = Non
         raise ValueError(f"need at least one slot and no negative job count (slots={slots}, jobs={jobs})")
     if detail not in DETAILS:
         raise ValueError(f"detail must be one of {DETAILS}, not {detail!r}")
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario must be one of {SCENARIOS}, not {scenario!r}")
     started = time.perf_counter()
     now = int(time.time()) if now is None else int(now)
     shapes = real_shapes()
     rng = np.random.default_rng(seed)
     people = _submitters(rng, submitters or max(1, min(130, -(-jobs // 25))), shapes.projects)
-    slot_ads = _slot_ads(shapes, rng, slots, now, detail, people)
+    slot_ads = _slot_ads(shapes, rng, slots, now, detail, people, scenario)
     job_ads = _job_ads(shapes, rng, jobs, now, detail, people)
     return GeneratedPool(
         slot_ads=slot_ads, job_ads=job_ads, now=now, seed=seed,
@@ -745,8 +772,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--now", type=int, help="the cycle's time() as epoch seconds (default: now)")
     parser.add_argument("--detail", choices=DETAILS, default="matchmaking")
+    parser.add_argument("--scenario", choices=SCENARIOS, default="steady",
+                        help="steady: p-slots as sampled; fill: every p-slot empty; mixed: steady + 10%% empty")
     args = parser.parse_args(argv)
-    pool = generate_pool(args.slots, args.jobs, args.seed, now=args.now, detail=args.detail)
+    pool = generate_pool(args.slots, args.jobs, args.seed, now=args.now, detail=args.detail, scenario=args.scenario)
     slots, jobs = pool.write(args.out)
     print(f"{len(pool.slot_ads)} slots -> {slots}\n{len(pool.job_ads)} jobs -> {jobs}\n"
           f"now = {pool.now} (generated in {pool.generation_s:.1f} s)\n"

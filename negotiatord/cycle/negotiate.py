@@ -27,8 +27,8 @@ import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import partial
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match
 from negotiatord.cycle.state import EPSILON, PoolState
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.classad.conversion import evaluate_string
+from negotiatord.evaluation.loading import Loading, LoadingLimits, Stop
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
@@ -55,7 +56,29 @@ SUBMITTER_LIMIT = "submitter limit exceeded"
 GROUP_QUOTA = "group quota exceeded"
 CONCURRENCY_LIMIT = "concurrency limit {name} reached"
 
-Room = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Room:
+    """What is left of a pie: ``allocated`` less the own usage of ``group``, or of every group
+    (None: the ``<none>`` pie GROUP_AUTOREGROUP submitters compete for)."""
+
+    allocated: float
+    own_usage: dict[str, float]
+    group: str | None
+
+    def __call__(self) -> float:
+        if self.group is None:
+            return self.allocated - sum(self.own_usage.values())
+        return self.allocated - self.own_usage[self.group]
+
+    def usage(self, group: str) -> tuple[np.ndarray, int]:
+        """The usage figures this room is ``allocated`` less, in the order they are summed, and
+        which of them is ``group``'s."""
+        if self.group is not None:
+            return np.array([self.own_usage[self.group]]), 0
+        self.own_usage.setdefault(group, 0.0)     # as its first charge would file it: last
+        return np.fromiter(self.own_usage.values(), dtype=np.float64), list(self.own_usage).index(group)
 
 
 def negotiate(
@@ -94,6 +117,7 @@ class _Cycle:
         self.entry_penalties: dict[str, float] = {}              # submitter -> admission fair sharing
                                                                  # penalty charged this cycle
         self.match_lists: dict[int, MatchList] = {}
+        self.asset_columns: dict[tuple[str, ...], list[int]] = {}   # a slot's assets -> their table columns
         self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
                                                                  # any more this cycle
 
@@ -209,12 +233,8 @@ class _Cycle:
         for name in order:
             members = [s for s in self.submitters.values() if s.group == name]
             allocated = allocations[name].allocated
-            made += self._spin_pie(members, name, allocated, partial(self._room_in, name, allocated))
+            made += self._spin_pie(members, name, allocated, Room(allocated, self.own_usage, name))
         return made
-
-    def _room_in(self, group: str, allocated: float) -> float:
-        """What is left of group ``group``'s ``allocated`` pie."""
-        return allocated - self.own_usage[group]
 
     def _autoregroup(self, pool_size: float) -> None:
         """GROUP_AUTOREGROUP[_<g>]: after every group had its turn, its submitters may also compete,
@@ -224,9 +244,7 @@ class _Cycle:
         if not regrouped:
             return
 
-        def room() -> float:
-            return pool_size - sum(self.own_usage.values())
-
+        room = Room(pool_size, self.own_usage, None)
         self._spin_pie(regrouped, ROOT_GROUP, room() + sum(self.usage[s.name] for s in regrouped), room)
 
     def _autoregroups(self, group: str) -> bool:
@@ -306,6 +324,13 @@ class _Cycle:
         """
         made = 0
         for request in submitter.open_requests(self.exhausted):
+            if not self.settings.job_by_job:
+                jobs = len(request.jobs) if max_matches is None else min(len(request.jobs), max_matches - made)
+                placed, limit = self._load(request, submitter, group, jobs, limit, room)
+                made += placed
+                if made == max_matches:
+                    break
+                continue
             match_list = self._match_list(request.autocluster)
             while request.jobs and made != max_matches:
                 candidate = self._offer(request, submitter)
@@ -324,6 +349,61 @@ class _Cycle:
             if made == max_matches:
                 break
         return made
+
+    def _load(self, request: Request, submitter: Submitter, group: str, jobs: int, limit: float,
+              room: Room) -> tuple[int, float]:
+        """Place up to ``jobs`` of ``request``'s jobs in one evaluator call (the same matches as
+        the job-by-job loop above); returns the matches made and the submitter's limit left."""
+        match_list = self._match_list(request.autocluster)
+        entries = request.jobs[0].concurrency_limits
+        names = list(dict.fromkeys(name for name, _ in entries))
+        usage, term = room.usage(submitter.group)
+        limits = LoadingLimits(
+            jobs=jobs, submitter_limit=limit, room_allocated=room.allocated, room_usage=usage, room_term=term,
+            concurrency_names=np.array([names.index(name) for name, _ in entries], dtype=np.int64),
+            concurrency_increments=np.array([increment for _, increment in entries], dtype=np.float64),
+            concurrency_in_use=np.array([self.ledger.in_use[name] for name in names], dtype=np.float64),
+            concurrency_limits=np.array([self.ledger.limit(name) for name in names], dtype=np.float64),
+            breadth_first=match_list.breadth_first, unit_cost_legacy=not self.settings.use_slot_weights,
+        )
+        loading = self.evaluator.load(request.autocluster, match_list.candidates, self.state, limits)
+        self._record(loading, request, submitter, group)
+        for name, in_use in zip(names, limits.concurrency_in_use.tolist()):
+            self.ledger.in_use[name] = in_use
+        if loading.stop is Stop.CONCURRENCY:
+            self._close(request, submitter, CONCURRENCY_LIMIT.format(name=entries[loading.blocking][0]))
+        elif loading.stop is Stop.NO_MATCH:
+            self._close(request, submitter, NO_MATCH)
+        elif loading.stop is Stop.SUBMITTER_LIMIT:
+            self._reject(request.jobs[0], submitter, SUBMITTER_LIMIT)
+        elif loading.stop is Stop.GROUP_QUOTA:
+            self._reject(request.jobs[0], submitter, GROUP_QUOTA)
+        return len(loading.rows), limits.submitter_limit
+
+    def _record(self, loading: Loading, request: Request, submitter: Submitter, group: str) -> None:
+        """The Match records and charges of one loading call's matches, in order."""
+        if not len(loading.rows):
+            return
+        slots, name, account = self.table.slots, submitter.name, self._account(submitter.name)
+        usage, own_usage, charges = self.usage[name], self.own_usage[account], self.charges[name]
+        jobs, matches = request.jobs, self.matches
+        for row, consumption, cost in zip(loading.rows.tolist(), loading.consumption.tolist(), loading.cost.tolist()):
+            slot = slots[row]
+            consumed = {asset: int(value) if value.is_integer() else value
+                        for asset, value in zip(slot.assets, map(consumption.__getitem__, self._columns(slot.assets)))}
+            # one addition per match, in order, as _charge_usage makes them
+            usage += cost
+            own_usage += cost
+            charges += cost
+            matches.append(Match(jobs.popleft().id, slot.name, name, group, cost, consumed))
+        self.usage[name], self.own_usage[account], self.charges[name] = usage, own_usage, charges
+
+    def _columns(self, assets: tuple[str, ...]) -> list[int]:
+        """The slot table's columns of a slot's ``assets``."""
+        columns = self.asset_columns.get(assets)
+        if columns is None:
+            columns = self.asset_columns[assets] = [self.table.asset_column(a) for a in assets]
+        return columns
 
     def _offer(self, request: Request, submitter: Submitter) -> Candidate | None:
         """The best candidate for ``request``'s next job, or None if that job cannot start this
@@ -358,7 +438,7 @@ class _Cycle:
             asset: _plain(candidate.consumption[self.table.asset_column(asset)]) for asset in slot.assets
         }
         self.state.take(candidate.row, candidate.consumption, cost)
-        match_list.taken(candidate)
+        match_list.taken()
         self.ledger.take(job.concurrency_limits)
         self._charge_usage(submitter.name, cost)
         self.charges[submitter.name] += cost

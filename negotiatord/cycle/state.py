@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from negotiatord.evaluation.loading import EPSILON as EPSILON
+from negotiatord.evaluation.loading import PoolColumns
 from negotiatord.pool.snapshot import SlotTable
 
-EPSILON = 1e-9
 
-
-class PoolState:
-    """Mutable per-cycle copy of the columns matches change.
-
-    ``version`` counts changes to a slot, so a candidate list built earlier can tell which of its
-    entries must be assessed again.
-    """
+class PoolState(PoolColumns):
+    """The slot table's columns that matches change, copied for one cycle."""
 
     def __init__(self, table: SlotTable, weights: np.ndarray) -> None:
-        self.amounts = table.amounts.copy()
-        self.weights = weights.copy()
-        self.available = table.candidate & ~np.isnan(weights)
-        self.version = np.zeros(len(table), dtype=np.int64)
-        self._consumption_policy = table.consumption_policy
+        super().__init__(table.amounts.copy(), weights.copy(), table.candidate & ~np.isnan(weights),
+                         table.consumption_policy)
         self._offered: tuple[np.ndarray, np.ndarray] | None = None
 
     def offered(self) -> tuple[np.ndarray, np.ndarray]:
@@ -36,16 +29,5 @@ class PoolState:
             self._offered = (rows, amounts)
         return self._offered
 
-    def take(self, row: int, consumption: np.ndarray, cost: float) -> None:
-        """Record a match on ``row``: a consumption-policy slot gives up what the job consumes and
-        stays on offer while its SlotWeight is positive; any other slot is taken whole."""
-        self.version[row] += 1
+    def changed(self) -> None:
         self._offered = None
-        if not self._consumption_policy[row]:
-            self.available[row] = False
-            return
-        taken = np.nan_to_num(consumption, nan=0.0)
-        self.amounts[row] = self.amounts[row] - taken
-        self.weights[row] = self.weights[row] - cost
-        if self.weights[row] <= EPSILON:
-            self.available[row] = False

@@ -1,8 +1,9 @@
 """Evaluating jobs against slots: the one place the cycle asks ClassAd questions.
 
 ``protocol`` defines what the cycle asks (:class:`PairEvaluator`, :class:`Assessment`);
-``reference`` answers with classad2, pair by pair, and is the semantic reference the fast path
-is checked against.
+``loading`` holds what loading one request's jobs onto its candidates is made of, and that loop
+in Python; ``reference`` answers with classad2, pair by pair, and is the semantic reference the
+fast path is checked against.
 """
 
 from negotiatord.evaluation.protocol import Assessment, EvaluatorStats, PairEvaluator

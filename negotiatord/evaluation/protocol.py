@@ -8,6 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
+from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns
 from negotiatord.pool.autoclusters import Autocluster
 
 RANK_COLUMNS = ("pre_job_rank", "job_rank", "post_job_rank")
@@ -64,4 +65,12 @@ class PairEvaluator(Protocol):
         ...
 
     def assess(self, autocluster: Autocluster, rows: np.ndarray, amounts: np.ndarray) -> Assessment:
+        ...
+
+    def load(self, autocluster: Autocluster, candidates: Candidates, pool: PoolColumns,
+             limits: LoadingLimits) -> Loading:
+        """Place as many of one request's jobs as ``limits`` allow on ``candidates``, best first,
+        as :func:`~negotiatord.evaluation.loading.load_plainly` does job by job: each match
+        deducted from ``pool`` and charged to ``limits`` in place, a changed slot re-assessed
+        before it is offered again."""
         ...

@@ -16,6 +16,7 @@ import numpy as np
 
 from negotiatord.classad.conversion import as_number, evaluated, requirements_hold
 from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
+from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns, load_plainly
 from negotiatord.evaluation.protocol import UNRANKED, Assessment, EvaluatorStats
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.slots import Slot
@@ -76,6 +77,10 @@ class ClassAdEvaluator:
                 cost[i] = price
                 rank[i] = self._rank(job, slot_ad)
         return Assessment(rows=np.asarray(rows), matched=matched, consumption=consumption, cost=cost, rank=rank)
+
+    def load(self, autocluster: Autocluster, candidates: Candidates, pool: PoolColumns,
+             limits: LoadingLimits) -> Loading:
+        return load_plainly(self, autocluster, candidates, pool, limits)
 
     # -- pieces --------------------------------------------------------------------------------
 

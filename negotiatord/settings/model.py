@@ -106,6 +106,9 @@ class Settings:
     concurrency_scope_defaults: Mapping[str, float] = field(default_factory=dict)  # CONCURRENCY_LIMIT_DEFAULT_<SCOPE>
 
     allocation_rounds: int = 3                  # GROUP_QUOTA_MAX_ALLOCATION_ROUNDS
+    # Not a config knob: True makes the cycle offer a request's jobs one at a time in Python (the
+    # reference loop the tests hold the evaluator's whole-request loading to); the same matches.
+    job_by_job: bool = False
 
     # Preemption between groups (ours)
     fair_sharing: bool = False                  # NEGOTIATORD_FAIR_SHARING: DRS fair sharing

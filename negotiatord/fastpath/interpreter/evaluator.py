@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from negotiatord.classad.semantics import old_semantics
+from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns, Stop, load_plainly
 from negotiatord.evaluation.protocol import Assessment
 from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
@@ -23,6 +24,7 @@ from negotiatord.fastpath.compiler.ir import IRGraph
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
 from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
+from negotiatord.fastpath.interpreter.loading import load_in_kernel
 from negotiatord.fastpath.interpreter.one_call import Offer, OneCallAssessment
 from negotiatord.fastpath.interpreter.roots import CycleRoots
 from negotiatord.fastpath.interpreter.space import Context, Space
@@ -88,6 +90,28 @@ class FastEvaluator:
             self.stats.kernel_batches += 1
             return done
         return self._stages.assess(autocluster, job, rows, amounts)
+
+    def load(self, autocluster: Autocluster, candidates: Candidates, pool: PoolColumns,
+             limits: LoadingLimits) -> Loading:
+        """In one kernel call (loading.py) when the job's roots run there; the rest of the
+        request in Python from where a re-assessment needing classad2 stopped the kernel."""
+        self._start_call()
+        job = self._job(autocluster)
+        job.enter(self._match_space.epoch)
+        universe_of = self._match_space.universe_index
+        evaluation = self._one_call.loading_inputs(job, universe_of[candidates.rows[candidates.head:]])
+        if evaluation is None:
+            return load_plainly(self, autocluster, candidates, pool, limits)
+        table = self._table
+        done, reassessed = load_in_kernel(candidates, pool, limits, table.amounts, table.integer_amounts,
+                                          universe_of, evaluation)
+        self.stats.loading_calls += 1
+        self.stats.assess_calls += reassessed
+        self.stats.pairs += reassessed
+        if done.stop is not Stop.NEEDS_PYTHON:
+            return done
+        limits.jobs -= len(done.rows)
+        return done.then(load_plainly(self, autocluster, candidates, pool, limits))
 
     # -- pieces ------------------------------------------------------------------------------------
 

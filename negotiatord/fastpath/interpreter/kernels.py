@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from negotiatord.classad.values import BOOL, ERROR, INT, REAL, STR, UNDEF
+from negotiatord.evaluation.loading import EPSILON, Stop
 from negotiatord.evaluation.protocol import UNRANKED
 from negotiatord.evaluation.reference import FAILED_CONSUMPTION
 from negotiatord.fastpath.instructions import (
@@ -635,8 +636,43 @@ def _run_root(root, positions, count, sink, row, asset_base, universe_rows, root
     0.0, then 1.0 where every conjunct matches: slot-only and job-and-slot conjuncts are looked
     up (``static_ok`` [leaf, universe row], ``job_ok`` [root, universe row]), the rest run as a
     FILTER chain."""
-    # counting sort of the positions by leaf (stable; rows outside the root's domain are dropped)
     leaves = leaf_table.shape[0]
+    rest = (code, register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+            dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t, conversion_i,
+            conversion_f)
+    if count == 1:      # one position (a loading kernel re-assesses one row at a time): its leaf
+        leaf = root_leaf[root, universe_rows[positions[0]]]
+        if leaf >= 0:
+            _run_leaf(leaf, positions, 0, 1, root, sink, row, asset_base, universe_rows, leaf_table, segments,
+                      static_ok, job_ok, job_scalar_base, job_scalar_ok, *rest)
+        return
+    if count * 4 < leaves:
+        # few positions: a stable insertion sort by leaf, not a pass over every leaf of the table
+        perm = np.empty(count, dtype=np.int64)
+        key = np.empty(count, dtype=np.int64)
+        kept = 0
+        for p in range(count):
+            leaf = root_leaf[root, universe_rows[positions[p]]]
+            if leaf < 0:
+                continue
+            j = kept
+            while j > 0 and key[j - 1] > leaf:
+                key[j] = key[j - 1]
+                perm[j] = perm[j - 1]
+                j -= 1
+            key[j] = leaf
+            perm[j] = positions[p]
+            kept += 1
+        g0 = 0
+        while g0 < kept:
+            g1 = g0 + 1
+            while g1 < kept and key[g1] == key[g0]:
+                g1 += 1
+            _run_leaf(key[g0], perm, g0, g1, root, sink, row, asset_base, universe_rows, leaf_table, segments,
+                      static_ok, job_ok, job_scalar_base, job_scalar_ok, *rest)
+            g0 = g1
+        return
+    # counting sort of the positions by leaf (stable; rows outside the root's domain are dropped)
     starts = np.zeros(leaves + 1, dtype=np.int64)
     for p in range(count):
         leaf = root_leaf[root, universe_rows[positions[p]]]
@@ -652,31 +688,38 @@ def _run_root(root, positions, count, sink, row, asset_base, universe_rows, root
             perm[fill[leaf]] = positions[p]
             fill[leaf] += 1
     for leaf in range(leaves):
-        g0 = starts[leaf]
-        g1 = starts[leaf + 1]
-        if g0 == g1:
-            continue
-        s0 = leaf_table[leaf, LEAF_SEGMENTS_START]
-        s1 = leaf_table[leaf, LEAF_SEGMENTS_END]
-        if leaf_table[leaf, LEAF_KIND] == LEAF_CHAIN:
+        if starts[leaf] < starts[leaf + 1]:
+            _run_leaf(leaf, perm, starts[leaf], starts[leaf + 1], root, sink, row, asset_base, universe_rows,
+                      leaf_table, segments, static_ok, job_ok, job_scalar_base, job_scalar_ok, *rest)
+
+
+@njit(**_JIT)
+def _run_leaf(leaf, perm, g0, g1, root, sink, row, asset_base, universe_rows, leaf_table, segments, static_ok, job_ok,
+              job_scalar_base, job_scalar_ok, code, register_t, register_i, register_f, scalar_t, scalar_i, scalar_f,
+              static_t, static_i, static_f, dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower,
+              string_rank, conversion_t, conversion_i, conversion_f):
+    """One leaf of a root over positions ``perm[g0:g1]`` (see :func:`_run_root`)."""
+    s0 = leaf_table[leaf, LEAF_SEGMENTS_START]
+    s1 = leaf_table[leaf, LEAF_SEGMENTS_END]
+    if leaf_table[leaf, LEAF_KIND] == LEAF_CHAIN:
+        kept = g0
+        for p in range(g0, g1):
+            k = perm[p]
+            out_f[row, k] = 0.0
+            if static_ok[leaf, universe_rows[k]] and job_ok[root, universe_rows[k]]:
+                perm[kept] = k
+                kept += 1
+        if leaf_table[leaf, LEAF_NEVER] == 1 or not job_scalar_ok[leaf]:
             kept = g0
-            for p in range(g0, g1):
-                k = perm[p]
-                out_f[row, k] = 0.0
-                if static_ok[leaf, universe_rows[k]] and job_ok[root, universe_rows[k]]:
-                    perm[kept] = k
-                    kept += 1
-            if leaf_table[leaf, LEAF_NEVER] == 1 or not job_scalar_ok[leaf]:
-                kept = g0
-            if s0 == s1:
-                for p in range(g0, kept):
-                    out_f[row, perm[p]] = 1.0
-                continue
-            g1 = kept
-        _run_segments(code, segments, s0, s1, sink, row, perm, g0, g1, universe_rows, job_scalar_base[leaf], asset_base,
-                      register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
-                      dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t,
-                      conversion_i, conversion_f)
+        if s0 == s1:
+            for p in range(g0, kept):
+                out_f[row, perm[p]] = 1.0
+            return
+        g1 = kept
+    _run_segments(code, segments, s0, s1, sink, row, perm, g0, g1, universe_rows, job_scalar_base[leaf], asset_base,
+                  register_t, register_i, register_f, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+                  dynamic_t, dynamic_i, dynamic_f, out_t, out_i, out_f, string_lower, string_rank, conversion_t,
+                  conversion_i, conversion_f)
 
 
 @njit(**_JIT)
@@ -688,11 +731,12 @@ def assess_rows(universe_rows: np.ndarray, consumption_policy: np.ndarray, amoun
                 register_t: np.ndarray, register_i: np.ndarray, register_f: np.ndarray, dynamic_t: np.ndarray,
                 dynamic_i: np.ndarray, dynamic_f: np.ndarray, string_lower: np.ndarray, string_rank: np.ndarray,
                 conversion_t: np.ndarray, conversion_i: np.ndarray, conversion_f: np.ndarray, matched: np.ndarray,
-                consumption: np.ndarray, cost: np.ndarray, rank: np.ndarray) -> bool:
+                consumption: np.ndarray, cost: np.ndarray, rank: np.ndarray, ranked: bool = True) -> bool:
     """HTCondor's assessment of one request against rows of slots (see evaluator.py), all stages
     in one call. ``dynamic`` rows from 3 * assets on hold classad2 steps computed beforehand. Returns
     False, having written nothing, when a leaf needs Python; the rows are only checked for that
-    when ``may_need_python`` (some leaf of ``root_leaf`` might)."""
+    when ``may_need_python`` (some leaf of ``root_leaf`` might). Without ``ranked`` the ranks are
+    left UNRANKED (a re-assessment keeps the rank its candidate was listed with)."""
     n, assets = amounts.shape
     everyone = np.arange(n)
     if may_need_python and _needs_python(everyone, n, universe_rows, root_leaf, leaf_table, job_scalar_base):
@@ -789,6 +833,8 @@ def assess_rows(universe_rows: np.ndarray, consumption_policy: np.ndarray, amoun
             winners += 1
 
     # 5. ranks, for matched rows only
+    if not ranked:
+        return True
     for r, row in ((ROOT_PRE, O_PRE), (ROOT_JOB_RANK, O_JOB_RANK), (ROOT_POST, O_POST)):
         sink = SINK_RANK_ZERO if r == ROOT_JOB_RANK else SINK_RANK_UNRANKED
         _run_root(assets + r, positions, winners, sink, row, 0, universe_rows, root_leaf, leaf_table, segments,
@@ -798,3 +844,156 @@ def assess_rows(universe_rows: np.ndarray, consumption_policy: np.ndarray, amoun
             if root_leaf[assets + r, universe_rows[k]] >= 0:
                 rank[k, r - ROOT_PRE] = out_f[row, k]
     return True
+
+
+# -- a request's loading in one call ------------------------------------------------------------------
+
+(LOAD_JOBS, LOAD_CONCURRENCY, LOAD_NO_MATCH, LOAD_SUBMITTER_LIMIT, LOAD_GROUP_QUOTA,
+ LOAD_NEEDS_PYTHON) = (int(stop) for stop in Stop)
+
+
+@njit(**_JIT)
+def load_request(c_rows: np.ndarray, c_rank: np.ndarray, c_cost: np.ndarray, c_consumption: np.ndarray,
+                 c_version: np.ndarray, head: int, amounts: np.ndarray, weights: np.ndarray, available: np.ndarray,
+                 version: np.ndarray, consumption_policy: np.ndarray, base: np.ndarray, base_is_int: np.ndarray,
+                 universe_of: np.ndarray, jobs: int, limit: float, room_allocated: float, room_usage: np.ndarray,
+                 room_term: int, concurrency_names: np.ndarray, concurrency_increments: np.ndarray,
+                 concurrency_in_use: np.ndarray, concurrency_limits: np.ndarray, breadth_first: bool,
+                 unit_cost_legacy: bool, one_match_per_slot: bool, out_rows: np.ndarray, out_consumption: np.ndarray,
+                 out_cost: np.ndarray, known_prunable: np.ndarray, known_kind: np.ndarray, known_index: np.ndarray,
+                 root_leaf: np.ndarray, may_need_python: bool, leaf_table: np.ndarray,
+                 segments: np.ndarray, static_ok: np.ndarray, job_ok: np.ndarray, job_scalar_base: np.ndarray,
+                 job_scalar_ok: np.ndarray, code: np.ndarray, scalar_t: np.ndarray, scalar_i: np.ndarray,
+                 scalar_f: np.ndarray, static_t: np.ndarray, static_i: np.ndarray, static_f: np.ndarray,
+                 register_t: np.ndarray, register_i: np.ndarray, register_f: np.ndarray, dynamic_t: np.ndarray,
+                 dynamic_i: np.ndarray, dynamic_f: np.ndarray, string_lower: np.ndarray, string_rank: np.ndarray,
+                 conversion_t: np.ndarray, conversion_i: np.ndarray,
+                 conversion_f: np.ndarray) -> tuple[int, int, int, int, float, int]:
+    """A request's loading (loading.py: evaluation.loading.load_plainly compiled). Place up to
+    ``jobs`` jobs; returns (matches, stop, blocking entry, head, limit left,
+    re-assessments). Matches are written to ``out_*``; the candidate columns, the pool columns,
+    ``room_usage`` and ``concurrency_in_use`` are updated in place."""
+    m = c_rows.shape[0]
+    assets = amounts.shape[1]
+    one_universe = np.empty(1, dtype=np.int64)
+    one_policy = np.empty(1, dtype=np.bool_)
+    one_amounts = np.empty((1, assets))
+    one_base = np.empty((1, assets))
+    one_integer = np.empty((1, assets), dtype=np.bool_)
+    one_matched = np.empty(1, dtype=np.bool_)
+    one_consumption = np.empty((1, assets))
+    one_cost = np.empty(1)
+    one_rank = np.empty((1, 3))
+    one_misfit = np.zeros(1, dtype=np.bool_)
+    prunable = known_prunable.any()
+    entries = concurrency_names.shape[0]
+    count = 0
+    reassessed = 0
+    while count < jobs:
+        for e in range(entries):
+            name = concurrency_names[e]
+            if concurrency_in_use[name] + concurrency_increments[e] > concurrency_limits[name] + EPSILON:
+                return count, LOAD_CONCURRENCY, e, head, limit, reassessed
+        # the best candidate still on offer, re-assessed if a match changed it
+        found = False
+        while head < m:
+            row = c_rows[head]
+            if not available[row]:
+                head += 1
+                continue
+            if c_version[head] != version[row]:
+                one_universe[0] = universe_of[row]
+                one_policy[0] = consumption_policy[row]
+                for c in range(assets):
+                    one_amounts[0, c] = amounts[row, c]
+                    one_base[0, c] = base[row, c]
+                    one_integer[0, c] = base_is_int[row, c]
+                if prunable:    # a known consumption that no longer fits rules it out (bounds.py)
+                    one_misfit[0] = False
+                    if consumption_misfits(known_prunable, known_kind, known_index, root_leaf, one_universe,
+                                           one_policy, one_base, one_amounts, job_scalar_base, scalar_t, scalar_i,
+                                           scalar_f, static_t, static_i, static_f, one_misfit) > 0:
+                        reassessed += 1
+                        head += 1
+                        continue
+                ok = assess_rows(one_universe, one_policy, one_amounts, one_base, one_integer, root_leaf,
+                                 may_need_python, leaf_table, segments, static_ok, job_ok, job_scalar_base,
+                                 job_scalar_ok, code, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f,
+                                 register_t, register_i, register_f, dynamic_t, dynamic_i, dynamic_f, string_lower,
+                                 string_rank, conversion_t, conversion_i, conversion_f, one_matched, one_consumption,
+                                 one_cost, one_rank, False)
+                if not ok:
+                    return count, LOAD_NEEDS_PYTHON, -1, head, limit, reassessed
+                reassessed += 1
+                if not one_matched[0]:
+                    head += 1
+                    continue
+                c_cost[head] = one_cost[0]
+                for c in range(assets):
+                    c_consumption[head, c] = one_consumption[0, c]
+                c_version[head] = version[row]
+            found = True
+            break
+        if not found:
+            return count, LOAD_NO_MATCH, -1, head, limit, reassessed
+        row = c_rows[head]
+        cost = 1.0 if unit_cost_legacy and not consumption_policy[row] else c_cost[head]
+        if cost > limit + EPSILON:
+            return count, LOAD_SUBMITTER_LIMIT, -1, head, limit, reassessed
+        used = 0.0
+        for g in range(room_usage.shape[0]):
+            used += room_usage[g]
+        if cost > room_allocated - used + EPSILON:
+            return count, LOAD_GROUP_QUOTA, -1, head, limit, reassessed
+        # the match: recorded, deducted from the slot (PoolColumns.take), placed (Candidates.taken)
+        out_rows[count] = row
+        out_cost[count] = cost
+        for c in range(assets):
+            out_consumption[count, c] = c_consumption[head, c]
+        version[row] += 1
+        if not consumption_policy[row]:
+            available[row] = False
+        else:
+            for c in range(assets):
+                taken = out_consumption[count, c]
+                amounts[row, c] = amounts[row, c] - (0.0 if taken != taken else taken)
+            weights[row] = weights[row] - cost
+            if weights[row] <= EPSILON:
+                available[row] = False
+        if one_match_per_slot:
+            available[row] = False
+        if breadth_first and available[row]:
+            _behind_equals(head, c_rows, c_rank, c_cost, c_consumption, c_version)
+        # the charges (LoadingLimits.charge)
+        limit -= cost
+        room_usage[room_term] += cost
+        for e in range(entries):
+            concurrency_in_use[concurrency_names[e]] += concurrency_increments[e]
+        count += 1
+    return count, LOAD_JOBS, -1, head, limit, reassessed
+
+
+@njit(**_JIT)
+def _behind_equals(head: int, rows: np.ndarray, rank: np.ndarray, cost: np.ndarray, consumption: np.ndarray,
+                   version: np.ndarray) -> None:
+    """Move the head behind the candidates right after it with an equal rank (breadth-first)."""
+    m = rows.shape[0]
+    end = head + 1
+    while end < m and rank[end, 0] == rank[head, 0] and rank[end, 1] == rank[head, 1] and rank[end, 2] == rank[head, 2]:
+        end += 1
+    if end - head < 2:
+        return
+    first_row, first_cost, first_version = rows[head], cost[head], version[head]
+    first_rank = rank[head].copy()
+    first_consumption = consumption[head].copy()
+    for k in range(head, end - 1):
+        rows[k] = rows[k + 1]
+        cost[k] = cost[k + 1]
+        version[k] = version[k + 1]
+        rank[k] = rank[k + 1]
+        consumption[k] = consumption[k + 1]
+    rows[end - 1] = first_row
+    cost[end - 1] = first_cost
+    version[end - 1] = first_version
+    rank[end - 1] = first_rank
+    consumption[end - 1] = first_consumption

@@ -117,21 +117,52 @@ class OneCallAssessment:
                 integer: np.ndarray) -> tuple[np.ndarray, ...] | None:
         """kernels.assess_rows over these rows: (matched, consumption, cost, rank), or None when
         a leaf needs Python."""
-        tables = self._space.tables
         n = len(universe_rows)
+        matched = np.zeros(n, dtype=bool)
+        consumption = np.empty((n, self._context.assets))
+        cost, rank = np.empty(n), np.empty((n, 3))
+        arguments = (universe_rows, consumption_policy, amounts, base, integer,
+                     *self.evaluation_inputs(stack, job_tables, job_ok, dynamic, n), matched, consumption, cost, rank)
+        ok = kernels.assess_rows(*arguments)
+        return (matched, consumption, cost, rank) if ok else None
+
+    def evaluation_inputs(self, stack: Stack, job_tables: JobTables, job_ok: np.ndarray, dynamic: Triple,
+                          n: int) -> tuple:
+        """kernels.assess_rows' arguments after the rows' own columns and before its outputs:
+        the job's compiled roots, its values, the space's slot values and the scratch space for
+        ``n`` rows."""
+        tables = self._space.tables
         if self._registers[0].shape[0] < tables.registers or self._registers[0].shape[1] < n:
             self._registers = triple((tables.registers, max(n, 2 * self._registers[0].shape[1])))
         strings = self._context.strings
         conversions = strings.conversions() if tables.converts else triple((5, 1))
-        matched = np.zeros(n, dtype=bool)
-        consumption = np.empty((n, self._context.assets))
-        cost, rank = np.empty(n), np.empty((n, 3))
-        ok = kernels.assess_rows(universe_rows, consumption_policy, amounts, base, integer, stack.leaf_of,
-                                 stack.python_leaves, tables.leaves, tables.segments, tables.static_ok, job_ok,
-                                 job_tables.scalar_base, job_tables.scalar_ok, tables.code, *job_tables.scalars,
-                                 *self._space.static, *self._registers, *dynamic, strings.lower(), strings.ranks(),
-                                 *conversions, matched, consumption, cost, rank)
-        return (matched, consumption, cost, rank) if ok else None
+        return (stack.leaf_of, stack.python_leaves, tables.leaves, tables.segments, tables.static_ok, job_ok,
+                job_tables.scalar_base, job_tables.scalar_ok, tables.code, *job_tables.scalars, *self._space.static,
+                *self._registers, *dynamic, strings.lower(), strings.ranks(), *conversions)
+
+    def loading_inputs(self, job: JobState, universe_rows: np.ndarray) -> tuple | None:
+        """What the job's known consumptions are (bounds.py) and :meth:`evaluation_inputs`, for
+        re-assessing one row at a time inside a loading kernel, with the job-and-slot conjuncts
+        known for ``universe_rows``; None when the job's roots
+        need Python (classad2 steps) or its values follow the wall clock (old-semantics
+        CurrentTime, which each call reads anew)."""
+        space = self._space
+        if job.stack is None:
+            job.stack = self._stacks.of([self._roots.compiled(spec, job, space) if spec is not None else None
+                                         for spec in self._specs])
+        stack = job.stack
+        if stack.python_roots:
+            return None
+        job_tables = self._job_tables(job, stack)
+        if job_tables.layout.uses_clock:
+            return None
+        try:
+            job_ok = self._job_ok(job, stack, universe_rows)
+        except NeedsFallback:
+            return None
+        known = stack.known_consumption
+        return (known.prunable, known.kind, known.index,
+                *self.evaluation_inputs(stack, job_tables, job_ok, space.dynamic_inputs(1), 1))
 
     def _job_tables(self, job: JobState, stack: Stack) -> JobTables:
         """Scalar inputs and job-only conjuncts of every leaf of the stack, computed together

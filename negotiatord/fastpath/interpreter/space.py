@@ -94,6 +94,12 @@ class Space:
 
     # -- universe ----------------------------------------------------------------------------------
 
+    @property
+    def universe_index(self) -> np.ndarray:
+        """Each table row's universe row (-1: not in the universe); the array is updated in place
+        when the universe grows."""
+        return self._universe_index
+
     def universe(self, rows: np.ndarray) -> np.ndarray:
         """Universe rows of table rows ``rows``; rows not seen yet join (compiled roots are then
         rebuilt, as the new rows may read job attributes the old shapes never looked at)."""
