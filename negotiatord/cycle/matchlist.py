@@ -5,7 +5,8 @@ first considered, best first by (NEGOTIATOR_PRE_JOB_RANK, job Rank, NEGOTIATOR_P
 in slot-table order. A slot changed by a match since it was assessed is assessed again before it is
 offered; one that no longer fits is dropped. A consumption-policy slot with room left stays first
 in line (depth-first, the default) or moves behind the other candidates of equal rank
-(breadth-first). HTCondor's ``insert_candidate`` re-ranks it instead, and with the default
+(breadth-first), or leaves the offer after one match as without a consumption policy (one per
+cycle). HTCondor's ``insert_candidate`` re-ranks it instead, and with the default
 NEGOTIATOR_PRE_JOB_RANK it sinks to the end, so in effect HTCondor spreads an autocluster's jobs
 across slots.
 
@@ -79,7 +80,12 @@ class MatchList:
 
     def taken(self, candidate: Candidate) -> None:
         """``candidate`` (the current head) got a job; place it for the next job of this request."""
-        if self._loading is PslotLoading.BREADTH_FIRST and self._state.available[candidate.row]:
+        if self._loading is PslotLoading.ONE_PER_CYCLE:
+            # As HTCondor's negotiator does with a slot matched without a consumption policy:
+            # matchmaker.cpp's negotiate() erases it from the cycle's startd ads (its step 2g).
+            # The match still consumes only what the job takes, not the whole SlotWeight.
+            self._state.withdraw(candidate.row)
+        elif self._loading is PslotLoading.BREADTH_FIRST and self._state.available[candidate.row]:
             head = self._head
             equal = np.all(self._rank[head:] == self._rank[head], axis=1)
             end = head + (int(np.argmin(equal)) if not equal.all() else len(equal))

@@ -49,3 +49,8 @@ class PoolState:
         self.weights[row] = self.weights[row] - cost
         if self.weights[row] <= EPSILON:
             self.available[row] = False
+
+    def withdraw(self, row: int) -> None:
+        """Take ``row`` off the offer for the rest of the cycle, whatever is left of it."""
+        self.available[row] = False
+        self._offered = None
