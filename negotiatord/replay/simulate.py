@@ -13,7 +13,9 @@ completion in between, would negotiate over the same slots and the same idle job
 nothing either: the group allocations depend on the pool and the demand, both unchanged, and a
 group with room for a job gets it whatever its submitters' priorities (remainder rounds), so the
 only input that changed, the decayed priorities, can only reorder matches that are not there.
-So the replay jumps to the first grid point at or after the next submission or completion.
+Nor can a cycle match anything when the one before left no job idle and nothing was submitted
+since. In both cases the replay jumps to the first grid point at or after the next submission
+or completion.
 
 A cycle negotiates with the priorities the previous cycle left (the daemon advances the state
 after each cycle), so before the next cycle runs, the accountant is advanced to the last skipped
@@ -153,7 +155,7 @@ class _Replay:
             waiting = submitted < len(jobs) or self.running
             if not waiting and (not self.idle or not matched):
                 break
-            if matched or not self.skip_quiet_cycles:
+            if (matched and self.idle) or not self.skip_quiet_cycles:
                 index += 1
             else:
                 upcoming = min(jobs[submitted].submit if submitted < len(jobs) else math.inf,
