@@ -155,8 +155,9 @@ def test_cycles_are_reported_as_htcondor_names_them(summary: dict) -> None:
 def test_report_page_is_self_contained_with_its_plots(out: Path) -> None:
     page = (out / "report.html").read_text()
     images = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([A-Za-z0-9+/=]+)">', page)
-    assert [alt for alt, _ in images] == ["Utilization and queue length", "Wait per accounting group",
-                                          "Jain&#x27;s fairness index on usage / quota"]
+    assert [alt for alt, _ in images] == ["Utilization and queue length", "Share of quota per accounting group",
+                                          "Wait per accounting group", "Jain&#x27;s fairness index on usage / quota",
+                                          "Cycle duration and matches per cycle"]
     assert all(base64.b64decode(data).startswith(b"\x89PNG") for _, data in images)
     assert "http" not in page and "src=\"data:" in page
 
