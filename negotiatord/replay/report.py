@@ -131,6 +131,7 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
             "replay": wall,
             "simulated_days_per_wall_hour": simulated_days / (wall / 3600) if wall > 0 else None,
             "cycle_duration": _spread([cycle.duration_s for cycle in result.cycles]),
+            "cycle_snapshot": _spread([cycle.snapshot_s for cycle in result.cycles]),
             "every": _every(result.cycles),
             "LastNegotiationCycleDuration": [cycle.duration_s for cycle in _thinned(result.cycles)],
         },

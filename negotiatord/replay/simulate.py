@@ -82,6 +82,7 @@ class CycleRecord:
     group_load: dict[str, float]        # usage / quota after the cycle, for groups with quota > 0
     stranded_cpus: float                # free Cpus in p-slots with too little Memory for any job
     duration_s: float                   # wall clock: snapshot and negotiation
+    snapshot_s: float = 0.0             # wall clock: the snapshot alone
 
     @property
     def jain(self) -> float | None:
@@ -208,6 +209,7 @@ class _Replay:
         wall = time.perf_counter()
         epoch = int(self.trace.start_epoch + now)
         snapshot = builder.build(self.pool.slot_ads(), [ad for _, ad in self.idle.values()], self.settings)
+        built = time.perf_counter() - wall
         result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions)
         duration = time.perf_counter() - wall
         for match in result.matches:
@@ -217,7 +219,7 @@ class _Replay:
             candidate_slots=int(snapshot.table.candidate.sum()), idle_jobs=len(snapshot.jobs),
             submitters=len({job.submitter for job in snapshot.jobs}), pie_spins=result.stats.pie_spins,
             busy_cpus=self.busy_cpus, queued=len(self.idle), group_load=_group_load(result),
-            stranded_cpus=self.stranded_cpus, duration_s=duration,
+            stranded_cpus=self.stranded_cpus, duration_s=duration, snapshot_s=built,
         ))
         return advance(state, epoch, result.usage, self.settings.priority_halflife), bool(result.matches)
 
