@@ -1,4 +1,5 @@
-"""Fragmentation: free cpus a p-slot strands because the jobs took its memory first."""
+"""Fragmentation (free cpus a p-slot strands because the jobs took its memory first), and the
+per-cycle series of long replays thinned without changing their means."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from negotiatord.replay import NodeShape, SimulatedPool, read_trace, replay
 from negotiatord.replay.report import stranded_summary
+from negotiatord.replay.simulate import CycleRecord
 from negotiatord.settings import Settings
 
 
@@ -24,3 +26,16 @@ def test_cpus_left_without_memory_are_stranded_until_the_memory_comes_back(setti
     assert [(cycle.time, cycle.stranded_cpus) for cycle in result.cycles] == [(0, 2), (120, 0), (240, 0)]
     assert stranded_summary(result.cycles, result.end) == {
         "mean": pytest.approx(1.0), "max": 2, "every": 1, "series": [[0, 2], [120, 0], [240, 0]]}
+
+
+def test_long_replays_list_every_kth_cycle_but_average_over_all() -> None:
+    """4,001 cycles, 60 s apart, stranding 1 cpu on even cycles and 0 on odd ones, up to t=240,060:
+    the series keeps cycles 0, 3, 6, ... (k = ceil(4001 / 2000) = 3, 1,334 points); the mean is
+    over every cycle: 2,001 even cycles of 60 s out of 4,001 = 2001 / 4001."""
+    cycles = [CycleRecord(index=i, time=60.0 * i, matches=0, total_slots=1, candidate_slots=1, idle_jobs=0,
+                          submitters=0, pie_spins=0, busy_cpus=0.0, queued=0, group_load={},
+                          stranded_cpus=float(i % 2 == 0), duration_s=0.0) for i in range(4001)]
+    document = stranded_summary(cycles, 60.0 * 4001)
+    assert document["every"] == 3 and len(document["series"]) == 1334
+    assert document["series"][:3] == [[0.0, 1.0], [180.0, 0.0], [360.0, 1.0]]
+    assert document["mean"] == pytest.approx(2001 / 4001)
