@@ -232,23 +232,25 @@ def advance(
     records = []
     accrued = dict(state._accrued)
     for name in sorted(set(state._records) | set(usage_now)):
-        record, charged = _advance_one(state.record(name), now, halflife)
-        records.append(replace(record, weighted_usage=usage_now.get(name, 0.0)))
+        record, charged = _advance_one(state.record(name), now, halflife, usage_now.get(name, 0.0))
+        records.append(record)
         if charged:
             accrued[name] = accrued.get(name, 0.0) + charged
     return AccountantState(records, accrued, state._admission, state._quota_timers)
 
 
 def _advance_one(
-    record: CustomerRecord, now: float, halflife: float
+    record: CustomerRecord, now: float, halflife: float, usage: float
 ) -> tuple[CustomerRecord, float]:
-    """``record`` decayed to ``now`` and the weighted seconds charged for the interval."""
+    """``record`` decayed to ``now`` with ``usage`` in force from then, and the weighted seconds
+    charged for the interval (one new record per customer: a replay advances the state every
+    cycle)."""
     last = record.last_update_time
     elapsed = 0.0 if last is None else now - last
     if elapsed <= 0:
         # UpdatePriorities returns when no time passed, and only restarts the clock when it went
         # backwards (a reset system clock): nothing is decayed or charged either way.
-        return replace(record, last_update_time=now), 0.0
+        return replace(record, last_update_time=now, weighted_usage=usage), 0.0
     aging = 0.5 ** (elapsed / halflife)
     held = record.weighted_usage
     real = max(MIN_PRIORITY, record.real_priority * aging + held * (1.0 - aging))
@@ -264,5 +266,6 @@ def _advance_one(
         begin_usage_time=begins,
         last_usage_time=now if held > 0 else record.last_usage_time,
         last_update_time=now,
+        weighted_usage=usage,
     )
     return decayed, charged

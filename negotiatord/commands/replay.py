@@ -1,5 +1,7 @@
 """``negotiatord replay``: a workload trace run through the real negotiation cycle on a simulated
-clock, written to ``--out`` as ``jobs.csv`` and ``summary.json`` (:mod:`negotiatord.replay`).
+clock, written to ``--out`` as ``jobs.csv``, ``summary.json`` and ``report.html``
+(:mod:`negotiatord.replay`); with ``--policies``, once per p-slot loading policy into
+``--out/<policy>/``, with a table comparing them on the terminal and in ``--out``.
 
 Exit status: 0; 2 when the input cannot be used (a config error, a trace that cannot be read,
 named with its file and line, a pool that cannot be built) or the outputs cannot be written.
@@ -8,8 +10,10 @@ named with its file and line, a pool that cannot be built) or the outputs cannot
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -18,6 +22,7 @@ from tqdm import tqdm
 from negotiatord.replay import (
     NodeShape,
     PoolSpecError,
+    ReplayResult,
     SimulatedPool,
     Trace,
     TraceError,
@@ -27,7 +32,9 @@ from negotiatord.replay import (
     replay,
     write_outputs,
 )
-from negotiatord.settings import ConfigError, load_settings
+from negotiatord.replay.compare import comparison, text_table, write_comparison
+from negotiatord.replay.report import SUMMARY_FILE
+from negotiatord.settings import ConfigError, PslotLoading, Settings, load_settings
 
 EXIT_UNUSABLE = 2
 PROGRESS_EVERY_S = 10.0      # wall seconds between progress lines when stderr is not a terminal
@@ -45,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="directory for jobs.csv and summary.json")
     parser.add_argument("--until", type=float, help="stop negotiating after this many simulated seconds")
     parser.add_argument("--jobs", type=_positive, help="replay only the trace's first N job records")
+    parser.add_argument("--policies", type=_policies,
+                        help="replay once per p-slot loading policy and compare them, e.g. "
+                             f"{','.join(policy.value for policy in PslotLoading)} (outputs in --out/<policy>/)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,14 +69,41 @@ def run(args: argparse.Namespace) -> int:
     trace.jobs = fit_to_node(trace.jobs, shape, trace.cleaning)
     log.info("replay", trace=str(args.trace), jobs=len(trace.jobs), nodes=count, node=str(shape),
              cleaning=trace.cleaning.document())
-    with _Progress(len(trace.jobs)) as progress:
-        result = replay(trace, settings, pool, until=args.until, progress=progress)
+    if args.policies is None:
+        return _replay_once(args, trace, settings, pool, args.out)
+    results: dict[str, ReplayResult] = {}
+    summaries: dict[str, dict] = {}
+    for policy in args.policies:
+        log.info("replay policy", policy=policy.value)
+        folder = args.out / policy.value
+        status = _replay_once(args, trace, replace(settings, pslot_loading=policy), SimulatedPool(count, shape),
+                              folder, results)
+        if status:
+            return status
+        summaries[policy.value] = json.loads((folder / SUMMARY_FILE).read_text())
     try:
-        document = write_outputs(args.out, result, trace.cleaning, pool, args.trace.name)
+        write_comparison(args.out, results, summaries, args.trace.name)
     except OSError as error:
         print(f"negotiatord: cannot write the replay's outputs: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
-    log.info("replayed", out=str(args.out), cycles=document["cycles"]["run"],
+    print(text_table(*comparison(summaries, wall=True)))
+    return 0
+
+
+def _replay_once(args: argparse.Namespace, trace: Trace, settings: Settings, pool: SimulatedPool, out: Path,
+                 results: dict[str, ReplayResult] | None = None) -> int:
+    """Replay ``trace`` on ``pool`` under ``settings`` into ``out``; file the result in ``results``
+    by the settings' p-slot loading policy."""
+    with _Progress(len(trace.jobs)) as progress:
+        result = replay(trace, settings, pool, until=args.until, progress=progress)
+    try:
+        document = write_outputs(out, result, trace.cleaning, pool, args.trace.name)
+    except OSError as error:
+        print(f"negotiatord: cannot write the replay's outputs: {error}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    if results is not None:
+        results[settings.pslot_loading.value] = result
+    log.info("replayed", out=str(out), cycles=document["cycles"]["run"],
              matches=document["cycles"]["matches"], utilization=document["utilization"],
              wall_time_s=round(result.wall_time_s, 3),
              simulated_days_per_wall_hour=document["wall_time_s"]["simulated_days_per_wall_hour"])
@@ -78,6 +115,18 @@ def _positive(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a whole number > 0, got {text!r}")
     return value
+
+
+def _policies(text: str) -> list[PslotLoading]:
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    choices = ", ".join(policy.value for policy in PslotLoading)
+    try:
+        policies = [PslotLoading(name) for name in names]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected p-slot loading policies among {choices}, got {text!r}") from None
+    if not policies or len(set(policies)) != len(policies):
+        raise argparse.ArgumentTypeError(f"expected distinct p-slot loading policies among {choices}, got {text!r}")
+    return policies
 
 
 def _pool(args: argparse.Namespace, trace: Trace) -> tuple[int, NodeShape]:

@@ -44,6 +44,10 @@ class MatchList:
         self._evaluator = evaluator
         self._state = state
         self.breadth_first = loading is PslotLoading.BREADTH_FIRST
+        # As HTCondor's negotiator does with a slot matched without a consumption policy:
+        # matchmaker.cpp's negotiate() erases it from the cycle's startd ads (its step 2g). The
+        # match still consumes only what the job takes, not the whole SlotWeight.
+        self.one_match_per_slot = loading is PslotLoading.ONE_PER_CYCLE
         rows, amounts = state.offered()
         assessment = evaluator.assess(autocluster, rows, amounts)
         matched = np.flatnonzero(assessment.matched)
@@ -66,4 +70,6 @@ class MatchList:
 
     def taken(self) -> None:
         """The current head got a job; place it for the next job of this request."""
+        if self.one_match_per_slot:
+            self._state.withdraw(int(self.candidates.rows[self.candidates.head]))
         self.candidates.taken(self._state, self.breadth_first)

@@ -364,7 +364,8 @@ class _Cycle:
             concurrency_increments=np.array([increment for _, increment in entries], dtype=np.float64),
             concurrency_in_use=np.array([self.ledger.in_use[name] for name in names], dtype=np.float64),
             concurrency_limits=np.array([self.ledger.limit(name) for name in names], dtype=np.float64),
-            breadth_first=match_list.breadth_first, unit_cost_legacy=not self.settings.use_slot_weights,
+            breadth_first=match_list.breadth_first, one_match_per_slot=match_list.one_match_per_slot,
+            unit_cost_legacy=not self.settings.use_slot_weights,
         )
         loading = self.evaluator.load(request.autocluster, match_list.candidates, self.state, limits)
         self._record(loading, request, submitter, group)

@@ -79,6 +79,12 @@ class PoolColumns:
             self.available[row] = False
 
 
+    def withdraw(self, row: int) -> None:
+        """Take ``row`` off the offer for the rest of the cycle, whatever is left of it."""
+        self.available[row] = False
+        self.changed()
+
+
 class Candidates:
     """One autocluster's candidates best first, as parallel arrays and a head index (most lists
     are only ever asked for their head). Entries before ``head`` are spent."""
@@ -234,7 +240,7 @@ def load_plainly(evaluator: PairEvaluator, autocluster: Autocluster, candidates:
         costs.append(cost)
         pool.take(row, consumption, cost)
         if limits.one_match_per_slot:
-            pool.available[row] = False
+            pool.withdraw(row)
         candidates.taken(pool, limits.breadth_first)
         limits.charge(cost)
     assets = pool.amounts.shape[1]

@@ -151,6 +151,14 @@ class SimulatedPool:
     def cpus(self) -> int:
         return self.count * self.shape.cpus
 
+    def free(self, name: str) -> tuple[float, float]:
+        """The Cpus and Memory (MB) p-slot ``name`` has left."""
+        cpus, memory = float(self.shape.cpus), float(self.shape.memory_mb)
+        for match in self._running[name]:
+            cpus -= match.consumed.get("Cpus", 0.0)
+            memory -= match.consumed.get("Memory", 0.0)
+        return cpus, memory
+
     def slot_ads(self) -> list[classad2.ClassAd]:
         """Every node's ads, node by node (the same objects for nodes nothing happened on)."""
         return [ad for ads in self._ads.values() for ad in ads]

@@ -16,6 +16,16 @@ Definitions:
   every group has the same share of its quota, 1/n when one group has it all; undefined (null)
   after a cycle where no such group uses anything. Its mean weighs each cycle's value by the
   simulated time it held, up to the next cycle or the end.
+* share against quota: each such group's x after each cycle, and its mean weighed the same way.
+* a burst: at least ``BURST_MIN_JOBS`` jobs whose first cycle (the first grid point at or after
+  their submission) is the same. Its cycles-to-fill: how many grid cycles in a row, from that
+  one, started at least one of its jobs: the cycles the negotiator took to place what it could
+  of the burst before a cycle placed none of it (the rest waits for slots to free).
+* stranded cpus: whole Cpus left in p-slots whose Memory left is below the trace's smallest
+  RequestMemory, so that no job of the trace can use them (after each cycle; mean weighed by time).
+* long replays: the per-cycle lists (``cycles.per_cycle``, the series and the cycle durations)
+  keep every cycle up to ``SERIES_POINTS`` cycles; beyond, every k-th cycle run, with k given as
+  ``every``. The totals, means and percentiles are over every cycle.
 """
 
 from __future__ import annotations
@@ -23,10 +33,10 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -37,9 +47,13 @@ from negotiatord.replay.trace import Cleaning
 from negotiatord.settings.groups import ROOT_GROUP
 
 SLOWDOWN_BOUND_S = 10.0
+BURST_MIN_JOBS = 2
+SERIES_POINTS = 2000
 JOB_COLUMNS = ("job", "submit", "start", "finish", "wait", "turnaround", "stretch", "submitter", "group", "slot",
                "cost", "cycles_waited")
 JOBS_FILE, SUMMARY_FILE, REPORT_FILE = "jobs.csv", "summary.json", "report.html"
+
+T = TypeVar("T")
 
 
 def write_outputs(out: Path, result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool,
@@ -103,16 +117,23 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
         "groups": {name: job_figures(runs) for name, runs in sorted(by_group.items())},
         "utilization": utilization(result),
         "jain": jain_summary(result.cycles, result.end),
+        "share_of_quota": share_summary(result.cycles, result.end),
+        "bursts": burst_summary(result),
+        "stranded_cpus": stranded_summary(result.cycles, result.end),
         "cycles": {
             "run": len(result.cycles),
             "skipped": result.skipped_cycles,
             "matches": sum(cycle.matches for cycle in result.cycles),
-            "per_cycle": [_cycle_document(cycle, result.start_epoch) for cycle in result.cycles],
+            "every": _every(result.cycles),
+            "per_cycle": [_cycle_document(cycle, result.start_epoch) for cycle in _thinned(result.cycles)],
         },
         "wall_time_s": {
             "replay": wall,
             "simulated_days_per_wall_hour": simulated_days / (wall / 3600) if wall > 0 else None,
-            "LastNegotiationCycleDuration": [cycle.duration_s for cycle in result.cycles],
+            "cycle_duration": _spread([cycle.duration_s for cycle in result.cycles]),
+            "cycle_snapshot": _spread([cycle.snapshot_s for cycle in result.cycles]),
+            "every": _every(result.cycles),
+            "LastNegotiationCycleDuration": [cycle.duration_s for cycle in _thinned(result.cycles)],
         },
     }
 
@@ -148,14 +169,76 @@ def utilization(result: ReplayResult) -> float | None:
 
 def jain_summary(cycles: Sequence[CycleRecord], end: float) -> dict[str, object]:
     series = [(cycle.time, cycle.jain) for cycle in cycles]
+    groups = sorted({name for cycle in cycles for name in cycle.group_load})
+    return {"groups": groups, "mean": time_weighted_mean(series, end), "every": _every(series),
+            "series": [[at, value] for at, value in _thinned(series)]}
+
+
+def share_summary(cycles: Sequence[CycleRecord], end: float) -> dict[str, object]:
+    """Each group with a quota: its usage / quota after each cycle, and the time-weighted mean."""
+    groups = sorted({name for cycle in cycles for name in cycle.group_load})
+    document: dict[str, object] = {}
+    for name in groups:
+        series = [(cycle.time, cycle.group_load.get(name, 0.0)) for cycle in cycles]
+        document[name] = {"mean": time_weighted_mean(series, end),
+                          "series": [[at, value] for at, value in _thinned(series)]}
+    return {"every": _every(cycles), "groups": document}
+
+
+def stranded_summary(cycles: Sequence[CycleRecord], end: float) -> dict[str, object]:
+    series = [(cycle.time, cycle.stranded_cpus) for cycle in cycles]
+    return {"mean": time_weighted_mean(series, end), "max": max((value for _, value in series), default=None),
+            "every": _every(series), "series": [[at, value] for at, value in _thinned(series)]}
+
+
+def burst_summary(result: ReplayResult) -> dict[str, object]:
+    """Cycles-to-fill of every burst of arrivals (see the module's definitions)."""
+    arrivals: dict[int, list[JobRun]] = defaultdict(list)
+    for run in result.runs[:result.submitted]:
+        arrivals[math.ceil((run.job.submit - result.origin) / result.interval)].append(run)
+    bursts = []
+    for first, runs in sorted(arrivals.items()):
+        if len(runs) < BURST_MIN_JOBS:
+            continue
+        starting = Counter(run.start_cycle for run in runs if run.start_cycle is not None)
+        fill = 0
+        while starting[first + fill]:
+            fill += 1
+        placed = sum(starting[first + step] for step in range(fill))
+        bursts.append({"time": result.origin + first * result.interval, "jobs": len(runs), "placed": placed,
+                       "cycles_to_fill": fill})
+    fills = [burst["cycles_to_fill"] for burst in bursts]
+    return {"min_jobs": BURST_MIN_JOBS, "count": len(bursts), "cycles_to_fill": _spread(fills),
+            "every": _every(bursts), "series": _thinned(bursts)}
+
+
+def time_weighted_mean(series: Sequence[tuple[float, float | None]], end: float) -> float | None:
+    """The mean of a step function: each value holds until the next point, the last until ``end``;
+    points without a value (None) are left out."""
     weighted = total = 0.0
-    for (at, value), following in zip(series, [*(cycle.time for cycle in cycles[1:]), end]):
+    for (at, value), following in zip(series, [*(at for at, _ in series[1:]), end]):
         if value is not None:
             weighted += value * (following - at)
             total += following - at
-    groups = sorted({name for cycle in cycles for name in cycle.group_load})
-    return {"groups": groups, "mean": weighted / total if total > 0 else None,
-            "series": [[at, value] for at, value in series]}
+    return weighted / total if total > 0 else None
+
+
+def _every(items: Sequence[object]) -> int:
+    """The step that keeps at most ``SERIES_POINTS`` of ``items``."""
+    return max(1, math.ceil(len(items) / SERIES_POINTS))
+
+
+def _thinned(items: Sequence[T]) -> list[T]:
+    return list(items[::_every(items)])
+
+
+def _spread(values: Sequence[float]) -> dict[str, float | None]:
+    """Mean, median, 95th percentile and maximum (numpy's linear interpolation); None when empty."""
+    if not values:
+        return {"mean": None, "p50": None, "p95": None, "max": None}
+    array = np.asarray(values, dtype=np.float64)
+    return {"mean": float(array.mean()), "p50": float(np.percentile(array, 50)),
+            "p95": float(np.percentile(array, 95)), "max": float(array.max())}
 
 
 def _cycle_document(cycle: CycleRecord, start_epoch: int) -> dict[str, object]:
@@ -170,6 +253,7 @@ def _cycle_document(cycle: CycleRecord, start_epoch: int) -> dict[str, object]:
         "BusyCpus": cycle.busy_cpus,
         "QueuedJobs": cycle.queued,
         "GroupLoad": cycle.group_load,
+        "StrandedCpus": cycle.stranded_cpus,
     }
 
 

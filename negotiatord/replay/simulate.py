@@ -13,7 +13,9 @@ completion in between, would negotiate over the same slots and the same idle job
 nothing either: the group allocations depend on the pool and the demand, both unchanged, and a
 group with room for a job gets it whatever its submitters' priorities (remainder rounds), so the
 only input that changed, the decayed priorities, can only reorder matches that are not there.
-So the replay jumps to the first grid point at or after the next submission or completion.
+Nor can a cycle match anything when the one before left no job idle and nothing was submitted
+since. In both cases the replay jumps to the first grid point at or after the next submission
+or completion.
 
 A cycle negotiates with the priorities the previous cycle left (the daemon advances the state
 after each cycle), so before the next cycle runs, the accountant is advanced to the last skipped
@@ -78,7 +80,9 @@ class CycleRecord:
     busy_cpus: float                    # after the cycle's matches
     queued: int                         # idle jobs left after the cycle
     group_load: dict[str, float]        # usage / quota after the cycle, for groups with quota > 0
+    stranded_cpus: float                # free Cpus in p-slots with too little Memory for any job
     duration_s: float                   # wall clock: snapshot and negotiation
+    snapshot_s: float = 0.0             # wall clock: the snapshot alone
 
     @property
     def jain(self) -> float | None:
@@ -129,6 +133,9 @@ class _Replay:
     by_key: dict[str, JobRun] = field(default_factory=dict)
     busy_cpus: float = 0.0
     started: int = 0
+    stranded: dict[str, float] = field(default_factory=dict)    # p-slot -> its stranded Cpus
+    stranded_cpus: float = 0.0
+    least_memory_mb: int = 0                    # the trace's smallest RequestMemory
 
     def run(self) -> ReplayResult:
         wall = time.perf_counter()
@@ -136,6 +143,7 @@ class _Replay:
         if interval <= 0:
             raise ValueError(f"NEGOTIATOR_INTERVAL must be > 0 for a replay, got {interval}")
         origin = jobs[0].submit if jobs else 0.0
+        self.least_memory_mb = min((job.memory_mb for job in jobs), default=0)
         builder, descriptions, state = SnapshotBuilder(), AdDescriptions(), AccountantState()
         index, submitted, matched = 0, 0, True
         while True:
@@ -153,7 +161,7 @@ class _Replay:
             waiting = submitted < len(jobs) or self.running
             if not waiting and (not self.idle or not matched):
                 break
-            if matched or not self.skip_quiet_cycles:
+            if (matched and self.idle) or not self.skip_quiet_cycles:
                 index += 1
             else:
                 upcoming = min(jobs[submitted].submit if submitted < len(jobs) else math.inf,
@@ -183,6 +191,16 @@ class _Replay:
     def _finish(self, match: Match) -> None:
         self.pool.release(match)
         self.busy_cpus -= self.by_key.pop(match.job).cpus
+        self._strand(match.slot)
+
+    def _strand(self, slot: str) -> None:
+        """Count again the Cpus p-slot ``slot`` strands: whole Cpus left beside less Memory than
+        the trace's smallest RequestMemory, which no job of the trace can use."""
+        cpus, memory = self.pool.free(slot)
+        stranded = float(math.floor(cpus)) if memory < self.least_memory_mb else 0.0
+        self.stranded_cpus += stranded - self.stranded.pop(slot, 0.0)
+        if stranded:
+            self.stranded[slot] = stranded
 
     def _cycle(self, index: int, now: float, builder: SnapshotBuilder, descriptions: AdDescriptions,
                state: AccountantState) -> tuple[AccountantState, bool]:
@@ -191,6 +209,7 @@ class _Replay:
         wall = time.perf_counter()
         epoch = int(self.trace.start_epoch + now)
         snapshot = builder.build(self.pool.slot_ads(), [ad for _, ad in self.idle.values()], self.settings)
+        built = time.perf_counter() - wall
         result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions)
         duration = time.perf_counter() - wall
         for match in result.matches:
@@ -199,7 +218,8 @@ class _Replay:
             index=index, time=now, matches=len(result.matches), total_slots=result.stats.slots,
             candidate_slots=int(snapshot.table.candidate.sum()), idle_jobs=len(snapshot.jobs),
             submitters=len({job.submitter for job in snapshot.jobs}), pie_spins=result.stats.pie_spins,
-            busy_cpus=self.busy_cpus, queued=len(self.idle), group_load=_group_load(result), duration_s=duration,
+            busy_cpus=self.busy_cpus, queued=len(self.idle), group_load=_group_load(result),
+            stranded_cpus=self.stranded_cpus, duration_s=duration, snapshot_s=built,
         ))
         return advance(state, epoch, result.usage, self.settings.priority_halflife), bool(result.matches)
 
@@ -212,6 +232,7 @@ class _Replay:
         self.by_key[match.job] = run
         self.busy_cpus += run.cpus
         self.started += 1
+        self._strand(match.slot)
 
 
 def _held(state: AccountantState, now: int, settings: Settings) -> AccountantState:

@@ -316,7 +316,7 @@ def _pslot_loading(params: _Params) -> PslotLoading:
     try:
         return PslotLoading(text.strip().lower())
     except ValueError:
-        choices = " or ".join(m.value for m in PslotLoading)
+        choices = ", ".join(m.value for m in PslotLoading)
         raise ConfigError(f"NEGOTIATORD_PSLOT_LOADING = {text!r}: must be {choices}") from None
 
 

@@ -24,10 +24,16 @@ class PslotLoading(str, Enum):
     HTCondor's exact rule: its ``insert_candidate`` re-ranks a used p-slot, and with the default
     ``NEGOTIATOR_PRE_JOB_RANK`` the shrunken slot sinks to the end of the list, so in effect
     HTCondor spreads an autocluster's jobs across slots.
+
+    ``ONE_PER_CYCLE`` is HTCondor's negotiator without consumption policies: a p-slot is matched
+    once per cycle and leaves the offer for the rest of it (its startd carves the job's dynamic
+    slot, and the leftovers are offered again in the next cycle). A replay compares it with the
+    other two.
     """
 
     DEPTH_FIRST = "depth_first"
     BREADTH_FIRST = "breadth_first"
+    ONE_PER_CYCLE = "one_per_cycle"
 
 
 class SubmitterOrder(str, Enum):

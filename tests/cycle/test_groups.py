@@ -172,6 +172,19 @@ def test_pslot_loading_order(loading, expected):
     assert Counter(m.slot for m in result.matches) == expected
 
 
+def test_one_per_cycle_loading_matches_a_pslot_once_per_cycle():
+    """HTCondor's manual (Partitionable slots): without a consumption policy the negotiator
+    matches a partitionable slot to one job per cycle, and the startd carves that job's dynamic
+    slot; matchmaker.cpp erases the matched slot from the cycle's offers. Under one_per_cycle two
+    4-cpu p-slots take one 1-cpu job each, each consuming only what its job requests, where the
+    consumption policy's depth-first loading puts all four jobs on the first."""
+    config = settings(pslot_loading=PslotLoading.ONE_PER_CYCLE, **CPU_POLICY)
+    result = run([pslot("first", cpus=4), pslot("second", cpus=4)], jobs("alice", 4), config)
+    assert Counter(m.slot for m in result.matches) == {"first": 1, "second": 1}
+    assert [(m.consumed["Cpus"], m.cost) for m in result.matches] == [(1, 1), (1, 1)]
+    assert {r.reason for r in result.rejections} == {"no match found"}
+
+
 def test_autoregroup_lets_a_group_use_what_nobody_else_wants():
     tree = (group("group_a", quota=2, autoregroup=True),)
     slots = [pslot("s", cpus=10)]

@@ -155,7 +155,35 @@ def test_cycles_are_reported_as_htcondor_names_them(summary: dict) -> None:
 def test_report_page_is_self_contained_with_its_plots(out: Path) -> None:
     page = (out / "report.html").read_text()
     images = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([A-Za-z0-9+/=]+)">', page)
-    assert [alt for alt, _ in images] == ["Utilization and queue length", "Wait per accounting group",
-                                          "Jain&#x27;s fairness index on usage / quota"]
+    assert [alt for alt, _ in images] == ["Utilization and queue length", "Share of quota per accounting group",
+                                          "Wait per accounting group", "Jain&#x27;s fairness index on usage / quota",
+                                          "Cycle duration and matches per cycle"]
     assert all(base64.b64decode(data).startswith(b"\x89PNG") for _, data in images)
     assert "http" not in page and "src=\"data:" in page
+
+
+def test_share_of_quota_per_group_over_time(summary: dict) -> None:
+    # usage / quota after each cycle (quota 2 each), each value holding until the next cycle:
+    #   group_g1: 1, 1, 0.5, 1, 1 (job 4), 0 -> (60 + 60 + 30 + 60 + 240) / 480 = 450 / 480
+    #   group_g2: 1, 1, 1.5, 1, 0, 0         -> (60 + 60 + 90 + 60) / 480 = 270 / 480
+    groups = summary["share_of_quota"]["groups"]
+    assert groups["group_g1"]["series"] == [[0, 1], [60, 1], [120, 0.5], [180, 1], [240, 1], [480, 0]]
+    assert groups["group_g2"]["series"] == [[0, 1], [60, 1], [120, 1.5], [180, 1], [240, 0], [480, 0]]
+    assert groups["group_g1"]["mean"] == pytest.approx(450 / 480)
+    assert groups["group_g2"]["mean"] == pytest.approx(270 / 480)
+
+
+def test_cycles_to_fill_after_each_burst(summary: dict) -> None:
+    # Jobs by their first cycle: #0 jobs 1, 2 (a burst); #1 job 3 (one job: no burst); #2 jobs 4
+    # (submitted 70) and 7 (100), a burst. Burst #0: both start in cycle #0, none in #1: 1 cycle.
+    # Burst #2: job 7 starts in #2, job 4 in #3, none in #4: 2 cycles.
+    bursts = summary["bursts"]
+    assert bursts["series"] == [{"time": 0, "jobs": 2, "placed": 2, "cycles_to_fill": 1},
+                                {"time": 120, "jobs": 2, "placed": 2, "cycles_to_fill": 2}]
+    assert bursts["count"] == 2 and bursts["cycles_to_fill"] == {"mean": 1.5, "p50": 1.5, "p95": 1.95, "max": 2}
+
+
+def test_no_cpu_is_stranded_when_every_job_asks_for_memory_by_its_cpus(summary: dict) -> None:
+    # The smallest RequestMemory is job 7's 2 MB; a node with a free cpu always has >= 1024 MB.
+    assert summary["stranded_cpus"]["mean"] == 0 and summary["stranded_cpus"]["max"] == 0
+    assert [c["StrandedCpus"] for c in summary["cycles"]["per_cycle"]] == [0] * 6

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from negotiatord.replay import NodeShape, SimulatedPool, default_pool, fit_to_node, read_trace, replay
+from negotiatord.replay.html import deterministic_part
 from negotiatord.replay.report import job_rows, jain_summary, utilization
-from negotiatord.settings import Settings
+from negotiatord.settings import Settings, load_settings
 
 from .conftest import HISTORY, KTH, NODE, replay_command
 
@@ -28,8 +29,9 @@ def test_the_same_inputs_give_the_same_files(replay_files: tuple[Path, Path], tm
     config, trace = replay_files
     first = run_cli(config, trace, tmp_path / "a", "--nodes", "2", "--node", NODE)
     second = run_cli(config, trace, tmp_path / "b", "--nodes", "2", "--node", NODE)
-    for name in ("jobs.csv", "report.html"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert (tmp_path / "a" / "jobs.csv").read_bytes() == (tmp_path / "b" / "jobs.csv").read_bytes()
+    pages = [deterministic_part((tmp_path / run / "report.html").read_text()) for run in ("a", "b")]
+    assert pages[0] == pages[1] and pages[0].count("<img") == 4
     assert json.dumps(without_wall_time(first)) == json.dumps(without_wall_time(second))
 
 
@@ -96,3 +98,16 @@ def test_until_stops_negotiating_and_counts_what_was_left(replay_files: tuple[Pa
 
 def test_default_pool_of_kth_is_its_header() -> None:
     assert default_pool(read_trace(KTH, 1)) == (100, NodeShape.with_cpus(1))
+
+
+def test_a_pslot_without_consumption_policy_is_held_whole_by_its_job(tmp_path: Path) -> None:
+    """Without a consumption policy a match takes the whole slot and costs its whole SlotWeight
+    (matchmaker.cpp: "traditional match cost is just slot weight"), so the replay's job holds all
+    4 cpus of its node for its run time: the second 1-cpu job waits for the first to end."""
+    config = tmp_path / "no_policy.conf"
+    config.write_text("NEGOTIATOR_INTERVAL = 60\nSLOT_WEIGHT = Cpus\n")
+    trace_file = tmp_path / "two.csv"
+    trace_file.write_text("job,submit,runtime,cpus,memory,user\na,0,100,1,100,u1\nb,0,100,1,100,u1\n")
+    result = replay(read_trace(trace_file), load_settings(config), SimulatedPool(1, NodeShape.parse("Cpus=4")))
+    assert [(run.job.id, run.start, run.cpus, run.cost) for run in result.runs] == [("a", 0, 4, 4), ("b", 120, 4, 4)]
+    assert result.cycles[0].busy_cpus == 4
