@@ -14,13 +14,12 @@ SLOT = "slot1@node"
 
 
 def fair_group(name: str, cpus: float | None = None, *, weight: float = 1.0,
-               borrowing_limit: float | None = None, **resources: float) -> GroupSettings:
+               borrowing_limit: Mapping[str, float] | None = None, **resources: float) -> GroupSettings:
     """A group with ``GROUP_RESOURCE_QUOTA_<name> = Cpus:<cpus>`` (plus other resources), its
-    ``GROUP_FAIRSHARE_WEIGHT`` and ``GROUP_BORROWING_LIMIT`` (cpus); no HGQ quota of its own."""
+    ``GROUP_FAIRSHARE_WEIGHT`` and ``GROUP_BORROWING_LIMIT``; no HGQ quota of its own."""
     quota = ({"cpus": cpus} if cpus is not None else {}) | resources
     return GroupSettings(name, None, None, False, False, None, resource_quota=quota or None,
-                         borrowing_limit=None if borrowing_limit is None else {"cpus": borrowing_limit},
-                         fairshare_weight=weight)
+                         borrowing_limit=borrowing_limit, fairshare_weight=weight)
 
 
 def job(job_id: str, group: str, cpus: float = 1.0, prio: int = 0, start: float = 1000.0,
