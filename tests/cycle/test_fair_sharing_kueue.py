@@ -170,6 +170,6 @@ def test_borrowing_group_in_a_group_that_is_not_borrowing_is_protected() -> None
     """Kueue case "borrowing cq in non-borrowing cohort is protected": b borrows, but RIGHT,
     its parent, does not, so nothing under RIGHT is a target. Kueue then preempts a's own
     workloads; inside a group that is HTCondor's priority rule, so fair sharing finds none."""
-    world = pool([fair_group("a", 5, weight=10), fair_group("RIGHT", 1, weight=0.1), fair_group("RIGHT.b", 0, weight=0.1)],
-                 {"cpus": 6}, units("a", "a1", "a2", "a3", prio=-1) + units("RIGHT.b", "b1", prio=-1))
+    groups = [fair_group("a", 5, weight=10), fair_group("RIGHT", 1, weight=0.1), fair_group("RIGHT.b", 0, weight=0.1)]
+    world = pool(groups, {"cpus": 6}, units("a", "a1", "a2", "a3", prio=-1) + units("RIGHT.b", "b1", prio=-1))
     assert decide(world, "a", 5) == {}
