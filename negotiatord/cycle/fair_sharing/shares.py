@@ -258,25 +258,29 @@ def borrowing_on(node: UsageNode, resources: Iterable[str]) -> bool:
     return any(above(node.usage[r], node.quota[r]) for r in resources if r in node.usage)
 
 
-def node_share(node: UsageNode) -> Share:
-    """Kueue's ``dominantResourceShare`` of one node (without a pending request)."""
-    if node.parent is None:
-        return NO_SHARE
-    ratio, dominant, borrowing = 0.0, "", False
+def resource_shares(node: UsageNode) -> dict[str, Share]:
+    """Each resource's share of ``node``: borrowed / lendable in per mille over the weight (the
+    terms Kueue's ``dominantResourceShare`` takes the largest of); none for the root, for a
+    resource the node does not borrow, or one nothing can be lent of."""
+    shares = {}
     for r in sorted(node.usage):
-        if not above(node.usage[r], node.quota[r]):
-            continue
-        borrowing = True
-        lendable = node.lendable[r]
-        if lendable > 0:
-            r_ratio = (node.usage[r] - node.quota[r]) * 1000.0 / lendable
-            if r_ratio > ratio:
-                ratio, dominant = r_ratio, r
-    if ratio == 0.0:
-        return Share(False, 0.0, borrowing, dominant)
-    if node.weight == 0:
-        return Share(True, ratio, borrowing, dominant)
-    return Share(False, ratio / node.weight, borrowing, dominant)
+        borrowed = node.usage[r] - node.quota[r]
+        lendable = node.lendable.get(r, 0.0)
+        if node.parent is None or not above(node.usage[r], node.quota[r]) or lendable <= 0:
+            shares[r] = NO_SHARE
+        elif node.weight == 0:
+            shares[r] = Share(True, borrowed * 1000.0 / lendable, True, r)
+        else:
+            shares[r] = Share(False, borrowed * 1000.0 / lendable / node.weight, True, r)
+    return shares
+
+
+def node_share(node: UsageNode) -> Share:
+    """Kueue's ``dominantResourceShare`` of one node: its largest resource share (the first
+    resource by name on a tie), borrowing if it holds more than its quota of anything."""
+    borrowing = node.parent is not None and borrowing_on(node, node.usage)
+    dominant = max(resource_shares(node).values(), default=NO_SHARE)
+    return Share(dominant.infinite, dominant.value, borrowing, dominant.dominant)
 
 
 def fits_borrowing_limits(leaf: UsageNode) -> bool:

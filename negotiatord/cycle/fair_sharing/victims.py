@@ -49,6 +49,7 @@ from negotiatord.cycle.fair_sharing.shares import (
     borrowing_on,
     fits_borrowing_limits,
     node_share,
+    resource_shares,
 )
 from negotiatord.settings.groups import WEIGHT_UNIT
 
@@ -182,6 +183,49 @@ class _Attempt:
         self.usage.admit(job.group, job.resources)
         return share
 
+    def settles(self, victims: Sequence[Victim]) -> bool:
+        """The two conditions that keep preemptions from looping (``docs/fair-sharing.md``).
+
+        1. The victims hold no more of any accounted resource than the preemptor takes: the
+           pool's total usage never falls, so nothing freed here can be refilled by a job that
+           then raises a share again.
+        2. Let L be the highest lowest-common-ancestor of the preemptor with a victim. From the
+           pool before (preemptor idle, victims running) to after: no resource share of L or
+           above it rises, and among the resource shares of L's children that the preemption
+           changes, the highest falls.
+
+        Each preemption then either raises the total usage or keeps it and makes the tree's
+        resource shares, read level by level from the root, strictly smaller: neither can go
+        on for ever, so a pool whose jobs stay the same settles.
+        """
+        for r in self.usage.resources:
+            if above(sum(victim.job.resources.get(r, 0.0) for victim in victims), self.request.get(r, 0.0)):
+                return False
+        path = list(self.leaf.lineage())
+        sides: dict[UsageNode, set[UsageNode]] = {}          # lowest common ancestor -> touched children
+        for victim in victims:
+            below = self.usage.leaf(victim.job.group)
+            while below.parent not in path:
+                assert below.parent is not None              # the root is above every leaf
+                below = below.parent
+            assert below.parent is not None
+            sides.setdefault(below.parent, set()).add(below)
+        top = max(sides, key=path.index)
+        touched = sides[top] | {path[path.index(top) - 1]}
+        above_top = path[path.index(top):]
+        after = {node: resource_shares(node) for node in (*touched, *above_top)}
+        self.usage.remove(self.group, self.request)
+        for victim in victims:
+            self.usage.admit(victim.job.group, victim.job.resources)
+        before = {node: resource_shares(node) for node in after}
+        for victim in victims:
+            self.usage.remove(victim.job.group, victim.job.resources)
+        self.usage.admit(self.group, self.request)
+        if any(after[node][r] > before[node][r] for node in above_top for r in before[node]):
+            return False
+        changed = [(node, r) for node in touched for r in before[node] if after[node][r] != before[node][r]]
+        return bool(changed) and max(after[n][r] for n, r in changed) < max(before[n][r] for n, r in changed)
+
     def fill_back(self) -> tuple[Victim, ...]:
         """Put victims back, last-but-one first, while the preemptor still fits."""
         kept = list(self.victims)
@@ -216,7 +260,10 @@ def _victims_on_slot(usage: GroupUsage, group: str, request: Mapping[str, float]
             if strategies else (False, [])
         if not fits and len(strategies) > 1:
             fits = _second_strategy(attempt, turned_down, _STRATEGIES[strategies[1]], strategies[1])
-    return attempt.fill_back() if fits else None
+    if not fits:
+        return None
+    victims = attempt.fill_back()
+    return victims if attempt.settles(victims) else None
 
 
 def _reclaim(attempt: _Attempt, candidates: Sequence[RunningJob]) -> bool:
