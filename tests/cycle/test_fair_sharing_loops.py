@@ -15,7 +15,7 @@ Hypothesis runs derandomized, so CI sees the same examples every time.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st, target
 
 from negotiatord.settings import GroupSettings
 from tests.fair_sharing_pools import fair_group
@@ -33,7 +33,7 @@ def group_trees(draw: st.DrawFn, resources: tuple[str, ...] = ("cpus",)) -> list
     def add(parent: str, level: int) -> None:
         for index in range(draw(st.integers(1 if level == 1 else 0, 3 if level == 1 else 2))):
             name = f"{parent}.g{index}" if parent else f"g{index}"
-            quota = {r: float(draw(st.integers(0, 6))) for r in resources}
+            quota = {r: float(draw(st.integers(0, 4))) for r in resources}
             groups.append(fair_group(name, weight=draw(st.sampled_from([0.0, 0.5, 1.0, 1.0, 2.0])), **quota))
             if level < depth:
                 add(name, level + 1)
@@ -45,14 +45,14 @@ def group_trees(draw: st.DrawFn, resources: tuple[str, ...] = ("cpus",)) -> list
 @st.composite
 def workloads(draw: st.DrawFn, resources: tuple[str, ...] = ("cpus",)) -> tuple:
     groups = draw(group_trees(resources))
-    slots = {f"slot{i}@node": {r: float(draw(st.integers(2, 6))) for r in resources}
-             for i in range(draw(st.integers(1, 3)))}
+    slots = {f"slot{i}@node": {r: float(draw(st.integers(2, 4))) for r in resources}
+             for i in range(draw(st.integers(1, 2)))}
     names = [g.name for g in groups] + ["<none>"]
-    events = draw(st.lists(st.one_of(
-        st.tuples(st.just("arrive"), st.sampled_from(names),
-                  st.fixed_dictionaries({r: st.integers(1, 3).map(float) for r in resources})),
-        st.tuples(st.just("finish"), st.integers(0, 50), st.just({})),
-    ), min_size=1, max_size=14))
+    arrival = st.tuples(st.just("arrive"), st.sampled_from(names),
+                        st.fixed_dictionaries({r: st.sampled_from([1.0, 1.0, 2.0]) for r in resources}))
+    finish = st.tuples(st.just("finish"), st.integers(0, 50), st.just({}))
+    # three arrivals to a finish on average, so the pool fills up and groups contend
+    events = draw(st.lists(st.one_of(arrival, arrival, arrival, finish), min_size=2, max_size=16))
     return groups, slots, events
 
 
@@ -86,6 +86,7 @@ def chain_violations(preemptions: list[Preemption], group_of: dict[str, str]) ->
 
 def check(groups: list[GroupSettings], slots: dict, events: list) -> None:
     sim = play(groups, slots, events)
+    target(float(len(sim.preemptions)), label="preemptions")     # steer towards contended pools
     group_of = {job_id: group for job_id, (group, _) in sim.jobs.items()}
     assert chain_violations(sim.preemptions, group_of) == []
 
