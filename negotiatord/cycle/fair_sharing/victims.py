@@ -26,6 +26,8 @@ Kueue's fair-sharing preemption (``pkg/scheduler/preemption/preemption.go``
   offered once more, one per target, to the second (Kueue's ``runSecondFsStrategy``).
 - As soon as the preemptor fits, earlier victims are put back, last first, while it still fits
   (Kueue's ``fillBackWorkloads``): the set is minimal. If it never fits, nobody is preempted.
+- Unlike Kueue, the result must also pass two conditions that keep preemptions from looping
+  (:meth:`_Attempt.settles`); Kueue's rules alone can go round for ever.
 
 A job *fits* when the slot's free resources plus the victims' cover every requested resource
 except the slot-weight charge (:data:`WEIGHT_UNIT`, which no slot holds), and its group's
