@@ -243,18 +243,20 @@ class _Attempt:
 def _victims_on_slot(usage: GroupUsage, group: str, request: Mapping[str, float],
                      free: Mapping[str, float], jobs: Sequence[RunningJob],
                      strategies: Sequence[str]) -> tuple[Victim, ...] | None:
-    attempt = _Attempt(usage, group, request, free)
     lacking = _lacking(request, free)
     contested = ((lacking & set(usage.resources))
                  or {r for r in usage.resources if request.get(r, 0.0) > 0} or set(usage.resources))
+    own_leaf = usage.leaf(group)
+    # The preemptor's admission changes no other leaf, so candidates are found before copying.
     candidates = sorted(
         (job for job in jobs
-         if attempt.usage.leaf(job.group) is not attempt.leaf
+         if usage.leaf(job.group) is not own_leaf
          and any(job.resources.get(r, 0.0) > 0 for r in lacking)
-         and borrowing_on(attempt.usage.leaf(job.group), contested)),
+         and borrowing_on(usage.leaf(job.group), contested)),
         key=_order)
     if not candidates:
         return None
+    attempt = _Attempt(usage, group, request, free)
     if not borrowing_on(attempt.leaf, contested):
         fits = _reclaim(attempt, candidates)
     else:
