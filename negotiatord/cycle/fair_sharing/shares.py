@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from negotiatord.settings.groups import ROOT_GROUP, WEIGHT_UNIT, GroupTree
@@ -143,7 +144,9 @@ class GroupUsage:
         self._tree = tree
         self.resources: tuple[str, ...] = tuple(sorted({r for share in nominal.values() for r in share}))
         self._group_node: dict[str, UsageNode] = {}
-        self._leaf: dict[str, UsageNode] = {}
+        self._leaf: dict[str, UsageNode] = {}               # configured name -> leaf
+        self._leaf_of: dict[str, UsageNode] = {}            # any spelling -> leaf, as asked
+        self._saved: dict[UsageNode, dict[str, float]] | None = None   # during a trial
         self._root = self._build(ROOT_GROUP, None, nominal)
         self._set_reach(self._root)
 
@@ -183,10 +186,13 @@ class GroupUsage:
 
     def leaf(self, group: str) -> UsageNode:
         """The leaf a job of ``group`` (any case) is accounted in."""
-        declared = self._tree.declared(group)
-        if declared is None:
-            raise KeyError(f"{group!r} is not a configured group")
-        return self._leaf[declared]
+        leaf = self._leaf_of.get(group)
+        if leaf is None:
+            declared = self._tree.declared(group)
+            if declared is None:
+                raise KeyError(f"{group!r} is not a configured group")
+            leaf = self._leaf_of[group] = self._leaf[declared]
+        return leaf
 
     @property
     def root(self) -> UsageNode:
@@ -204,27 +210,25 @@ class GroupUsage:
 
     def _move(self, leaf: UsageNode, resources: Mapping[str, float], sign: float) -> None:
         for node in leaf.lineage():
+            if self._saved is not None and node not in self._saved:
+                self._saved[node] = dict(node.usage)
             for r, amount in resources.items():
                 if r in node.usage:
                     node.usage[r] += sign * amount
 
-    def copy(self) -> GroupUsage:
-        """An independent copy, for simulating a preemption without touching this one."""
-        twin = object.__new__(GroupUsage)
-        twin._tree, twin.resources = self._tree, self.resources
-        twin._group_node, twin._leaf = {}, {}
-        twin._root = self._copy_node(self._root, None, twin)
-        return twin
-
-    def _copy_node(self, node: UsageNode, parent: UsageNode | None, twin: GroupUsage) -> UsageNode:
-        clone = UsageNode(node.name, parent, node.quota, node.weight, node.borrowing_limit, node.own_leaf,
-                      usage=dict(node.usage), lendable=node.lendable, reach=node.reach)
-        clone.children = [self._copy_node(child, clone, twin) for child in node.children]
-        if node.own_leaf or node.is_leaf:
-            twin._leaf[node.name] = clone
-        if not node.own_leaf:
-            twin._group_node[node.name] = clone
-        return clone
+    @contextmanager
+    def trial(self) -> Iterator[None]:
+        """Usage moved inside the block is put back as it was when the block ends: a preemption
+        is simulated on the real tree, and only the nodes it touches are saved."""
+        if self._saved is not None:
+            raise RuntimeError("trials do not nest")
+        self._saved = {}
+        try:
+            yield
+        finally:
+            for node, usage in self._saved.items():
+                node.usage = usage
+            self._saved = None
 
     # --- shares -----------------------------------------------------------------------------
 

@@ -127,6 +127,8 @@ def choose_victims(
         victims = _victims_on_slot(usage, group, request, slot_free, by_slot[slot], strategies)
         if victims is not None and (best is None or len(victims) < len(best.victims)):
             best = FairSharePreemption(slot, victims)
+            if len(victims) == 1:
+                break                                # no slot can do with fewer
     return best
 
 
@@ -153,7 +155,7 @@ class _Attempt:
 
     def __init__(self, usage: GroupUsage, group: str, request: Mapping[str, float],
                  free: Mapping[str, float]) -> None:
-        self.usage = usage.copy()
+        self.usage = usage                     # inside a trial: put back afterwards
         self.usage.admit(group, request)
         self.group, self.request = group, request
         self.leaf = self.usage.leaf(group)
@@ -254,20 +256,21 @@ def _victims_on_slot(usage: GroupUsage, group: str, request: Mapping[str, float]
          and any(job.resources.get(r, 0.0) > 0 for r in lacking)
          and borrowing_on(usage.leaf(job.group), contested)),
         key=_order)
-    if not candidates:
+    if not candidates or not _could_fit(request, free, candidates):
         return None
-    attempt = _Attempt(usage, group, request, free)
-    if not borrowing_on(attempt.leaf, contested):
-        fits = _reclaim(attempt, candidates)
-    else:
-        fits, turned_down = _first_strategy(attempt, candidates, _STRATEGIES[strategies[0]], strategies[0]) \
-            if strategies else (False, [])
-        if not fits and len(strategies) > 1:
-            fits = _second_strategy(attempt, turned_down, _STRATEGIES[strategies[1]], strategies[1])
-    if not fits:
-        return None
-    victims = attempt.fill_back()
-    return victims if attempt.settles(victims) else None
+    with usage.trial():
+        attempt = _Attempt(usage, group, request, free)
+        if not borrowing_on(attempt.leaf, contested):
+            fits = _reclaim(attempt, candidates)
+        else:
+            fits, turned_down = _first_strategy(attempt, candidates, _STRATEGIES[strategies[0]], strategies[0]) \
+                if strategies else (False, [])
+            if not fits and len(strategies) > 1:
+                fits = _second_strategy(attempt, turned_down, _STRATEGIES[strategies[1]], strategies[1])
+        if not fits:
+            return None
+        victims = attempt.fill_back()
+        return victims if attempt.settles(victims) else None
 
 
 def _reclaim(attempt: _Attempt, candidates: Sequence[RunningJob]) -> bool:
