@@ -76,29 +76,39 @@ class Simulation:
         self.running[job_id] = job
 
     def run_cycle(self) -> int:
-        """One negotiation cycle; the number of preemptions it made."""
+        """One negotiation cycle; the number of preemptions it made.
+
+        Free room is offered to every idle job before any claimed slot is (HTCondor's default
+        ``NEGOTIATOR_PRE_JOB_RANK`` ranks unclaimed slots above claimed ones); then the jobs
+        still idle may preempt, taking free room first where a preemption left some."""
         self.cycle += 1
         made = 0
-        for order, job_id in enumerate(sorted(self.idle, key=_arrival)):
-            group, request = self.jobs[job_id]
-            tick = self.cycle + order / 1000.0
-            slot = self._room_for(group, request)
-            if slot is not None:
-                self._start(job_id, slot, tick)
-                self.idle.remove(job_id)
-                continue
-            found = choose_victims(self.usage, group, request, self.free, self.running.values(), self.strategies)
-            if found is None:
-                continue
-            for victim in found.victims:
-                self._release(self.running.pop(victim.job.job_id))
-                self.idle.append(victim.job.job_id)
-                self.preemptions.append(Preemption(self.cycle, self.episode, job_id, victim.job.job_id,
-                                                   group, victim.job.group, victim.strategy))
-                made += 1
-            self._start(job_id, found.slot, tick)
-            self.idle.remove(job_id)
+        for preempting in (False, True):
+            for order, job_id in enumerate(sorted(self.idle, key=_arrival)):
+                made += self._offer(job_id, self.cycle + order / 1000.0, preempting)
         return made
+
+    def _offer(self, job_id: str, tick: float, preempting: bool) -> int:
+        """Start ``job_id`` in free room, or (``preempting``) by preemption; the victims' count."""
+        group, request = self.jobs[job_id]
+        slot = self._room_for(group, request)
+        if slot is not None:
+            self._start(job_id, slot, tick)
+            self.idle.remove(job_id)
+            return 0
+        if not preempting:
+            return 0
+        found = choose_victims(self.usage, group, request, self.free, self.running.values(), self.strategies)
+        if found is None:
+            return 0
+        for victim in found.victims:
+            self._release(self.running.pop(victim.job.job_id))
+            self.idle.append(victim.job.job_id)
+            self.preemptions.append(Preemption(self.cycle, self.episode, job_id, victim.job.job_id,
+                                               group, victim.job.group, victim.strategy))
+        self._start(job_id, found.slot, tick)
+        self.idle.remove(job_id)
+        return len(found.victims)
 
     def _room_for(self, group: str, request: Mapping[str, float]) -> str | None:
         for slot in sorted(self.free):

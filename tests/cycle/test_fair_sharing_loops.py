@@ -180,3 +180,36 @@ def test_preemption_inside_a_group_may_not_raise_the_group_above_its_siblings() 
     assert sim.settle(MAX_CYCLES) is not None
     assert sim.preemptions == []
     assert set(sim.running) == {"j0", "j2"}
+
+
+def test_free_room_goes_out_before_anyone_preempts() -> None:
+    """Found by hypothesis when the simulated cycle let each job, in turn, take free room or
+    preempt. One slot of 5 cpus; g0 (weight 0) has a nominal share of 4, its child g0.g0 none;
+    ungrouped users have the 5th cpu. j1, j2 (g0, 1 cpu each) and j4 (ungrouped, 2 cpus) run, 1
+    cpu is free; j3 (g0.g0, 2 cpus) and j5 (g0, 1 cpu) wait.
+
+    Asked first, j3 may preempt j4: g0 would hold exactly its share. But j5 then takes the free
+    cpu, g0 borrows on a weight of 0, and j4 preempts j3 back: a job preempted by the job it
+    preempted, within a few cycles and with no job arriving or leaving. Offering free room to
+    every job before any preemption (as HTCondor's default NEGOTIATOR_PRE_JOB_RANK prefers
+    unclaimed slots) gives the cpu to j5 first, and then j3 has no claim: nothing is preempted.
+    The cycle must therefore match free slots before it looks at claimed ones."""
+    groups = [fair_group("g0", 4, weight=0), fair_group("g0.g0", 0, weight=0)]
+    sim = Simulation(groups, {"slot0@node": {"cpus": 5.0}})
+    for job_id, group, cpus in (("j1", "g0", 1.0), ("j2", "g0", 1.0), ("j4", "<none>", 2.0)):
+        sim.submit(job_id, group, {"cpus": cpus})
+    sim.settle(MAX_CYCLES)
+    # One job at a time, j3 first:
+    first = choose_victims(sim.usage, "g0.g0", {"cpus": 2.0}, sim.free, list(sim.running.values()), STRATEGIES)
+    assert first is not None and [v.job.job_id for v in first.victims] == ["j4"]
+    after = Simulation(groups, {"slot0@node": {"cpus": 5.0}})        # j3 in, j4 out, j5 in the free cpu
+    for job_id, group, cpus in (("j1", "g0", 1.0), ("j2", "g0", 1.0), ("j3", "g0.g0", 2.0), ("j5", "g0", 1.0)):
+        after.submit(job_id, group, {"cpus": cpus})
+    after.settle(MAX_CYCLES)
+    back = choose_victims(after.usage, "<none>", {"cpus": 2.0}, after.free, list(after.running.values()), STRATEGIES)
+    assert back is not None and [v.job.job_id for v in back.victims] == ["j3"]
+    # Free room first: j5 takes the cpu, and j3 has no claim on j4's.
+    sim.submit("j3", "g0.g0", {"cpus": 2.0})
+    sim.submit("j5", "g0", {"cpus": 1.0})
+    assert sim.settle(MAX_CYCLES) == 2
+    assert sim.preemptions == [] and set(sim.running) == {"j1", "j2", "j4", "j5"}
