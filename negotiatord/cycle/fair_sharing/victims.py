@@ -225,10 +225,11 @@ class _Attempt:
         for victim in victims:
             self.usage.remove(victim.job.group, victim.job.resources)
         self.usage.admit(self.group, self.request)
-        if any(after[node][r] > before[node][r] for node in above_top for r in before[node]):
+        if any(_below(before[node][r], after[node][r]) for node in above_top for r in before[node]):
             return False
-        changed = [(node, r) for node in touched for r in before[node] if after[node][r] != before[node][r]]
-        return bool(changed) and max(after[n][r] for n, r in changed) < max(before[n][r] for n, r in changed)
+        changed = [(node, r) for node in touched for r in before[node]
+                   if _below(after[node][r], before[node][r]) or _below(before[node][r], after[node][r])]
+        return bool(changed) and _below(max(after[n][r] for n, r in changed), max(before[n][r] for n, r in changed))
 
     def fill_back(self) -> tuple[Victim, ...]:
         """Put victims back, last-but-one first, while the preemptor still fits."""
@@ -312,6 +313,14 @@ def _second_strategy(attempt: _Attempt, candidates: Sequence[RunningJob], strate
                 return True
         targets.drop(target)
     return False
+
+
+def _below(low: Share, high: Share) -> bool:
+    """Whether ``low`` is below ``high`` by more than float noise (shares are recomputed from
+    usage that went up and down, so an ulp is no change)."""
+    if low.infinite != high.infinite:
+        return high.infinite
+    return above(high.value, low.value)
 
 
 def _almost_lowest_common_ancestors(preemptor: UsageNode, target: UsageNode) -> tuple[UsageNode, UsageNode]:
