@@ -14,7 +14,9 @@ Cases left out: those whose expected victims come from the preemptor's own Clust
 (``InClusterQueueReason``: inside a group, HTCondor's priority rule decides, not this one),
 and ``forced to preempt within clusterqueue because borrowing workload too important``, which
 rests on ``ReclaimWithinCohort: LowerPriority`` (JobPrio is a per-user knob in HTCondor and
-does not order jobs of different groups).
+does not order jobs of different groups). Cases where Kueue's victims hold more than the
+preemptor takes are kept apart (``LARGER_VICTIMS``): the no-loop rule refuses them
+(``docs/fair-sharing.md``).
 """
 
 from __future__ import annotations
