@@ -10,7 +10,7 @@ any preemption there is the rule reacting to itself.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from negotiatord.cycle.fair_sharing import GroupUsage, RunningJob, choose_victims, nominal_shares
 from negotiatord.cycle.fair_sharing.shares import fits_borrowing_limits
@@ -149,7 +149,3 @@ def reaches(edges: Sequence[tuple[str, str]], start: str, goal: str) -> bool:
                 seen.add(head)
                 walk.append(head)
     return start == goal
-
-
-def with_weight(group: GroupSettings, weight: float) -> GroupSettings:
-    return replace(group, fairshare_weight=weight)

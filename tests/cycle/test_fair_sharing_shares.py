@@ -134,4 +134,3 @@ def test_a_trial_puts_usage_back() -> None:
         usage.admit("b", {"cpus": 1.5})
         assert usage.share("a").per_mille == 0 and usage.share("b").borrowing
     assert usage.share("a") == before and not usage.share("b").borrowing
-    assert usage.borrowed("a") == {"cpus": 1.0}

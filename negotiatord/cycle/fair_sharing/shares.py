@@ -243,13 +243,6 @@ class GroupUsage:
         """The DRS of ``group``'s own submitters (the group's own share when it has no children)."""
         return node_share(self.leaf(group))
 
-    def borrowed(self, group: str) -> dict[str, float]:
-        """What ``group``'s subtree holds above its nominal share, per resource (0 when within)."""
-        declared = self._tree.declared(group)
-        if declared is None:
-            raise KeyError(f"{group!r} is not a configured group")
-        node = self._group_node[declared]
-        return {r: max(0.0, node.usage[r] - node.quota[r]) for r in self.resources}
 
 
 def above(usage: float, quota: float) -> bool:
