@@ -36,9 +36,12 @@ from negotiatord.accountant import AccountantState
 from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
+from negotiatord.cycle.preemption import RANK, InsertedFigures, PreemptingCandidate, Preemptor
 from negotiatord.cycle.quotas import GroupAllocation, allocate_quotas
 from negotiatord.cycle.requests import Request, Submitter
-from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match, Rejection, SubmitterReport
+from negotiatord.cycle.result import (
+    CycleResult, CycleStats, GroupReport, Match, Preemption, Rejection, SubmitterReport,
+)
 from negotiatord.cycle.state import EPSILON, PoolState
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.pool.autoclusters import Autocluster
@@ -91,6 +94,9 @@ class _Cycle:
         self.match_lists: dict[int, MatchList] = {}
         self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
                                                                  # any more this cycle
+        self.preemptions: list[Preemption] = []
+        self.quotas: dict[str, float] = {}                       # group -> quota, this allocation round
+        self.preemptor: Preemptor | None = None
 
     def run(self) -> CycleResult:
         started = time.perf_counter()
@@ -100,6 +106,8 @@ class _Cycle:
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
             self.submitters = self._submitters()
+            if self.settings.consider_preemption:
+                self.preemptor = self._preemptor()
         with self._phase("match_lists"):
             demand = self._demand()
         with self._phase("matchmaking"):
@@ -130,6 +138,21 @@ class _Cycle:
             if slot.claim.concurrency_limits:
                 running_limits.append(slot.claim.concurrency_limits)
         return ConcurrencyLedger(self.settings, running_limits)
+
+    def _preemptor(self) -> Preemptor:
+        """Claimed slots as candidates (:mod:`negotiatord.cycle.preemption`), asked with the
+        cycle's figures of the moment."""
+        priorities: dict[str, float] = {s.name: s.priority for s in self.submitters.values()}
+
+        def priority(customer: str) -> float:
+            if customer not in priorities:
+                priorities[customer] = self.accountant.effective_priority(
+                    customer, self._account(customer), self.settings)
+            return priorities[customer]
+
+        figures = InsertedFigures(self.table, self.settings, priority, self._account, self.usage,
+                                  self.own_usage, self.quotas)
+        return Preemptor(self.table, self.state.weights, self.settings, self.evaluator, figures)
 
     def _submitters(self) -> dict[str, Submitter]:
         """The submitters with idle jobs, in the order their first jobs came in."""
@@ -185,6 +208,7 @@ class _Cycle:
         for _ in range(self.settings.allocation_rounds):
             # the root <none> always accepts surplus, as in HTCondor's hgq_construct_tree
             allocations = allocate_quotas(self.tree, pool_size, demand, accept_surplus_root=True)
+            self.quotas.update({name: allocation.quota for name, allocation in allocations.items()})
             made = self._negotiate_groups(allocations)
             if made == 0 or not any(s.open_requests(self.exhausted) for s in self.submitters.values()):
                 break
@@ -289,7 +313,7 @@ class _Cycle:
                     break
                 job = request.jobs[0]
                 cost = self._cost(candidate)
-                reason = self._refusal(cost, limit, room())
+                reason = self._preemption_refusal(candidate, group, cost, limit, room())
                 if reason is not None:
                     self._reject(job, submitter, reason)
                     break
@@ -314,9 +338,24 @@ class _Cycle:
             self._close(request, submitter, CONCURRENCY_LIMIT.format(name=blocked))
             return None
         candidate = self._match_list(request.autocluster).best()
+        if self.preemptor is not None:
+            candidate = self.preemptor.best(request.autocluster, candidate)
         if candidate is None:
             self._close(request, submitter, NO_MATCH)
         return candidate
+
+    def _preemption_refusal(self, candidate: Candidate, group: str, cost: float, limit: float,
+                            room: float) -> str | None:
+        """:meth:`_refusal` for a candidate that may preempt: a startd RANK preemption is allowed
+        whatever the submitter's limit, as in HTCondor; a preemption within the group gives the
+        group back the victim's weight as it charges the job's cost."""
+        if not isinstance(candidate, PreemptingCandidate):
+            return self._refusal(cost, limit, room)
+        if candidate.rule == RANK:
+            return None
+        if self._account(candidate.claim.customer) == group:
+            room += float(self.state.weights[candidate.row])
+        return self._refusal(cost, limit, room)
 
     def _refusal(self, cost: float, limit: float, room: float) -> str | None:
         if cost > limit + EPSILON:
@@ -333,12 +372,29 @@ class _Cycle:
         consumed = {
             asset: _plain(candidate.consumption[self.table.asset_column(asset)]) for asset in slot.assets
         }
-        self.state.take(candidate.row, candidate.consumption, cost)
-        match_list.taken(candidate)
+        victim = None
+        if isinstance(candidate, PreemptingCandidate):
+            victim = self._preempt(job, submitter, group, candidate)
+        else:
+            self.state.take(candidate.row, candidate.consumption, cost)
+            match_list.taken(candidate)
         self.ledger.take(job.concurrency_limits)
         self._charge_usage(submitter.name, cost)
         self.charges[submitter.name] += cost
-        self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed))
+        self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed, preempts=victim))
+
+    def _preempt(self, job: Job, submitter: Submitter, group: str, candidate: PreemptingCandidate) -> str | None:
+        """Give a claimed slot to ``job``: the slot is not offered again this cycle, and its usage
+        moves from the victim's customer to the preemptor's. Returns the victim job's id."""
+        assert self.preemptor is not None   # a preempting candidate comes from it
+        self.preemptor.take(candidate)
+        claim = candidate.claim
+        self._charge_usage(claim.customer, -float(self.state.weights[candidate.row]))
+        self.preemptions.append(Preemption(
+            claim.job, self.table.slots[candidate.row].name, claim.customer, self._account(claim.customer),
+            job.id, submitter.name, group, candidate.rule, candidate.strategy,
+        ))
+        return claim.job
 
     def _charge_usage(self, customer: str, weight: float) -> None:
         """Usage counts for the customer and for its group's own submitters, which is what the
@@ -404,6 +460,8 @@ class _Cycle:
             phase_s=dict(self.phases),
             pairs=self.evaluator.stats.pairs,
             classad_fallbacks=self.evaluator.stats.fallbacks,
+            claimed_slots=0 if self.preemptor is None else len(self.preemptor.claimed),
+            preemptions=len(self.preemptions),
         )
         return CycleResult(
             stats=stats,
@@ -418,6 +476,7 @@ class _Cycle:
             usage=usage,
             charges=self.tree.roll_up(self.charges),
             problems=tuple(self.problems),
+            preemptions=tuple(self.preemptions),
         )
 
     def _subtree_totals(self, own: Mapping[str, float]) -> dict[str, float]:

@@ -13,6 +13,26 @@ class Match:
     group: str
     cost: float
     consumed: dict[str, float]
+    preempts: str | None = None         # the job it preempts (its id), when the slot was claimed
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """A claimed slot the cycle gave to ``job``, preempting ``victim_job``, under ``rule``
+    (``priority``, ``rank`` or ``fair_sharing``) and, for fair sharing, ``strategy``."""
+
+    victim_job: str | None
+    slot: str
+    victim_submitter: str
+    victim_group: str
+    job: str
+    submitter: str
+    group: str
+    rule: str
+    strategy: str | None = None
+
+
+PREEMPTION_RULES = ("priority", "rank", "fair_sharing")
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,8 @@ class CycleStats:
     phase_s: dict[str, float] = field(default_factory=dict)
     pairs: int = 0                  # (autocluster, slot) pairs the evaluator assessed
     classad_fallbacks: int = 0      # expression evaluations the fast path left to classad2
+    claimed_slots: int = 0          # claimed slots considered for preemption
+    preemptions: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,3 +95,11 @@ class CycleResult:
     usage: dict[str, float]      # customer (submitter or group) -> weighted usage after the cycle
     charges: dict[str, float]    # customer -> cost of this cycle's matches
     problems: tuple[str, ...]    # slots, jobs and expressions left out, with the reason
+    preemptions: tuple[Preemption, ...] = ()   # in the order the cycle decided them
+
+    def preemptions_by_rule(self) -> dict[str, int]:
+        """How many preemptions each rule allowed (every rule named, at 0 if none)."""
+        counts = dict.fromkeys(PREEMPTION_RULES, 0)
+        for preemption in self.preemptions:
+            counts[preemption.rule] = counts.get(preemption.rule, 0) + 1
+        return counts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,6 +36,26 @@ class Assessment:
     rank: np.ndarray          # float64[n, 3]
 
 
+@dataclass(frozen=True)
+class PreemptionInserts:
+    """The attributes inserted before asking: into the job ad (``submitter``) and into each
+    claimed slot's ad (``remote``, parallel to the rows asked about)."""
+
+    submitter: Mapping[str, object]
+    remote: Sequence[Mapping[str, object]]
+
+
+@dataclass(frozen=True)
+class PreemptionAssessment:
+    """Answers for claimed rows ``rows``, one entry per row."""
+
+    rows: np.ndarray              # int64[n]
+    rank_above: np.ndarray        # bool[n]: MY.Rank > MY.CurrentRank is true
+    rank_at_least: np.ndarray     # bool[n]: MY.Rank >= MY.CurrentRank is true
+    requirements: np.ndarray      # bool[n]: PREEMPTION_REQUIREMENTS is true (true where it is not set)
+    preemption_rank: np.ndarray   # float64[n]: PREEMPTION_RANK, -DBL_MAX where it is no number
+
+
 @dataclass
 class EvaluatorStats:
     """What an evaluator did in a cycle, for the cycle's figures and /metrics."""
@@ -64,4 +85,10 @@ class PairEvaluator(Protocol):
         ...
 
     def assess(self, autocluster: Autocluster, rows: np.ndarray, amounts: np.ndarray) -> Assessment:
+        ...
+
+    def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
+                          inserts: PreemptionInserts) -> PreemptionAssessment:
+        """For claimed rows the request matches (``assess``): may it preempt them, and in which
+        order (:mod:`negotiatord.evaluation.preemption`)."""
         ...

@@ -16,7 +16,10 @@ import numpy as np
 
 from negotiatord.classad.conversion import as_number, evaluated, requirements_hold
 from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
-from negotiatord.evaluation.protocol import UNRANKED, Assessment, EvaluatorStats
+from negotiatord.evaluation.preemption import PreemptionQuestions
+from negotiatord.evaluation.protocol import (
+    UNRANKED, Assessment, EvaluatorStats, PreemptionAssessment, PreemptionInserts,
+)
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.slots import Slot
 from negotiatord.pool.snapshot import SlotTable
@@ -43,6 +46,7 @@ class ClassAdEvaluator:
             for text in (settings.pre_job_rank, settings.post_job_rank)
         ]
         self._requests: dict[int, classad2.ClassAd] = {}
+        self._preemption = PreemptionQuestions(table, settings, now)
         self.stats = EvaluatorStats()
 
     # -- PairEvaluator -------------------------------------------------------------------------
@@ -76,6 +80,10 @@ class ClassAdEvaluator:
                 cost[i] = price
                 rank[i] = self._rank(job, slot_ad)
         return Assessment(rows=np.asarray(rows), matched=matched, consumption=consumption, cost=cost, rank=rank)
+
+    def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
+                          inserts: PreemptionInserts) -> PreemptionAssessment:
+        return self._preemption.assess(autocluster, rows, inserts)
 
     # -- pieces --------------------------------------------------------------------------------
 

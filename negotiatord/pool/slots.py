@@ -30,10 +30,22 @@ class SlotKind(str, Enum):
 
 @dataclass(frozen=True)
 class Claim:
-    """Work running on a claimed slot, charged to ``customer`` (AccountingGroup, else RemoteUser)."""
+    """Work running on a claimed slot, charged to ``customer`` (AccountingGroup, else RemoteUser).
+
+    The rest is what preemption reads from the slot ad: ``remote_user`` is whom a preemption
+    takes the slot from (PreemptingAccountingGroup, PreemptingUser, AccountingGroup, RemoteUser,
+    in that order, as HTCondor's matchmaker.cpp looks them up), ``current_rank`` the slot's Rank
+    for the running job (PreemptingRank while a preempting claim waits, as addRemoteUserPrios
+    does), ``retiring`` whether RetirementTimeRemaining is positive."""
 
     customer: str
     concurrency_limits: str | None
+    remote_user: str = ""
+    job: str | None = None              # GlobalJobId, else JobId
+    job_start: float | None = None      # JobStart
+    job_prio: float | None = None       # JobPrio
+    current_rank: float = 0.0           # PreemptingRank, else CurrentRank, else 0
+    retiring: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,35 @@ class Slot:
     def is_candidate(self) -> bool:
         """Only unclaimed slots are offered to idle jobs (preemption comes later)."""
         return self.claim is None and self.state == "Unclaimed"
+
+
+def considers_priority_preemption(settings: Settings) -> bool:
+    """Whether priority preemption can happen at all: not when PREEMPTION_REQUIREMENTS is the
+    literal False (HTCondor's default), which no attribute can turn."""
+    text = settings.preemption_requirements
+    return text is None or str(classad2.ExprTree(text)).strip().lower() != "false"
+
+
+def may_be_preempted(slot: Slot, settings: Settings) -> bool:
+    """Whether an idle job could take ``slot`` from its claim this cycle, as HTCondor's
+    negotiator decides what to keep: NEGOTIATOR_CONSIDER_PREEMPTION is on; the slot is claimed and
+    not partitionable (``trimStartdAds_PreemptionLogic`` never offers a claimed p-slot); it is not
+    retiring (RetirementTimeRemaining > 0) unless NEGOTIATOR_CONSIDER_EARLY_PREEMPTION; and either
+    priority preemption is possible or the slot's Rank could exceed its CurrentRank (a missing
+    Rank, or a literal number no greater, never does: ``MY.Rank > MY.CurrentRank`` is not true)."""
+    claim = slot.claim
+    if not settings.consider_preemption or claim is None or slot.kind is SlotKind.PARTITIONABLE:
+        return False
+    if claim.retiring and not settings.consider_early_preemption:
+        return False
+    if considers_priority_preemption(settings):
+        return True
+    rank = slot.ad.get("Rank")
+    if rank is None or isinstance(rank, bool):
+        return False
+    if isinstance(rank, (int, float)):
+        return float(rank) > claim.current_rank
+    return True
 
 
 def default_consumption(asset: str) -> str:
@@ -150,4 +191,17 @@ def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
     )
     if customer is None:
         return None
-    return Claim(customer=customer, concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"))
+    rank = evaluate_number(ad, "PreemptingRank")
+    if rank is None:
+        rank = evaluate_number(ad, "CurrentRank")
+    return Claim(
+        customer=customer,
+        concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"),
+        remote_user=(evaluate_string(ad, "PreemptingAccountingGroup") or evaluate_string(ad, "PreemptingUser")
+                     or customer),
+        job=evaluate_string(ad, "GlobalJobId") or evaluate_string(ad, "JobId"),
+        job_start=evaluate_number(ad, "JobStart"),
+        job_prio=evaluate_number(ad, "JobPrio"),
+        current_rank=0.0 if rank is None else rank,
+        retiring=(evaluate_number(ad, "RetirementTimeRemaining") or 0.0) > 0,
+    )

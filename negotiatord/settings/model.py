@@ -15,6 +15,13 @@ from collections.abc import Mapping
 from negotiatord.settings.groups import GroupSettings, GroupTree
 
 
+# HTCondor's param table default for PREEMPTION_RANK: the worst user priority first, then the
+# job that has run least.
+DEFAULT_PREEMPTION_RANK = (
+    "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRunTime), 0, TotalJobRunTime)"
+)
+
+
 class PslotLoading(str, Enum):
     """How a partitionable slot with room left is ordered for the next job of a request.
 
@@ -85,6 +92,14 @@ class Settings:
     concurrency_scope_defaults: Mapping[str, float] = field(default_factory=dict)  # CONCURRENCY_LIMIT_DEFAULT_<SCOPE>
 
     allocation_rounds: int = 3                  # GROUP_QUOTA_MAX_ALLOCATION_ROUNDS
+
+    # Preemption (HTCondor's defaults; the README's "Preemption" section)
+    consider_preemption: bool = True            # NEGOTIATOR_CONSIDER_PREEMPTION
+    consider_early_preemption: bool = False     # NEGOTIATOR_CONSIDER_EARLY_PREEMPTION
+    preemption_requirements: str | None = "False"   # PREEMPTION_REQUIREMENTS (None: set empty, no check)
+    preemption_rank: str | None = DEFAULT_PREEMPTION_RANK   # PREEMPTION_RANK (None: set empty)
+    preemption_requirements_stable: bool = True     # PREEMPTION_REQUIREMENTS_STABLE
+    preemption_rank_stable: bool = True             # PREEMPTION_RANK_STABLE
 
     # Daemon timing (used by the service)
     negotiator_interval: float = 60.0           # NEGOTIATOR_INTERVAL

@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from negotiatord.classad.semantics import old_semantics
-from negotiatord.evaluation.protocol import Assessment
+from negotiatord.evaluation.preemption import PreemptionQuestions
+from negotiatord.evaluation.protocol import Assessment, PreemptionAssessment, PreemptionInserts
 from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.ir import IRGraph
@@ -48,6 +49,7 @@ class FastEvaluator:
         self._descriptions = AdDescriptions() if descriptions is None else descriptions
         self.stats = FastPathStats()
         self._fallback = ReferenceFallback(table, settings, now)
+        self._preemption = PreemptionQuestions(table, settings, now)
         self._specs = CycleRoots.of(table.assets, settings)
         self._reset(old_semantics())
 
@@ -88,6 +90,14 @@ class FastEvaluator:
             self.stats.kernel_batches += 1
             return done
         return self._stages.assess(autocluster, job, rows, amounts)
+
+    def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
+                          inserts: PreemptionInserts) -> PreemptionAssessment:
+        """The rank conditions, PREEMPTION_REQUIREMENTS and PREEMPTION_RANK are not compiled:
+        classad2 answers them, counted as fallback evaluations (whether a claimed slot matches
+        at all is ``assess``, in the kernels)."""
+        self.stats.fallback_evaluations["preemption"] += len(rows) * PreemptionQuestions.EXPRESSIONS
+        return self._preemption.assess(autocluster, rows, inserts)
 
     # -- pieces ------------------------------------------------------------------------------------
 
