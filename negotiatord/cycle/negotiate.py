@@ -372,29 +372,30 @@ class _Cycle:
         consumed = {
             asset: _plain(candidate.consumption[self.table.asset_column(asset)]) for asset in slot.assets
         }
-        victim = None
+        preemption = None
         if isinstance(candidate, PreemptingCandidate):
-            victim = self._preempt(job, submitter, group, candidate)
+            preemption = self._preempt(job, submitter, group, candidate)
         else:
             self.state.take(candidate.row, candidate.consumption, cost)
             match_list.taken(candidate)
         self.ledger.take(job.concurrency_limits)
         self._charge_usage(submitter.name, cost)
         self.charges[submitter.name] += cost
-        self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed, preempts=victim))
+        self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed, preemption))
 
-    def _preempt(self, job: Job, submitter: Submitter, group: str, candidate: PreemptingCandidate) -> str | None:
+    def _preempt(self, job: Job, submitter: Submitter, group: str, candidate: PreemptingCandidate) -> Preemption:
         """Give a claimed slot to ``job``: the slot is not offered again this cycle, and its usage
-        moves from the victim's customer to the preemptor's. Returns the victim job's id."""
+        moves from the victim's customer to the preemptor's."""
         assert self.preemptor is not None   # a preempting candidate comes from it
         self.preemptor.take(candidate)
         claim = candidate.claim
         self._charge_usage(claim.customer, -float(self.state.weights[candidate.row]))
-        self.preemptions.append(Preemption(
+        preemption = Preemption(
             claim.job, self.table.slots[candidate.row].name, claim.customer, self._account(claim.customer),
             job.id, submitter.name, group, candidate.rule, candidate.strategy,
-        ))
-        return claim.job
+        )
+        self.preemptions.append(preemption)
+        return preemption
 
     def _charge_usage(self, customer: str, weight: float) -> None:
         """Usage counts for the customer and for its group's own submitters, which is what the

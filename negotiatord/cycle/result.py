@@ -6,17 +6,6 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class Match:
-    job: str
-    slot: str
-    submitter: str
-    group: str
-    cost: float
-    consumed: dict[str, float]
-    preempts: str | None = None         # the job it preempts (its id), when the slot was claimed
-
-
-@dataclass(frozen=True)
 class Preemption:
     """A claimed slot the cycle gave to ``job``, preempting ``victim_job``, under ``rule``
     (``priority``, ``rank`` or ``fair_sharing``) and, for fair sharing, ``strategy``."""
@@ -33,6 +22,23 @@ class Preemption:
 
 
 PREEMPTION_RULES = ("priority", "rank", "fair_sharing")
+
+
+@dataclass(frozen=True)
+class Match:
+    job: str
+    slot: str
+    submitter: str
+    group: str
+    cost: float
+    consumed: dict[str, float]
+    preemption: Preemption | None = None   # when the slot was claimed: whose job it preempts, and why
+
+    @property
+    def preempts(self) -> str | None:
+        """The id of the job this match preempts (None when the slot was not claimed, or its ad
+        names no job)."""
+        return None if self.preemption is None else self.preemption.victim_job
 
 
 @dataclass(frozen=True)
