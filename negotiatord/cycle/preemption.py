@@ -204,7 +204,7 @@ class InsertedFigures:
     ``SubmitterNegotiatingGroup``, ``SubmitterAutoregroup`` and, with accounting groups configured,
     ``SubmitterGroup``, ``SubmitterGroupResourcesInUse``, ``SubmitterGroupQuota``); into the slot ad,
     what its ``addRemoteUserPrios`` inserts (``RemoteUserPrio``, ``RemoteUserResourcesInUse``,
-    ``CurrentRank`` taken from PreemptingRank when the slot has one and, with groups,
+    ``CurrentRank`` set to PreemptingRank when the slot has one and, with groups,
     ``RemoteGroup``, ``RemoteGroupResourcesInUse``, ``RemoteGroupQuota``). Usage is weighted (the
     accountant's WeightedResourcesUsed); a group's is its own customers'.
 
@@ -234,16 +234,18 @@ class InsertedFigures:
         if self._groups:
             job.update(SubmitterGroup=group, SubmitterGroupResourcesInUse=self._own_usage.get(group, 0.0),
                        SubmitterGroupQuota=self._quotas.get(group, 0.0))
-        return PreemptionInserts(job, [self._remote(row) for row in rows.tolist()])
+        claims = [self._table.slots[row].claim for row in rows.tolist()]
+        return PreemptionInserts(job, [self._remote(claim) for claim in claims],
+                                 [claim is not None and claim.remote_user != submitter for claim in claims])
 
-    def _remote(self, row: int) -> dict[str, object]:
-        claim = self._table.slots[row].claim
+    def _remote(self, claim: Claim | None) -> dict[str, object]:
         assert claim is not None     # asked of claimed slots only
         user = claim.remote_user
         inserted: dict[str, object] = {
             "RemoteUserPrio": self._priority(user), "RemoteUserResourcesInUse": self._usage.get(user, 0.0),
-            "CurrentRank": claim.current_rank,
         }
+        if claim.preempting_rank is not None:
+            inserted["CurrentRank"] = claim.preempting_rank
         if self._groups:
             group = self._group_of(user)
             inserted.update(RemoteGroup=group, RemoteGroupResourcesInUse=self._own_usage.get(group, 0.0),

@@ -39,15 +39,21 @@ class Assessment:
 @dataclass(frozen=True)
 class PreemptionInserts:
     """The attributes inserted before asking: into the job ad (``submitter``) and into each
-    claimed slot's ad (``remote``, parallel to the rows asked about)."""
+    claimed slot's ad (``remote``, parallel to the rows asked about); ``other_customer`` says,
+    per row, whether the slot's customer is not the job's submitter (priority preemption is
+    possible only then)."""
 
     submitter: Mapping[str, object]
     remote: Sequence[Mapping[str, object]]
+    other_customer: Sequence[bool]
 
 
 @dataclass(frozen=True)
 class PreemptionAssessment:
-    """Answers for claimed rows ``rows``, one entry per row."""
+    """Answers for claimed rows ``rows``, one entry per row. What the decision does not need is
+    not evaluated: ``requirements`` is False where priority preemption was already impossible
+    (the slot prefers the job, its customer is the submitter, or it ranks the job lower), and
+    ``preemption_rank`` is -DBL_MAX where the slot cannot be preempted."""
 
     rows: np.ndarray              # int64[n]
     rank_above: np.ndarray        # bool[n]: MY.Rank > MY.CurrentRank is true

@@ -35,8 +35,8 @@ class Claim:
     The rest is what preemption reads from the slot ad: ``remote_user`` is whom a preemption
     takes the slot from (PreemptingAccountingGroup, PreemptingUser, AccountingGroup, RemoteUser,
     in that order, as HTCondor's matchmaker.cpp looks them up), ``current_rank`` the slot's Rank
-    for the running job (PreemptingRank while a preempting claim waits, as addRemoteUserPrios
-    does), ``retiring`` whether RetirementTimeRemaining is positive."""
+    for the running job (:attr:`rank_to_beat`: PreemptingRank while a preempting claim waits,
+    as addRemoteUserPrios does), ``retiring`` whether RetirementTimeRemaining is positive."""
 
     customer: str
     concurrency_limits: str | None
@@ -44,8 +44,15 @@ class Claim:
     job: str | None = None              # GlobalJobId, else JobId
     job_start: float | None = None      # JobStart
     job_prio: float | None = None       # JobPrio
-    current_rank: float = 0.0           # PreemptingRank, else CurrentRank, else 0
+    current_rank: float | None = None       # CurrentRank
+    preempting_rank: float | None = None    # PreemptingRank: the rank of a claim waiting to start
     retiring: bool = False
+
+    @property
+    def rank_to_beat(self) -> float | None:
+        """The rank a job must beat to preempt by the slot's RANK: PreemptingRank, else
+        CurrentRank (None when the ad has neither: then no job can)."""
+        return self.current_rank if self.preempting_rank is None else self.preempting_rank
 
 
 @dataclass(frozen=True)
@@ -97,8 +104,11 @@ def may_be_preempted(slot: Slot, settings: Settings) -> bool:
     rank = slot.ad.get("Rank")
     if rank is None or isinstance(rank, bool):
         return False
-    if isinstance(rank, (int, float)):
-        return float(rank) > claim.current_rank
+    to_beat = claim.rank_to_beat
+    if to_beat is None and "CurrentRank" not in slot.ad:
+        return False         # MY.CurrentRank is undefined: MY.Rank > MY.CurrentRank never holds
+    if isinstance(rank, (int, float)) and to_beat is not None:
+        return float(rank) > to_beat
     return True
 
 
@@ -191,9 +201,6 @@ def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
     )
     if customer is None:
         return None
-    rank = evaluate_number(ad, "PreemptingRank")
-    if rank is None:
-        rank = evaluate_number(ad, "CurrentRank")
     return Claim(
         customer=customer,
         concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"),
@@ -202,6 +209,7 @@ def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
         job=evaluate_string(ad, "GlobalJobId") or evaluate_string(ad, "JobId"),
         job_start=evaluate_number(ad, "JobStart"),
         job_prio=evaluate_number(ad, "JobPrio"),
-        current_rank=0.0 if rank is None else rank,
+        current_rank=evaluate_number(ad, "CurrentRank"),
+        preempting_rank=evaluate_number(ad, "PreemptingRank"),
         retiring=(evaluate_number(ad, "RetirementTimeRemaining") or 0.0) > 0,
     )

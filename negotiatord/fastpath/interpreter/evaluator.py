@@ -96,8 +96,10 @@ class FastEvaluator:
         """The rank conditions, PREEMPTION_REQUIREMENTS and PREEMPTION_RANK are not compiled:
         classad2 answers them, counted as fallback evaluations (whether a claimed slot matches
         at all is ``assess``, in the kernels)."""
-        self.stats.fallback_evaluations["preemption"] += len(rows) * PreemptionQuestions.EXPRESSIONS
-        return self._preemption.assess(autocluster, rows, inserts)
+        before = self._preemption.evaluations
+        answers = self._preemption.assess(autocluster, rows, inserts)
+        self.stats.fallback_evaluations["preemption"] += self._preemption.evaluations - before
+        return answers
 
     # -- pieces ------------------------------------------------------------------------------------
 
