@@ -18,7 +18,7 @@ from negotiatord.settings.groups import GroupSettings, GroupTree
 # HTCondor's param table default for PREEMPTION_RANK: the worst user priority first, then the
 # job that has run least.
 DEFAULT_PREEMPTION_RANK = (
-    "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRunTime), 0, TotalJobRunTime)"
+    "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRuntime), 0, TotalJobRuntime)"
 )
 
 

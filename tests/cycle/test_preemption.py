@@ -25,6 +25,8 @@ resolves them in the job ad under its old ClassAd semantics, which this process 
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import classad2
@@ -37,7 +39,7 @@ from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.publish.report import cycle_document, cycle_table
 from negotiatord.runtime import run_cycle
-from negotiatord.settings import Settings
+from negotiatord.settings import Settings, load_settings
 from tests.builders import expr, group, jobs, settings, static_slot
 
 NOW = 1_700_000_000
@@ -251,3 +253,28 @@ def test_the_dry_run_shows_preemptions():
     table = cycle_table(result)
     assert "preempted job" in table and "bob@site#s1" in table and "priority" in table
     assert result.preemptions_by_rule() == {"priority": 1, "rank": 0, "fair_sharing": 0}
+
+
+def test_no_rank_preemption_without_a_current_rank():
+    """MY.Rank > MY.CurrentRank is undefined when the ad has no CurrentRank: never true."""
+    slot = claimed("s1", "bob@site", Rank=expr("10"))
+    del slot["CurrentRank"]
+    result = cycle([slot], jobs("alice", 1), settings())
+    assert result.preemptions == () and result.stats.claimed_slots == 0
+
+
+def test_the_bundled_sample_under_the_uwcs_priority_test_agrees_between_evaluators():
+    """The sample pool's claimed slots (real HTCondor ads, Rank = 0.0, CurrentRank = 0.0) under the
+    UWCS policy's priority test, the running customer far worse than the submitters: the four
+    claimed slots are considered, and both evaluators give the same cycle (cycle() checks it;
+    here the submitters' limits and group quotas leave no room for a preemption)."""
+    from negotiatord.ads.reader import read_ads
+    root = Path(__file__).resolve().parents[2]
+    slot_ads = list(read_ads(root / "samples" / "slots.ads").ads)
+    job_ads = list(read_ads(root / "samples" / "jobs.ads").ads)
+    config = replace(load_settings(root / "config" / "default.conf"),
+                     preemption_requirements="RemoteUserPrio > TARGET.SubmitterUserPrio * 1.2")
+    running = {str(ad.eval("RemoteUser")) for ad in slot_ads if ad.get("State") == "Claimed"}
+    state = AccountantState([CustomerRecord(name, 1000.0, None, 0.0, 0.0, None, None, NOW) for name in running])
+    result = cycle(slot_ads, job_ads, config, state)
+    assert result.stats.claimed_slots == 4
