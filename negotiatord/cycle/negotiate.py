@@ -95,7 +95,6 @@ class _Cycle:
         self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
                                                                  # any more this cycle
         self.preemptions: list[Preemption] = []
-        self.quotas: dict[str, float] = {}                       # group -> quota, this allocation round
         self.preemptor: Preemptor | None = None
 
     def run(self) -> CycleResult:
@@ -107,7 +106,7 @@ class _Cycle:
             self.ledger = self._count_running_work()
             self.submitters = self._submitters()
             if self.settings.consider_preemption:
-                self.preemptor = self._preemptor()
+                self.preemptor = self._preemptor(pool_size)
         with self._phase("match_lists"):
             demand = self._demand()
         with self._phase("matchmaking"):
@@ -139,9 +138,10 @@ class _Cycle:
                 running_limits.append(slot.claim.concurrency_limits)
         return ConcurrencyLedger(self.settings, running_limits)
 
-    def _preemptor(self) -> Preemptor:
+    def _preemptor(self, pool_size: float) -> Preemptor:
         """Claimed slots as candidates (:mod:`negotiatord.cycle.preemption`), asked with the
-        cycle's figures of the moment."""
+        cycle's figures of the moment. The group quotas inserted are the tree's quotas of the
+        pool, which no demand changes (as HTCondor's are computed before it negotiates)."""
         priorities: dict[str, float] = {s.name: s.priority for s in self.submitters.values()}
 
         def priority(customer: str) -> float:
@@ -150,8 +150,10 @@ class _Cycle:
                     customer, self._account(customer), self.settings)
             return priorities[customer]
 
+        quotas = {name: allocation.quota for name, allocation in
+                  allocate_quotas(self.tree, pool_size, self.own_usage, accept_surplus_root=True).items()}
         figures = InsertedFigures(self.table, self.settings, priority, self._account, self.usage,
-                                  self.own_usage, self.quotas)
+                                  self.own_usage, quotas)
         return Preemptor(self.table, self.state.weights, self.settings, self.evaluator, figures)
 
     def _submitters(self) -> dict[str, Submitter]:
@@ -208,7 +210,6 @@ class _Cycle:
         for _ in range(self.settings.allocation_rounds):
             # the root <none> always accepts surplus, as in HTCondor's hgq_construct_tree
             allocations = allocate_quotas(self.tree, pool_size, demand, accept_surplus_root=True)
-            self.quotas.update({name: allocation.quota for name, allocation in allocations.items()})
             made = self._negotiate_groups(allocations)
             if made == 0 or not any(s.open_requests(self.exhausted) for s in self.submitters.values()):
                 break

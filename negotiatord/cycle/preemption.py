@@ -208,7 +208,7 @@ class InsertedFigures:
     ``RemoteGroup``, ``RemoteGroupResourcesInUse``, ``RemoteGroupQuota``). Usage is weighted (the
     accountant's WeightedResourcesUsed); a group's is its own customers'.
 
-    ``usage``, ``own_usage`` and ``quotas`` are the cycle's own mappings, read at each question.
+    ``usage`` and ``own_usage`` are the cycle's own mappings, read at each question.
     """
 
     def __init__(self, table: SlotTable, settings: Settings, priority: Callable[[str], float],
@@ -255,7 +255,13 @@ class InsertedFigures:
 
 class Preemptor:
     """The cycle's claimed candidates: for a request's next job, the claimed slot it takes
-    instead of its best idle one, if any."""
+    instead of its best idle one, if any.
+
+    HTCondor's two rules live in :class:`PreemptionList`. Another rule (fair sharing across
+    groups) answers the same question here, for the same request and claimed slots, and hands
+    back a :class:`PreemptingCandidate` naming its rule and strategy; the cycle commits any
+    candidate alike (usage moves, the slot is taken, the preemption is reported).
+    """
 
     def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings, evaluator: PairEvaluator,
                  inserts: Inserts) -> None:
@@ -274,7 +280,6 @@ class Preemptor:
 
     def take(self, candidate: PreemptingCandidate) -> None:
         self.claimed.take(candidate.row)
-
     def _list(self, autocluster: Autocluster) -> PreemptionList:
         found = self._lists.get(autocluster.id)
         if found is None:

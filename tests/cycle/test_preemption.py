@@ -278,3 +278,15 @@ def test_the_bundled_sample_under_the_uwcs_priority_test_agrees_between_evaluato
     state = AccountantState([CustomerRecord(name, 1000.0, None, 0.0, 0.0, None, None, NOW) for name in running])
     result = cycle(slot_ads, job_ads, config, state)
     assert result.stats.claimed_slots == 4
+
+
+def test_the_group_quota_inserted_is_the_allocation_rounds_own():
+    """SubmitterGroupQuota is the group's quota as this round computed it (HTCondor fills it from
+    the quotas of the group tree before negotiating), not what the demand estimate saw before
+    any quota was computed."""
+    config = settings(groups=(group("physics", quota=1),),
+                      preemption_requirements="TARGET.SubmitterGroupQuota >= 1 && RemoteUserPrio > TARGET.SubmitterUserPrio")
+    state = AccountantState([CustomerRecord("physics.alice@site", 1.0, None, 0.0, 0.0, None, None, NOW),
+                             CustomerRecord("bob@site", 100.0, None, 0.0, 0.0, None, None, NOW)])
+    result = cycle([claimed("s1", "bob@site")], jobs("alice", 1, group="physics"), config, state)
+    assert [(p.slot, p.group, p.victim_group) for p in result.preemptions] == [("s1", "physics", "<none>")]
