@@ -6,9 +6,11 @@ the README lists:
 1. weigh every slot (SlotWeight); the pool size is the sum, claimed slots included;
 2. count running work: each claimed slot's weight is charged to its customer, and so to the
    customer's group, that group's ancestors and ``<none>`` (:meth:`GroupTree.roll_up`);
-3. build each autocluster's candidate list; a group's demand is its usage plus, for each idle
-   request, the jobs that can start times the cost on its best candidate (jobs no slot matches,
-   and jobs the headroom of their concurrency limits does not let start, add nothing);
+3. build each autocluster's candidate list (with NEGOTIATOR_CONSIDER_PREEMPTION, claimed slots it
+   may preempt are candidates too, :mod:`negotiatord.cycle.preemption`); a group's demand is its
+   usage plus, for each idle request, the jobs that can start times the cost on its best
+   candidate (jobs no slot matches, and jobs the headroom of their concurrency limits does not
+   let start, add nothing);
 4. share the pool among groups (:mod:`negotiatord.cycle.quotas`) and negotiate group by group in
    GROUP_SORT_EXPR order, pie spins sharing each group's allocation among its submitters; like
    HTCondor's allocation rounds, repeat with demand re-estimated from what is still unmatched and
@@ -327,8 +329,9 @@ class _Cycle:
         return made
 
     def _offer(self, request: Request, submitter: Submitter) -> Candidate | None:
-        """The best candidate for ``request``'s next job, or None if that job cannot start this
-        cycle; then the request is closed for the cycle and its job rejected.
+        """The best candidate for ``request``'s next job (a claimed slot it preempts when
+        HTCondor's order puts one first), or None if that job cannot start this cycle; then the
+        request is closed for the cycle and its job rejected.
 
         Its concurrency limits are checked first, as HTCondor's ``matchmakingAlgorithm`` checks a
         job's literal ConcurrencyLimits before looking at candidates. Neither answer can turn

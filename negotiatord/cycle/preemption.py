@@ -94,10 +94,10 @@ class PreemptionList:
     """One request's claimed candidates, best first by the three ranks, as a MatchList keeps the
     idle ones; preemption state and PREEMPTION_RANK decide within a tier of equal ranks."""
 
-    def __init__(self, autocluster: Autocluster, submitter: str, evaluator: PairEvaluator,
-                 claimed: ClaimedSlots, settings: Settings) -> None:
+    def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, claimed: ClaimedSlots,
+                 settings: Settings) -> None:
         self._autocluster = autocluster
-        self._submitter = submitter
+        self._submitter = autocluster.submitter
         self._evaluator = evaluator
         self._claimed = claimed
         self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
@@ -283,6 +283,6 @@ class Preemptor:
     def _list(self, autocluster: Autocluster) -> PreemptionList:
         found = self._lists.get(autocluster.id)
         if found is None:
-            found = self._lists[autocluster.id] = PreemptionList(
-                autocluster, autocluster.submitter, self._evaluator, self.claimed, self._settings)
+            found = self._lists[autocluster.id] = PreemptionList(autocluster, self._evaluator, self.claimed,
+                                                                 self._settings)
         return found

@@ -31,6 +31,7 @@ from typing import Any
 
 import classad2
 import pytest
+from hypothesis import HealthCheck, given, seed, settings as hsettings, strategies as st
 
 from negotiatord.accountant import AccountantState
 from negotiatord.accountant.priorities import CustomerRecord
@@ -285,8 +286,72 @@ def test_the_group_quota_inserted_is_the_allocation_rounds_own():
     the quotas of the group tree before negotiating), not what the demand estimate saw before
     any quota was computed."""
     config = settings(groups=(group("physics", quota=1),),
-                      preemption_requirements="TARGET.SubmitterGroupQuota >= 1 && RemoteUserPrio > TARGET.SubmitterUserPrio")
+                      preemption_requirements=("TARGET.SubmitterGroupQuota >= 1 && "
+                                               "RemoteUserPrio > TARGET.SubmitterUserPrio"))
     state = AccountantState([CustomerRecord("physics.alice@site", 1.0, None, 0.0, 0.0, None, None, NOW),
                              CustomerRecord("bob@site", 100.0, None, 0.0, 0.0, None, None, NOW)])
     result = cycle([claimed("s1", "bob@site")], jobs("alice", 1, group="physics"), config, state)
     assert [(p.slot, p.group, p.victim_group) for p in result.preemptions] == [("s1", "physics", "<none>")]
+
+
+
+USERS = ("alice", "bob", "carol")
+SLOT_RANKS = (None, "0", "5", "TARGET.JobPrio", 'TARGET.Owner == "carol" ? 3 : 0')
+POLICIES = ("False", "True", "RemoteUserPrio > TARGET.SubmitterUserPrio * 1.2",
+            "RemoteUserResourcesInUse > TARGET.SubmitterUserResourcesInUse")
+
+
+@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@seed(12)
+@given(slots=st.lists(st.tuples(st.sampled_from((None, *USERS)), st.sampled_from(SLOT_RANKS),
+                                st.sampled_from((None, 0.0, 2.0)), st.integers(1, 4)), min_size=1, max_size=8),
+       idle=st.lists(st.tuples(st.sampled_from(USERS), st.integers(1, 3), st.integers(0, 6), st.integers(1, 4)),
+                     min_size=1, max_size=4),
+       policy=st.sampled_from(POLICIES), stable=st.booleans(),
+       priorities=st.tuples(*(st.sampled_from((0.5, 10.0, 100.0)) for _ in USERS)))
+def test_random_claimed_pools_agree_and_follow_htcondors_rules(slots, idle, policy, stable, priorities):
+    """Random pools of idle and claimed static slots (customers, slot Ranks, CurrentRanks), idle
+    jobs and policies: the fast path and classad2 give the same cycle (cycle() checks it), and every
+    preemption is one HTCondor's rules allow: a slot preempted at most once and never matched
+    otherwise, a priority preemption never of the submitter's own slot, a rank preemption only
+    where the slot's Rank for the job exceeds its CurrentRank; the victim's usage moved."""
+    slot_ads = []
+    for i, (user, rank, current, cpus) in enumerate(slots):
+        rank_attr = {} if rank is None else {"Rank": expr(rank)}
+        if user is None:
+            slot_ads.append(static_slot(f"s{i}", cpus=cpus, **rank_attr))
+            continue
+        ad = claimed(f"s{i}", f"{user}@site", cpus=cpus, **rank_attr)
+        if rank is None:
+            del ad["Rank"]
+        if current is None:
+            del ad["CurrentRank"]
+        else:
+            ad["CurrentRank"] = current
+        slot_ads.append(ad)
+    job_ads = [job for k, (user, count, prio, cpus) in enumerate(idle)
+               for job in jobs(user, count, cluster=k + 1, cpus=cpus, JobPrio=prio)]
+    config = settings(preemption_requirements=policy, preemption_requirements_stable=stable)
+    result = cycle(slot_ads, job_ads, config, accountant(**dict(zip(USERS, priorities))))
+    by_slot = {m.slot: m for m in result.matches}
+    assert len(by_slot) == len(result.matches)
+    ads = {str(ad["Name"]): ad for ad in slot_ads}
+    jobs_by_id = {str(ad["GlobalJobId"]): ad for ad in job_ads}
+    for preemption in result.preemptions:
+        slot = ads[preemption.slot]
+        assert slot["State"] == "Claimed" and by_slot[preemption.slot].preemption == preemption
+        if preemption.rule == "priority":
+            assert preemption.victim_submitter != preemption.submitter and policy != "False"
+        else:
+            assert preemption.rule == "rank"
+            rank = classad2.ExprTree("MY.Rank").eval(slot, jobs_by_id[preemption.job])
+            assert isinstance(rank, (int, float)) and rank > slot["CurrentRank"]
+    for match in result.matches:
+        assert (match.preemption is not None) == (ads[match.slot]["State"] == "Claimed")
+    moved = {user: sum(1 for p in result.preemptions if p.victim_submitter == f"{user}@site") for user in USERS}
+    for user in USERS:
+        running = sum(ad["Cpus"] for ad in slot_ads
+                      if ad["State"] == "Claimed" and ad["RemoteUser"] == f"{user}@site"
+                      and all(p.slot != ad["Name"] for p in result.preemptions))
+        gained = sum(m.cost for m in result.matches if m.submitter == f"{user}@site")
+        assert result.usage.get(f"{user}@site", 0.0) == pytest.approx(running + gained), moved
