@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 import classad2
 
-from negotiatord.classad.conversion import evaluate_number, evaluate_string
+from negotiatord.classad.conversion import as_number, evaluate_number, evaluate_string
+from negotiatord.classad.parser import ParseError, parse
 from negotiatord.pool.problems import LeftOut
 from negotiatord.settings import Settings
 
@@ -93,7 +95,8 @@ def may_be_preempted(slot: Slot, settings: Settings) -> bool:
     not partitionable (``trimStartdAds_PreemptionLogic`` never offers a claimed p-slot); it is not
     retiring (RetirementTimeRemaining > 0) unless NEGOTIATOR_CONSIDER_EARLY_PREEMPTION; and either
     priority preemption is possible or the slot's Rank could exceed its CurrentRank (a missing
-    Rank, or a literal number no greater, never does: ``MY.Rank > MY.CurrentRank`` is not true)."""
+    Rank, or a number no greater, never does: ``MY.Rank > MY.CurrentRank`` is not true; the
+    OSPool's startds publish ``Rank = (1) + (1) + (1) + (1)`` and ``CurrentRank = 4.0``)."""
     claim = slot.claim
     if not settings.consider_preemption or claim is None or slot.kind is SlotKind.PARTITIONABLE:
         return False
@@ -102,6 +105,9 @@ def may_be_preempted(slot: Slot, settings: Settings) -> bool:
     if considers_priority_preemption(settings):
         return True
     rank = slot.ad.get("Rank")
+    if isinstance(rank, classad2.ExprTree):
+        constant = _constant_value(str(rank))
+        rank = rank if constant is None else constant
     if rank is None or isinstance(rank, bool):
         return False
     to_beat = claim.rank_to_beat
@@ -110,6 +116,30 @@ def may_be_preempted(slot: Slot, settings: Settings) -> bool:
     if isinstance(rank, (int, float)) and to_beat is not None:
         return float(rank) > to_beat
     return True
+
+
+@lru_cache(maxsize=1024)
+def _constant_value(text: str) -> float | bool | None:
+    """What an expression that names no attribute and calls no function always is (a number or
+    a boolean), else None."""
+    try:
+        tree = parse(text)
+    except ParseError:
+        return None
+    if _refers(tree):
+        return None
+    value = classad2.ExprTree(text).eval()
+    return value if isinstance(value, bool) else as_number(value)
+
+
+def _refers(node: object) -> bool:
+    """Whether a parsed expression names an attribute, calls a function or holds anything the
+    fast path's parser leaves to classad2."""
+    if not isinstance(node, tuple) or not node or node[0] == "lit":
+        return False
+    if node[0] in ("attr", "call", "sel", "sub", "rec", "inexact"):
+        return True
+    return any(_refers(child) for child in node[1:] if isinstance(child, tuple))
 
 
 def default_consumption(asset: str) -> str:

@@ -355,3 +355,14 @@ def test_random_claimed_pools_agree_and_follow_htcondors_rules(slots, idle, poli
                       and all(p.slot != ad["Name"] for p in result.preemptions))
         gained = sum(m.cost for m in result.matches if m.submitter == f"{user}@site")
         assert result.usage.get(f"{user}@site", 0.0) == pytest.approx(running + gained), moved
+
+
+@pytest.mark.parametrize("current, considered", [(4.0, 0), (3.0, 1)])
+def test_a_constant_rank_not_above_current_rank_is_never_considered(current, considered):
+    """The OSPool's startds publish Rank = (1) + (1) + (1) + (1) and CurrentRank = 4.0
+    (ospool/pool_sample.ads.gz): with PREEMPTION_REQUIREMENTS False no job can preempt them, so
+    they are not asked about at all; with CurrentRank 3 every job rank-preempts."""
+    slot = claimed("s1", "bob@site", Rank=expr("(1) + (1) + (1) + (1)"), CurrentRank=current)
+    result = cycle([slot], jobs("alice", 1), settings())
+    assert result.stats.claimed_slots == considered
+    assert [p.rule for p in result.preemptions] == ["rank"] * considered
