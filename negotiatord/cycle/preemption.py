@@ -47,11 +47,11 @@ Inserts = Callable[[Autocluster, np.ndarray], PreemptionInserts]
 
 
 class PreemptState(IntEnum):
-    """matchmaker.cpp's PreemptState: the higher, the better a candidate (after the three ranks)."""
+    """matchmaker.cpp's PreemptState: the higher, the better a candidate (after the three ranks);
+    its NO_PREEMPTION, an idle slot, is better than both (:meth:`PreemptionList.best`)."""
 
     PRIORITY = 0
     RANK = 1
-    NONE = 2
 
 
 @dataclass
@@ -61,7 +61,6 @@ class PreemptingCandidate(Candidate):
     claim: Claim
     rule: str
     strategy: str | None
-    preemption_rank: float
 
 
 class ClaimedSlots:
@@ -165,7 +164,7 @@ class PreemptionList:
         return PreemptingCandidate(
             row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), float(self._cost[chosen]),
             self._consumption[chosen], 0, claim=claim,
-            rule=RANK if best[0] is PreemptState.RANK else PRIORITY, strategy=None, preemption_rank=best[1],
+            rule=RANK if best[0] is PreemptState.RANK else PRIORITY, strategy=None,
         )
 
     def _states(self, tier: np.ndarray, inserts: Inserts) -> tuple[list[PreemptState | None], list[float]]:
