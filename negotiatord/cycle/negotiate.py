@@ -6,9 +6,11 @@ the README lists:
 1. weigh every slot (SlotWeight); the pool size is the sum, claimed slots included;
 2. count running work: each claimed slot's weight is charged to its customer, and so to the
    customer's group, that group's ancestors and ``<none>`` (:meth:`GroupTree.roll_up`);
-3. build each autocluster's candidate list; a group's demand is its usage plus, for each idle
-   request, the jobs that can start times the cost on its best candidate (jobs no slot matches,
-   and jobs the headroom of their concurrency limits does not let start, add nothing);
+3. build each autocluster's candidate list (with NEGOTIATOR_CONSIDER_PREEMPTION, claimed slots it
+   may preempt are candidates too, :mod:`negotiatord.cycle.preemption`); a group's demand is its
+   usage plus, for each idle request, the jobs that can start times the cost on its best
+   candidate (jobs no slot matches, and jobs the headroom of their concurrency limits does not
+   let start, add nothing);
 4. share the pool among groups (:mod:`negotiatord.cycle.quotas`) and negotiate group by group in
    GROUP_SORT_EXPR order, pie spins sharing each group's allocation among its submitters; like
    HTCondor's allocation rounds, repeat with demand re-estimated from what is still unmatched and
@@ -37,9 +39,12 @@ from negotiatord.cycle.admission_order import AdmissionQueue, held_resources
 from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
+from negotiatord.cycle.preemption import RANK, InsertedFigures, PreemptingCandidate, Preemptor
 from negotiatord.cycle.quotas import GroupAllocation, allocate_quotas
 from negotiatord.cycle.requests import Request, Submitter
-from negotiatord.cycle.result import CycleResult, CycleStats, GroupReport, Match, Rejection, SubmitterReport
+from negotiatord.cycle.result import (
+    CycleResult, CycleStats, GroupReport, Match, Preemption, Rejection, SubmitterReport,
+)
 from negotiatord.cycle.state import EPSILON, PoolState
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.classad.conversion import evaluate_string
@@ -120,6 +125,8 @@ class _Cycle:
         self.asset_columns: dict[tuple[str, ...], list[int]] = {}   # a slot's assets -> their table columns
         self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
                                                                  # any more this cycle
+        self.preemptions: list[Preemption] = []
+        self.preemptor: Preemptor | None = None
 
     def run(self) -> CycleResult:
         started = time.perf_counter()
@@ -129,6 +136,8 @@ class _Cycle:
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
             self.submitters = self._submitters()
+            if self.settings.consider_preemption:
+                self.preemptor = self._preemptor(pool_size)
         with self._phase("match_lists"):
             demand = self._demand()
         with self._phase("matchmaking"):
@@ -160,6 +169,24 @@ class _Cycle:
             if slot.claim.concurrency_limits:
                 running_limits.append(slot.claim.concurrency_limits)
         return ConcurrencyLedger(self.settings, running_limits)
+
+    def _preemptor(self, pool_size: float) -> Preemptor:
+        """Claimed slots as candidates (:mod:`negotiatord.cycle.preemption`), asked with the
+        cycle's figures of the moment. The group quotas inserted are the tree's quotas of the
+        pool, which no demand changes (as HTCondor's are computed before it negotiates)."""
+        priorities: dict[str, float] = {s.name: s.priority for s in self.submitters.values()}
+
+        def priority(customer: str) -> float:
+            if customer not in priorities:
+                priorities[customer] = self.accountant.effective_priority(
+                    customer, self._account(customer), self.settings)
+            return priorities[customer]
+
+        quotas = {name: allocation.quota for name, allocation in
+                  allocate_quotas(self.tree, pool_size, self.own_usage, accept_surplus_root=True).items()}
+        figures = InsertedFigures(self.table, self.settings, priority, self._account, self.usage,
+                                  self.own_usage, quotas)
+        return Preemptor(self.table, self.state.weights, self.settings, self.evaluator, figures)
 
     def _submitters(self) -> dict[str, Submitter]:
         """The submitters with idle jobs, in the order their first jobs came in."""
@@ -324,7 +351,7 @@ class _Cycle:
         """
         made = 0
         for request in submitter.open_requests(self.exhausted):
-            if not self.settings.job_by_job:
+            if not self.settings.job_by_job and not self._may_preempt(request):
                 jobs = len(request.jobs) if max_matches is None else min(len(request.jobs), max_matches - made)
                 placed, limit = self._load(request, submitter, group, jobs, limit, room)
                 made += placed
@@ -338,7 +365,7 @@ class _Cycle:
                     break
                 job = request.jobs[0]
                 cost = self._cost(candidate)
-                reason = self._refusal(cost, limit, room())
+                reason = self._preemption_refusal(candidate, group, cost, limit, room())
                 if reason is not None:
                     self._reject(job, submitter, reason)
                     break
@@ -349,6 +376,12 @@ class _Cycle:
             if made == max_matches:
                 break
         return made
+
+    def _may_preempt(self, request: Request) -> bool:
+        """Whether ``request``'s jobs might take a claimed slot: then they go job by job, where
+        each job's best idle candidate is weighed against the claimed ones (:meth:`_offer`); whole
+        requests are loaded in one call only onto idle slots."""
+        return self.preemptor is not None and self.preemptor.may_preempt_for(request.autocluster)
 
     def _load(self, request: Request, submitter: Submitter, group: str, jobs: int, limit: float,
               room: Room) -> tuple[int, float]:
@@ -407,8 +440,9 @@ class _Cycle:
         return columns
 
     def _offer(self, request: Request, submitter: Submitter) -> Candidate | None:
-        """The best candidate for ``request``'s next job, or None if that job cannot start this
-        cycle; then the request is closed for the cycle and its job rejected.
+        """The best candidate for ``request``'s next job (a claimed slot it preempts when
+        HTCondor's order puts one first), or None if that job cannot start this cycle; then the
+        request is closed for the cycle and its job rejected.
 
         Its concurrency limits are checked first, as HTCondor's ``matchmakingAlgorithm`` checks a
         job's literal ConcurrencyLimits before looking at candidates. Neither answer can turn
@@ -419,9 +453,24 @@ class _Cycle:
             self._close(request, submitter, CONCURRENCY_LIMIT.format(name=blocked))
             return None
         candidate = self._match_list(request.autocluster).best()
+        if self.preemptor is not None:
+            candidate = self.preemptor.best(request.autocluster, candidate)
         if candidate is None:
             self._close(request, submitter, NO_MATCH)
         return candidate
+
+    def _preemption_refusal(self, candidate: Candidate, group: str, cost: float, limit: float,
+                            room: float) -> str | None:
+        """:meth:`_refusal` for a candidate that may preempt: a startd RANK preemption is allowed
+        whatever the submitter's limit, as in HTCondor; a preemption within the group gives the
+        group back the victim's weight as it charges the job's cost."""
+        if not isinstance(candidate, PreemptingCandidate):
+            return self._refusal(cost, limit, room)
+        if candidate.rule == RANK:
+            return None
+        if self._account(candidate.claim.customer) == group:
+            room += float(self.state.weights[candidate.row])
+        return self._refusal(cost, limit, room)
 
     def _refusal(self, cost: float, limit: float, room: float) -> str | None:
         if cost > limit + EPSILON:
@@ -438,12 +487,30 @@ class _Cycle:
         consumed = {
             asset: _plain(candidate.consumption[self.table.asset_column(asset)]) for asset in slot.assets
         }
-        self.state.take(candidate.row, candidate.consumption, cost)
-        match_list.taken()
+        preemption = None
+        if isinstance(candidate, PreemptingCandidate):
+            preemption = self._preempt(job, submitter, group, candidate)
+        else:
+            self.state.take(candidate.row, candidate.consumption, cost)
+            match_list.taken()
         self.ledger.take(job.concurrency_limits)
         self._charge_usage(submitter.name, cost)
         self.charges[submitter.name] += cost
-        self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed))
+        self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed, preemption))
+
+    def _preempt(self, job: Job, submitter: Submitter, group: str, candidate: PreemptingCandidate) -> Preemption:
+        """Give a claimed slot to ``job``: the slot is not offered again this cycle, and its usage
+        moves from the victim's customer to the preemptor's."""
+        assert self.preemptor is not None   # a preempting candidate comes from it
+        self.preemptor.take(candidate)
+        claim = candidate.claim
+        self._charge_usage(claim.customer, -float(self.state.weights[candidate.row]))
+        preemption = Preemption(
+            claim.job, self.table.slots[candidate.row].name, claim.customer, self._account(claim.customer),
+            job.id, submitter.name, group, candidate.rule, candidate.strategy,
+        )
+        self.preemptions.append(preemption)
+        return preemption
 
     def _charge_usage(self, customer: str, weight: float) -> None:
         """Usage counts for the customer and for its group's own submitters, which is what the
@@ -509,6 +576,8 @@ class _Cycle:
             phase_s=dict(self.phases),
             pairs=self.evaluator.stats.pairs,
             classad_fallbacks=self.evaluator.stats.fallbacks,
+            claimed_slots=0 if self.preemptor is None else len(self.preemptor.claimed),
+            preemptions=len(self.preemptions),
         )
         return CycleResult(
             stats=stats,
@@ -524,6 +593,7 @@ class _Cycle:
             charges=self.tree.roll_up(self.charges),
             problems=tuple(self.problems),
             held=self._held(),
+            preemptions=tuple(self.preemptions),
         )
 
     def _held(self) -> dict[str, dict[str, float]]:

@@ -6,6 +6,25 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class Preemption:
+    """A claimed slot the cycle gave to ``job``, preempting ``victim_job``, under ``rule``
+    (``priority``, ``rank`` or ``fair_sharing``) and, for fair sharing, ``strategy``."""
+
+    victim_job: str | None
+    slot: str
+    victim_submitter: str
+    victim_group: str
+    job: str
+    submitter: str
+    group: str
+    rule: str
+    strategy: str | None = None
+
+
+PREEMPTION_RULES = ("priority", "rank", "fair_sharing")
+
+
+@dataclass(frozen=True)
 class Match:
     job: str
     slot: str
@@ -13,6 +32,13 @@ class Match:
     group: str
     cost: float
     consumed: dict[str, float]
+    preemption: Preemption | None = None   # when the slot was claimed: whose job it preempts, and why
+
+    @property
+    def preempts(self) -> str | None:
+        """The id of the job this match preempts (None when the slot was not claimed, or its ad
+        names no job)."""
+        return None if self.preemption is None else self.preemption.victim_job
 
 
 @dataclass(frozen=True)
@@ -61,6 +87,8 @@ class CycleStats:
     phase_s: dict[str, float] = field(default_factory=dict)
     pairs: int = 0                  # (autocluster, slot) pairs the evaluator assessed
     classad_fallbacks: int = 0      # expression evaluations the fast path left to classad2
+    claimed_slots: int = 0          # claimed slots considered for preemption
+    preemptions: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,3 +104,11 @@ class CycleResult:
     # submitter -> lower-cased resource -> amount held after the cycle (with admission fair sharing
     # or quota preemption on; empty otherwise)
     held: dict[str, dict[str, float]] = field(default_factory=dict)
+    preemptions: tuple[Preemption, ...] = ()   # in the order the cycle decided them
+
+    def preemptions_by_rule(self) -> dict[str, int]:
+        """How many preemptions each rule allowed (every rule named, at 0 if none)."""
+        counts = dict.fromkeys(PREEMPTION_RULES, 0)
+        for preemption in self.preemptions:
+            counts[preemption.rule] = counts.get(preemption.rule, 0) + 1
+        return counts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -34,6 +35,32 @@ class Assessment:
     consumption: np.ndarray   # float64[n, assets]
     cost: np.ndarray          # float64[n]
     rank: np.ndarray          # float64[n, 3]
+
+
+@dataclass(frozen=True)
+class PreemptionInserts:
+    """The attributes inserted before asking: into the job ad (``submitter``) and into each
+    claimed slot's ad (``remote``, parallel to the rows asked about); ``other_customer`` says,
+    per row, whether the slot's customer is not the job's submitter (priority preemption is
+    possible only then)."""
+
+    submitter: Mapping[str, object]
+    remote: Sequence[Mapping[str, object]]
+    other_customer: Sequence[bool]
+
+
+@dataclass(frozen=True)
+class PreemptionAssessment:
+    """Answers for claimed rows ``rows``, one entry per row. What the decision does not need is
+    not evaluated: ``requirements`` is False where priority preemption was already impossible
+    (the slot prefers the job, its customer is the submitter, or it ranks the job lower), and
+    ``preemption_rank`` is -DBL_MAX where the slot cannot be preempted."""
+
+    rows: np.ndarray              # int64[n]
+    rank_above: np.ndarray        # bool[n]: MY.Rank > MY.CurrentRank is true
+    rank_at_least: np.ndarray     # bool[n]: MY.Rank >= MY.CurrentRank is true
+    requirements: np.ndarray      # bool[n]: PREEMPTION_REQUIREMENTS is true (true where it is not set)
+    preemption_rank: np.ndarray   # float64[n]: PREEMPTION_RANK, -DBL_MAX where it is no number
 
 
 @dataclass
@@ -73,4 +100,9 @@ class PairEvaluator(Protocol):
         as :func:`~negotiatord.evaluation.loading.load_plainly` does job by job: each match
         deducted from ``pool`` and charged to ``limits`` in place, a changed slot re-assessed
         before it is offered again."""
+
+    def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
+                          inserts: PreemptionInserts) -> PreemptionAssessment:
+        """For claimed rows the request matches (``assess``): may it preempt them, and in which
+        order (:mod:`negotiatord.evaluation.preemption`)."""
         ...

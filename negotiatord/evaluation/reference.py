@@ -17,7 +17,10 @@ import numpy as np
 from negotiatord.classad.conversion import as_number, evaluated, requirements_hold
 from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
 from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns, load_plainly
-from negotiatord.evaluation.protocol import UNRANKED, Assessment, EvaluatorStats
+from negotiatord.evaluation.preemption import PreemptionQuestions
+from negotiatord.evaluation.protocol import (
+    UNRANKED, Assessment, EvaluatorStats, PreemptionAssessment, PreemptionInserts,
+)
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.slots import Slot
 from negotiatord.pool.snapshot import SlotTable
@@ -44,6 +47,7 @@ class ClassAdEvaluator:
             for text in (settings.pre_job_rank, settings.post_job_rank)
         ]
         self._requests: dict[int, classad2.ClassAd] = {}
+        self._preemption = PreemptionQuestions(table, settings, now)
         self.stats = EvaluatorStats()
 
     # -- PairEvaluator -------------------------------------------------------------------------
@@ -81,6 +85,10 @@ class ClassAdEvaluator:
     def load(self, autocluster: Autocluster, candidates: Candidates, pool: PoolColumns,
              limits: LoadingLimits) -> Loading:
         return load_plainly(self, autocluster, candidates, pool, limits)
+
+    def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
+                          inserts: PreemptionInserts) -> PreemptionAssessment:
+        return self._preemption.assess(autocluster, rows, inserts)
 
     # -- pieces --------------------------------------------------------------------------------
 

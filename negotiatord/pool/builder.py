@@ -30,7 +30,7 @@ from negotiatord.pool.job_ads import MatchmakingAd, SharedAds
 from negotiatord.pool.jobs import Job, prepare_job, with_identity
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.significance import JobRead, job_reads
-from negotiatord.pool.slots import Slot, prepare_slot
+from negotiatord.pool.slots import Slot, may_be_preempted, prepare_slot
 from negotiatord.pool.snapshot import SlotTable, Snapshot
 from negotiatord.settings import Settings
 
@@ -140,10 +140,17 @@ class SnapshotBuilder:
         slots = self._slots_read(slot_ads, settings, problems)
         table = SlotTable.from_slots([slot for slot, _ in slots])
         rank_exprs = [classad2.ExprTree(e) for e in (settings.pre_job_rank, settings.post_job_rank) if e]
+        # a claimed slot a job may preempt is asked its Rank, PREEMPTION_REQUIREMENTS and
+        # PREEMPTION_RANK too, whose job references HTCondor also counts as significant
+        preemption_exprs = [classad2.ExprTree(e) for e in (settings.preemption_requirements,
+                                                           settings.preemption_rank) if e]
         reads: set[JobRead] = set()
         for slot, entry in slots:
             if entry.candidate:
                 reads |= self._reads(slot, entry, rank_exprs)
+            elif may_be_preempted(slot, settings):
+                slot_rank = [slot.ad.lookup("Rank")] if "Rank" in slot.ad else []
+                reads |= self._reads(slot, entry, [*rank_exprs, *preemption_exprs, *slot_rank])
         significant = significance(reads, table.assets)
         if self._remember:
             idle = self._idle_jobs((_whole(ad) for ad in job_ads), problems)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 import classad2
 
-from negotiatord.classad.conversion import evaluate_number, evaluate_string
+from negotiatord.classad.conversion import as_number, evaluate_number, evaluate_string
+from negotiatord.classad.parser import ParseError, parse
 from negotiatord.pool.problems import LeftOut
 from negotiatord.settings import Settings
 
@@ -30,10 +32,29 @@ class SlotKind(str, Enum):
 
 @dataclass(frozen=True)
 class Claim:
-    """Work running on a claimed slot, charged to ``customer`` (AccountingGroup, else RemoteUser)."""
+    """Work running on a claimed slot, charged to ``customer`` (AccountingGroup, else RemoteUser).
+
+    The rest is what preemption reads from the slot ad: ``remote_user`` is whom a preemption
+    takes the slot from (PreemptingAccountingGroup, PreemptingUser, AccountingGroup, RemoteUser,
+    in that order, as HTCondor's matchmaker.cpp looks them up), ``current_rank`` the slot's Rank
+    for the running job (:attr:`rank_to_beat`: PreemptingRank while a preempting claim waits,
+    as addRemoteUserPrios does), ``retiring`` whether RetirementTimeRemaining is positive."""
 
     customer: str
     concurrency_limits: str | None
+    remote_user: str = ""
+    job: str | None = None              # GlobalJobId, else JobId
+    job_start: float | None = None      # JobStart
+    job_prio: float | None = None       # JobPrio
+    current_rank: float | None = None       # CurrentRank
+    preempting_rank: float | None = None    # PreemptingRank: the rank of a claim waiting to start
+    retiring: bool = False
+
+    @property
+    def rank_to_beat(self) -> float | None:
+        """The rank a job must beat to preempt by the slot's RANK: PreemptingRank, else
+        CurrentRank (None when the ad has neither: then no job can)."""
+        return self.current_rank if self.preempting_rank is None else self.preempting_rank
 
 
 @dataclass(frozen=True)
@@ -59,6 +80,66 @@ class Slot:
     def is_candidate(self) -> bool:
         """Only unclaimed slots are offered to idle jobs (preemption comes later)."""
         return self.claim is None and self.state == "Unclaimed"
+
+
+def considers_priority_preemption(settings: Settings) -> bool:
+    """Whether priority preemption can happen at all: not when PREEMPTION_REQUIREMENTS is the
+    literal False (HTCondor's default), which no attribute can turn."""
+    text = settings.preemption_requirements
+    return text is None or str(classad2.ExprTree(text)).strip().lower() != "false"
+
+
+def may_be_preempted(slot: Slot, settings: Settings) -> bool:
+    """Whether an idle job could take ``slot`` from its claim this cycle, as HTCondor's
+    negotiator decides what to keep: NEGOTIATOR_CONSIDER_PREEMPTION is on; the slot is claimed and
+    not partitionable (``trimStartdAds_PreemptionLogic`` never offers a claimed p-slot); it is not
+    retiring (RetirementTimeRemaining > 0) unless NEGOTIATOR_CONSIDER_EARLY_PREEMPTION; and either
+    priority preemption is possible or the slot's Rank could exceed its CurrentRank (a missing
+    Rank, or a number no greater, never does: ``MY.Rank > MY.CurrentRank`` is not true; the
+    OSPool's startds publish ``Rank = (1) + (1) + (1) + (1)`` and ``CurrentRank = 4.0``)."""
+    claim = slot.claim
+    if not settings.consider_preemption or claim is None or slot.kind is SlotKind.PARTITIONABLE:
+        return False
+    if claim.retiring and not settings.consider_early_preemption:
+        return False
+    if considers_priority_preemption(settings):
+        return True
+    rank = slot.ad.get("Rank")
+    if isinstance(rank, classad2.ExprTree):
+        constant = _constant_value(str(rank))
+        rank = rank if constant is None else constant
+    if rank is None or isinstance(rank, bool):
+        return False
+    to_beat = claim.rank_to_beat
+    if to_beat is None and "CurrentRank" not in slot.ad:
+        return False         # MY.CurrentRank is undefined: MY.Rank > MY.CurrentRank never holds
+    if isinstance(rank, (int, float)) and to_beat is not None:
+        return float(rank) > to_beat
+    return True
+
+
+@lru_cache(maxsize=1024)
+def _constant_value(text: str) -> float | bool | None:
+    """What an expression that names no attribute and calls no function always is (a number or
+    a boolean), else None."""
+    try:
+        tree = parse(text)
+    except ParseError:
+        return None
+    if _refers(tree):
+        return None
+    value = classad2.ExprTree(text).eval()
+    return value if isinstance(value, bool) else as_number(value)
+
+
+def _refers(node: object) -> bool:
+    """Whether a parsed expression names an attribute, calls a function or holds anything the
+    fast path's parser leaves to classad2."""
+    if not isinstance(node, tuple) or not node or node[0] == "lit":
+        return False
+    if node[0] in ("attr", "call", "sel", "sub", "rec", "inexact"):
+        return True
+    return any(_refers(child) for child in node[1:] if isinstance(child, tuple))
 
 
 def default_consumption(asset: str) -> str:
@@ -150,4 +231,15 @@ def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
     )
     if customer is None:
         return None
-    return Claim(customer=customer, concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"))
+    return Claim(
+        customer=customer,
+        concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"),
+        remote_user=(evaluate_string(ad, "PreemptingAccountingGroup") or evaluate_string(ad, "PreemptingUser")
+                     or customer),
+        job=evaluate_string(ad, "GlobalJobId") or evaluate_string(ad, "JobId"),
+        job_start=evaluate_number(ad, "JobStart"),
+        job_prio=evaluate_number(ad, "JobPrio"),
+        current_rank=evaluate_number(ad, "CurrentRank"),
+        preempting_rank=evaluate_number(ad, "PreemptingRank"),
+        retiring=(evaluate_number(ad, "RetirementTimeRemaining") or 0.0) > 0,
+    )

@@ -34,6 +34,10 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.store import AdStore, PoolView, ad_version
 
 CLAIMED = "Claimed"
+# What a claimed slot's ad says about its running job and claim (see _claimed).
+_PREEMPTED_CLAIM = ("JobId", "GlobalJobId", "JobStart", "JobPrio", "CurrentRank", "PreemptingRank", "PreemptingUser",
+                    "PreemptingAccountingGroup", "RemoteOwner", "EnteredCurrentState", "TotalJobRunTime",
+                    "RetirementTimeRemaining")
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,15 @@ def _copy(ad: classad2.ClassAd) -> classad2.ClassAd:
 
 
 def _claimed(slot: classad2.ClassAd, match: Match, job: classad2.ClassAd | None) -> classad2.ClassAd:
-    """``slot`` as its startd will advertise it once the match's claim is active."""
+    """``slot`` as its startd will advertise it once the match's claim is active. A slot that
+    was claimed (the match preempts its job) loses what its ad said of the preempted job and
+    claim; the new job's start and the startd's rank for it are not known until the startd
+    advertises, so a later cycle's PREEMPTION_REQUIREMENTS cannot read a stale JobStart or
+    EnteredCurrentState and preempt the new job at once."""
+    for name in _PREEMPTED_CLAIM:
+        if name in slot:
+            del slot[name]
+    slot["GlobalJobId"] = match.job
     slot["State"] = CLAIMED
     slot["Activity"] = "Busy"
     slot["RemoteUser"] = match.submitter

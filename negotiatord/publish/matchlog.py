@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable, Iterator, Sequence
 
-from negotiatord.cycle.result import Match
+from negotiatord.cycle.result import Match, Preemption
 from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.holds import Hold
-from negotiatord.publish.report import match_document
+from negotiatord.publish.report import match_document, preemption_fields
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE TABLE matches (
@@ -53,15 +53,17 @@ CREATE TABLE matches (
     consumed  TEXT NOT NULL,
     published INTEGER NOT NULL DEFAULT 0,
     job_version  TEXT,
-    slot_version TEXT
+    slot_version TEXT,
+    preemption   TEXT
 );
 CREATE INDEX matches_by_cycle ON matches (cycle_id);
 """
-# Schema 1 had no ad versions: its matches hold nothing after a restart.
+# Schema 1 had no ad versions: its matches hold nothing after a restart. Schema 2 had no
+# preemptions: its matches preempted nothing.
 _FROM_VERSION_1 = ("ALTER TABLE matches ADD COLUMN job_version TEXT",
-                   "ALTER TABLE matches ADD COLUMN slot_version TEXT",
-                   "UPDATE schema_version SET version = 2")
-_COLUMNS = "seq, cycle_id, time, job, slot, submitter, grp, cost, consumed"
+                   "ALTER TABLE matches ADD COLUMN slot_version TEXT")
+_FROM_VERSION_2 = ("ALTER TABLE matches ADD COLUMN preemption TEXT",)
+_COLUMNS = "seq, cycle_id, time, job, slot, submitter, grp, cost, consumed, preemption"
 
 
 class MatchLogError(Exception):
@@ -107,9 +109,10 @@ class MatchLog:
             version = None
             if "schema_version" in tables:
                 version = self._writer.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-            if "matches" in tables and version == 1:
-                for statement in _FROM_VERSION_1:
+            if "matches" in tables and version in (1, 2):
+                for statement in (*(_FROM_VERSION_1 if version == 1 else ()), *_FROM_VERSION_2):
                     self._writer.execute(statement)
+                self._writer.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
                 return
             if "matches" not in tables or version != SCHEMA_VERSION:
                 raise MatchLogError(f"{self.path}: not a negotiatord match log of schema version "
@@ -137,13 +140,13 @@ class MatchLog:
         replacing what an earlier, failed attempt at the same cycle id may have left staged."""
         versions = {(hold.kind, hold.key): hold.version for hold in holds}
         rows = [(cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed),
-                 versions.get((AdKind.JOB, m.job)), versions.get((AdKind.SLOT, m.slot)))
+                 versions.get((AdKind.JOB, m.job)), versions.get((AdKind.SLOT, m.slot)), _preemption_text(m))
                 for m in matches]
         with self._transaction(f"staging the matches of cycle {cycle_id}"):
             self._writer.execute("DELETE FROM matches WHERE cycle_id = ? AND published = 0", (cycle_id,))
             self._writer.executemany(
                 "INSERT INTO matches (cycle_id, time, job, slot, submitter, grp, cost, consumed, "
-                "job_version, slot_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                "job_version, slot_version, preemption) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def publish(self, cycle_id: int) -> int:
         """Make cycle ``cycle_id``'s staged matches visible; returns the last published sequence."""
@@ -177,7 +180,7 @@ class MatchLog:
                      last_job AS (SELECT MAX(seq) AS seq FROM kept WHERE job_version IS NOT NULL GROUP BY job),
                      last_slot AS (SELECT slot, slot_version FROM kept WHERE seq IN (
                          SELECT MAX(seq) FROM kept WHERE slot_version IS NOT NULL GROUP BY slot))
-                SELECT job, slot, submitter, grp, cost, consumed,
+                SELECT job, slot, submitter, grp, cost, consumed, preemption,
                        CASE WHEN seq IN (SELECT seq FROM last_job) THEN job_version END,
                        CASE WHEN (slot, slot_version) IN (SELECT slot, slot_version FROM last_slot)
                             THEN slot_version END
@@ -185,8 +188,8 @@ class MatchLog:
                 WHERE seq IN (SELECT seq FROM last_job)
                    OR (slot, slot_version) IN (SELECT slot, slot_version FROM last_slot)
                 ORDER BY seq""").fetchall()
-        return [(Match(job, slot, submitter, group, cost, json.loads(consumed)), job_version, slot_version)
-                for job, slot, submitter, group, cost, consumed, job_version, slot_version in rows]
+        return [(_match(job, slot, submitter, group, cost, consumed, preemption), job_version, slot_version)
+                for job, slot, submitter, group, cost, consumed, preemption, job_version, slot_version in rows]
 
     def prune(self, before: float) -> int:
         """Forget published matches made before ``before`` (NEGOTIATORD_MATCH_RETENTION)."""
@@ -201,8 +204,8 @@ class MatchLog:
         rows = self._reader.execute(
             f"SELECT {_COLUMNS} FROM matches WHERE published = 1 AND seq > ? ORDER BY seq LIMIT ?",
             (after, limit)).fetchall()
-        return [PublishedMatch(seq, cycle, at, Match(job, slot, submitter, group, cost, json.loads(consumed)))
-                for seq, cycle, at, job, slot, submitter, group, cost, consumed in rows]
+        return [PublishedMatch(seq, cycle, at, _match(job, slot, submitter, group, cost, consumed, preemption))
+                for seq, cycle, at, job, slot, submitter, group, cost, consumed, preemption in rows]
 
     def bounds(self) -> tuple[int, int]:
         """(first, last) published sequence numbers still kept; (0, 0) when there are none."""
@@ -219,3 +222,22 @@ class MatchLog:
         with self._lock:
             self._writer.close()
             self._reader.close()
+
+
+def _preemption_text(match: Match) -> str | None:
+    """What the match log keeps of the job a match preempts: the victim, whose it was, the rule."""
+    preemption = match.preemption
+    if preemption is None:
+        return None
+    return json.dumps({"victim_job": preemption.victim_job, **preemption_fields(preemption)})
+
+
+def _match(job: str, slot: str, submitter: str, group: str, cost: float, consumed: str,
+           preemption: str | None) -> Match:
+    """A match as the log kept it (:func:`_preemption_text`)."""
+    preempted = None
+    if preemption is not None:
+        kept = json.loads(preemption)
+        preempted = Preemption(kept["victim_job"], slot, kept["victim_submitter"], kept["victim_group"],
+                               job, submitter, group, kept["rule"], kept["strategy"])
+    return Match(job, slot, submitter, group, cost, json.loads(consumed), preempted)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from negotiatord.cycle.result import CycleResult, CycleStats, Match
+from negotiatord.cycle.result import CycleResult, CycleStats, Match, Preemption
 
 
 def cycle_figures(stats: CycleStats, digits: int = 6) -> dict[str, Any]:
@@ -20,14 +20,34 @@ def cycle_figures(stats: CycleStats, digits: int = 6) -> dict[str, Any]:
         "pool_size": stats.pool_size,
         "pairs": stats.pairs,
         "classad_fallbacks": stats.classad_fallbacks,
+        "claimed_slots": stats.claimed_slots,
+        "preemptions": stats.preemptions,
         "phases_s": {name: round(seconds, digits) for name, seconds in stats.phase_s.items()},
     }
 
 
 def match_document(match: Match) -> dict[str, Any]:
-    """One match, as the dry run prints it and the daemon publishes it (with its sequence number)."""
-    return {"job": match.job, "slot": match.slot, "submitter": match.submitter, "group": match.group,
-            "cost": match.cost, "consumed": match.consumed}
+    """One match, as the dry run prints it and the daemon publishes it (with its sequence number);
+    a match that preempts names the victim job (``preempts``), whose it was and the rule."""
+    document = {"job": match.job, "slot": match.slot, "submitter": match.submitter, "group": match.group,
+                "cost": match.cost, "consumed": match.consumed}
+    if match.preemption is not None:
+        document["preempts"] = match.preemption.victim_job
+        document.update(preemption_fields(match.preemption))
+    return document
+
+
+def preemption_fields(preemption: Preemption) -> dict[str, Any]:
+    """What a match adds about the job it preempts (the match names the job, slot and submitter)."""
+    return {"victim_submitter": preemption.victim_submitter, "victim_group": preemption.victim_group,
+            "rule": preemption.rule, "strategy": preemption.strategy}
+
+
+def preemption_document(preemption: Preemption) -> dict[str, Any]:
+    return {"victim_job": preemption.victim_job, "slot": preemption.slot,
+            "victim_submitter": preemption.victim_submitter, "victim_group": preemption.victim_group,
+            "job": preemption.job, "submitter": preemption.submitter, "group": preemption.group,
+            "rule": preemption.rule, "strategy": preemption.strategy}
 
 
 def cycle_document(result: CycleResult) -> dict[str, Any]:
@@ -37,6 +57,7 @@ def cycle_document(result: CycleResult) -> dict[str, Any]:
     return {
         "cycle": cycle_figures(result.stats),
         "matches": [match_document(m) for m in result.matches],
+        "preemptions": [preemption_document(p) for p in result.preemptions],
         "rejections": [{"job": r.job, "submitter": r.submitter, "reason": r.reason} for r in result.rejections],
         "groups": [
             {"name": g.name, "quota": g.quota, "allocated": g.allocated, "usage": g.usage,
@@ -59,7 +80,7 @@ def cycle_table(result: CycleResult) -> str:
     lines = [
         f"cycle: {s.matches} matches, {s.rejections} rejections, {s.slots} slots, {s.jobs} idle jobs, "
         f"{s.autoclusters} autoclusters, {s.pie_spins} pie spins, pool size {_number(s.pool_size)}, "
-        f"{s.duration_s:.3f} s",
+        f"{s.claimed_slots} claimed slots considered, {s.preemptions} preemptions, {s.duration_s:.3f} s",
         "",
         _table(["group", "quota", "allocated", "usage", "own allocated", "own usage", "surplus"],
                [[g.name, _number(g.quota), _number(g.allocated), _number(g.usage), _number(g.own_allocated),
@@ -74,6 +95,11 @@ def cycle_table(result: CycleResult) -> str:
                [[m.job, m.slot, m.submitter, _number(m.cost),
                  " ".join(f"{k}={_number(v)}" for k, v in m.consumed.items())] for m in result.matches]),
     ]
+    if result.preemptions:
+        lines += ["", _table(["preempting job", "slot", "submitter", "preempted job", "victim submitter",
+                              "victim group", "rule", "strategy"],
+                             [[p.job, p.slot, p.submitter, p.victim_job or "-", p.victim_submitter, p.victim_group,
+                               p.rule, p.strategy or "-"] for p in result.preemptions])]
     if result.rejections:
         lines += ["", _table(["rejected job", "submitter", "reason"],
                              [[r.job, r.submitter, r.reason] for r in result.rejections])]

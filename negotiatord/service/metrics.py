@@ -97,8 +97,14 @@ class _Figures(Collector):
             ("pairs", stats.pairs, "Job-slot pairs assessed by the last cycle"),
             ("classad_fallbacks", stats.classad_fallbacks,
              "Expression evaluations the fast path left to classad2 in the last cycle"),
+            ("claimed_slots", stats.claimed_slots, "Claimed slots considered for preemption in the last cycle"),
         ):
             yield GaugeMetricFamily(f"{_PREFIX}last_cycle_{name}", text, value=value)
+        preemptions = GaugeMetricFamily(_PREFIX + "last_cycle_preemptions", "Preemptions the last cycle "
+                                        "decided, by the rule that allowed them", labels=["rule"])
+        for rule, count in record.outcome.result.preemptions_by_rule().items():
+            preemptions.add_metric([rule], count)
+        yield preemptions
         phases = GaugeMetricFamily(_PREFIX + "last_cycle_phase_seconds", "Duration of each phase of the "
                                    "last cycle", labels=["phase"])
         for phase, seconds in outcome.phases_s.items():

@@ -108,7 +108,11 @@ def summary(record: CycleRecord) -> dict[str, Any]:
         "PoolSize": stats.pool_size,
         "PairEvaluations": stats.pairs,
         "ClassAdFallbacks": stats.classad_fallbacks,
+        "ClaimedSlots": stats.claimed_slots,
+        "Preemptions": stats.preemptions,
     }
+    for rule, count in outcome.result.preemptions_by_rule().items():
+        figures[f"Preemptions{rule.title().replace('_', '')}"] = count
     for phase, seconds in outcome.phases_s.items():
         figures[f"Phase{phase.title().replace('_', '')}Duration"] = round(seconds, 6)
     return figures

@@ -25,6 +25,7 @@ from negotiatord.settings.errors import ConfigError
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings
 from negotiatord.settings.model import (
     ADMISSION_RESOURCE_WEIGHTS,
+    DEFAULT_PREEMPTION_RANK,
     FAIR_SHARING_STRATEGIES,
     PslotLoading,
     ServiceSettings,
@@ -208,6 +209,14 @@ def _build(path: Path, params: _Params) -> Settings:
         text = params.raw(name)
         return None if text is None else params.expression(name, text)
 
+    def defaulted_expression(name: str, default: str) -> str | None:
+        # HTCondor's param table default when unset; set to an empty value, HTCondor's param()
+        # gives NULL and matchmaker.cpp then has no such expression.
+        text = params.raw(name)
+        if text is not None and not text.strip():
+            return None
+        return params.expression(name, text or params.setting(name) or default)
+
     accept_surplus = params.boolean("GROUP_ACCEPT_SURPLUS")
     autoregroup = params.boolean("GROUP_AUTOREGROUP")
     settings = Settings(
@@ -228,6 +237,12 @@ def _build(path: Path, params: _Params) -> Settings:
         fair_sharing=params.boolean("NEGOTIATORD_FAIR_SHARING", False),
         fair_sharing_strategies=_fair_sharing_strategies(params),
         quota_preemption=params.boolean("NEGOTIATORD_QUOTA_PREEMPTION", False),
+        consider_preemption=params.boolean("NEGOTIATOR_CONSIDER_PREEMPTION", True),
+        consider_early_preemption=params.boolean("NEGOTIATOR_CONSIDER_EARLY_PREEMPTION", False),
+        preemption_requirements=defaulted_expression("PREEMPTION_REQUIREMENTS", "False"),
+        preemption_rank=defaulted_expression("PREEMPTION_RANK", DEFAULT_PREEMPTION_RANK),
+        preemption_requirements_stable=params.boolean("PREEMPTION_REQUIREMENTS_STABLE", True),
+        preemption_rank_stable=params.boolean("PREEMPTION_RANK_STABLE", True),
         # Usage decays by 2^(-t/halflife): a zero or negative half-life has no meaning.
         priority_halflife=params.number("PRIORITY_HALFLIFE", 0, above=True),
         default_prio_factor=params.number("DEFAULT_PRIO_FACTOR"),

@@ -16,6 +16,13 @@ from collections.abc import Mapping
 from negotiatord.settings.groups import GroupSettings, GroupTree
 
 
+# HTCondor's param table default for PREEMPTION_RANK: the worst user priority first, then the
+# job that has run least.
+DEFAULT_PREEMPTION_RANK = (
+    "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRuntime), 0, TotalJobRuntime)"
+)
+
+
 class PslotLoading(str, Enum):
     """How a partitionable slot with room left is ordered for the next job of a request.
 
@@ -132,6 +139,14 @@ class Settings:
     admission_resource_weights: Mapping[str, float] = field(          # NEGOTIATORD_AFS_RESOURCE_WEIGHTS
         default_factory=lambda: ADMISSION_RESOURCE_WEIGHTS)
     admission_half_life: float | None = None    # NEGOTIATORD_AFS_HALF_LIFE, s; None: PRIORITY_HALFLIFE
+
+    # Preemption (HTCondor's defaults; the README's "Preemption" section)
+    consider_preemption: bool = True            # NEGOTIATOR_CONSIDER_PREEMPTION
+    consider_early_preemption: bool = False     # NEGOTIATOR_CONSIDER_EARLY_PREEMPTION
+    preemption_requirements: str | None = "False"   # PREEMPTION_REQUIREMENTS (None: set empty, no check)
+    preemption_rank: str | None = DEFAULT_PREEMPTION_RANK   # PREEMPTION_RANK (None: set empty)
+    preemption_requirements_stable: bool = True     # PREEMPTION_REQUIREMENTS_STABLE
+    preemption_rank_stable: bool = True             # PREEMPTION_RANK_STABLE
 
     # Daemon timing (used by the service)
     negotiator_interval: float = 60.0           # NEGOTIATOR_INTERVAL

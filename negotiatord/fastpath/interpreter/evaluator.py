@@ -17,7 +17,8 @@ import numpy as np
 
 from negotiatord.classad.semantics import old_semantics
 from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns, Stop, load_plainly
-from negotiatord.evaluation.protocol import Assessment
+from negotiatord.evaluation.preemption import PreemptionQuestions
+from negotiatord.evaluation.protocol import Assessment, PreemptionAssessment, PreemptionInserts
 from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.ir import IRGraph
@@ -50,6 +51,7 @@ class FastEvaluator:
         self._descriptions = AdDescriptions() if descriptions is None else descriptions
         self.stats = FastPathStats()
         self._fallback = ReferenceFallback(table, settings, now)
+        self._preemption = PreemptionQuestions(table, settings, now)
         self._specs = CycleRoots.of(table.assets, settings)
         self._reset(old_semantics())
 
@@ -112,6 +114,16 @@ class FastEvaluator:
             return done
         limits.jobs -= len(done.rows)
         return done.then(load_plainly(self, autocluster, candidates, pool, limits))
+
+    def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
+                          inserts: PreemptionInserts) -> PreemptionAssessment:
+        """The rank conditions, PREEMPTION_REQUIREMENTS and PREEMPTION_RANK are not compiled:
+        classad2 answers them, counted as fallback evaluations (whether a claimed slot matches
+        at all is ``assess``, in the kernels)."""
+        before = self._preemption.evaluations
+        answers = self._preemption.assess(autocluster, rows, inserts)
+        self.stats.fallback_evaluations["preemption"] += self._preemption.evaluations - before
+        return answers
 
     # -- pieces ------------------------------------------------------------------------------------
 

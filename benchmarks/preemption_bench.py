@@ -1,0 +1,101 @@
+"""One negotiation cycle with preemption considered, against the same cycle without, in one run.
+
+The pool is cycle_bench.py's OSPool-shaped steady state (pool_generator.py: most p-slots carved
+into claimed dynamic slots running the generated submitters' work, plus claimed static slots)
+under benchmarks/ospool_like.conf. The customers get random real priorities (seeded), so some
+are much worse than others. Three scenarios, each in a forked child over the same pool:
+
+* off: NEGOTIATOR_CONSIDER_PREEMPTION = False, claimed slots are usage only (the baseline);
+* default: NEGOTIATOR_CONSIDER_PREEMPTION = True with HTCondor's default PREEMPTION_REQUIREMENTS
+  (False): only slots whose Rank could exceed their CurrentRank are considered;
+* uwcs: PREEMPTION_REQUIREMENTS = HTCondor's UWCS example policy (condor_config.annotated:
+  same group, running over an hour, RemoteUserPrio 1.2 times the submitter's), so every claimed
+  dynamic or static slot is a candidate and the policy is evaluated.
+
+    python benchmarks/preemption_bench.py [--large] [--evaluator fast|classad] [--budget S] [--seed N]
+
+The default pool is 5,000 slots / 25,000 idle jobs; ``--large`` is the 45,000 / 255,000 pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections import Counter
+from dataclasses import replace
+
+from cycle_bench import SIZES, isolated, make_evaluator
+from pool_generator import CONFIG_PATH, GeneratedPool, generate_pool
+
+from negotiatord.accountant import AccountantState
+from negotiatord.accountant.priorities import CustomerRecord
+from negotiatord.commands.negotiate import EVALUATORS
+from negotiatord.pool.builder import build_snapshot
+from negotiatord.runtime import run_cycle
+from negotiatord.settings import Settings, load_settings
+
+UWCS = ("((TARGET.SubmitterGroup =?= RemoteGroup) && ((time() - EnteredCurrentState) > (1 * 3600)) "
+        "&& (RemoteUserPrio > TARGET.SubmitterUserPrio * 1.2)) || (MY.NiceUser == True)")
+TARGET_RATIO = 2.0
+
+
+def accountant(pool: GeneratedPool, seed: int) -> AccountantState:
+    """Every customer with a real priority drawn between 0.5 and 500 (log-uniform)."""
+    rng = random.Random(seed)
+    return AccountantState([CustomerRecord(name, 0.5 * 1000 ** rng.random(), None, 0.0, 0.0, None, None, pool.now)
+                            for name in pool.submitters])
+
+
+def scenario(pool: GeneratedPool, settings: Settings, state: AccountantState, evaluator_kind: str) -> dict:
+    started = time.perf_counter()
+    snapshot = build_snapshot(pool.slot_ads, pool.job_ads, settings)
+    built = time.perf_counter()
+    evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
+    result = run_cycle(snapshot, state, settings, pool.now, evaluator)
+    stats = result.stats
+    return {"snapshot_s": built - started, "cycle_s": time.perf_counter() - built, "matches": stats.matches,
+            "claimed_slots": stats.claimed_slots, "preemptions": dict(Counter(p.rule for p in result.preemptions)),
+            "pairs": stats.pairs, "fallbacks": stats.classad_fallbacks, "phases_s": stats.phase_s}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--large", action="store_true", help="the 45,000-slot / 255,000-job pool")
+    parser.add_argument("--evaluator", choices=sorted(EVALUATORS), default="fast")
+    parser.add_argument("--budget", type=float, default=600.0,
+                        help="seconds each scenario may take before it is stopped (default 600)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    slots, jobs = SIZES["large" if args.large else "small"]
+    settings = load_settings(CONFIG_PATH)
+    pool = generate_pool(slots, jobs, args.seed)
+    state = accountant(pool, args.seed)
+    print(f"{slots} slots, {jobs} idle jobs (seed {args.seed}), {args.evaluator} evaluator, "
+          f"generated in {pool.generation_s:.1f} s")
+    configs = {
+        "off": replace(settings, consider_preemption=False),
+        "default": replace(settings, consider_preemption=True),
+        "uwcs": replace(settings, consider_preemption=True, preemption_requirements=UWCS),
+    }
+    figures = {}
+    for label, config in configs.items():
+        figures[label] = found = isolated(lambda c=config: scenario(pool, c, state, args.evaluator), args.budget)
+        if "cycle_s" not in found:
+            print(f"  {label}: {found}")
+            continue
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in found["phases_s"].items())
+        print(f"  {label:8s} cycle {found['cycle_s']:.2f} s (snapshot {found['snapshot_s']:.2f} s), "
+              f"{found['matches']} matches, {found['claimed_slots']} claimed slots considered, "
+              f"preemptions {found['preemptions']}, {found['pairs']} pairs, {found['fallbacks']} fallbacks; "
+              f"phases: {phases}")
+    base = figures["off"].get("cycle_s")
+    for label in ("default", "uwcs"):
+        value = figures[label].get("cycle_s")
+        if base and value:
+            print(f"  ratio {label} / off: {value / base:.2f}x (target <= {TARGET_RATIO:g}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,297 @@
+"""Claimed slots as candidates: HTCondor's own preemption, by priority and by startd RANK.
+
+With NEGOTIATOR_CONSIDER_PREEMPTION (HTCondor's default), a claimed slot that matches a job is a
+candidate too, as in HTCondor's matchmaker.cpp ``matchmakingAlgorithm``:
+
+- *rank*: the slot prefers the job to the one it runs (``MY.Rank > MY.CurrentRank``), whatever
+  the priorities;
+- *priority*: the slot's customer is not the job's submitter, PREEMPTION_REQUIREMENTS holds and
+  the slot ranks the job at least as well as the running one (``MY.Rank >= MY.CurrentRank``).
+
+Candidates are ordered as HTCondor orders them: NEGOTIATOR_PRE_JOB_RANK, the job's Rank,
+NEGOTIATOR_POST_JOB_RANK, then the preemption state (an idle slot before a rank preemption before a
+priority preemption), then PREEMPTION_RANK. So an idle slot that ranks as well as a claimed one
+always wins; a claimed slot is taken only when it ranks strictly better on the first three, or
+when no idle slot is left. A preempted slot is not offered again in the cycle (HTCondor removes a
+matched offer from its list).
+
+A rule decides whether a job may take a claimed slot: ``priority`` and ``rank`` here; the fair
+sharing rule (Dominant Resource Share across groups) names itself ``fair_sharing`` and gives the
+strategy that allowed it. Every preemption is recorded with its rule and strategy.
+
+The answers PREEMPTION_REQUIREMENTS and PREEMPTION_RANK give for a slot are kept for the cycle
+when PREEMPTION_REQUIREMENTS_STABLE / PREEMPTION_RANK_STABLE (the defaults) say they do not change
+within it; otherwise they are asked again, with the figures of the moment, each time the slot is
+considered, as HTCondor's ``cache_still_valid`` re-checks its cached candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from negotiatord.cycle.matchlist import Candidate
+from negotiatord.cycle.result import PREEMPTION_RULES
+from negotiatord.evaluation.protocol import PairEvaluator, PreemptionAssessment, PreemptionInserts
+from negotiatord.pool.autoclusters import Autocluster
+from negotiatord.pool.slots import Claim, may_be_preempted
+from negotiatord.pool.snapshot import SlotTable
+from negotiatord.settings import Settings
+
+PRIORITY, RANK, FAIR_SHARING = PREEMPTION_RULES
+
+Inserts = Callable[[Autocluster, np.ndarray], PreemptionInserts]
+
+
+class PreemptState(IntEnum):
+    """matchmaker.cpp's PreemptState: the higher, the better a candidate (after the three ranks);
+    its NO_PREEMPTION, an idle slot, is better than both (:meth:`PreemptionList.best`)."""
+
+    PRIORITY = 0
+    RANK = 1
+
+
+@dataclass
+class PreemptingCandidate(Candidate):
+    """A claimed slot offered to a job: taking it preempts ``claim``'s job under ``rule``."""
+
+    claim: Claim
+    rule: str
+    strategy: str | None
+
+
+class ClaimedSlots:
+    """The claimed slots a cycle may preempt, and which of them it has not taken yet.
+
+    A claimed slot is one whose ad says ``State = "Claimed"`` with a customer; which of them
+    a job could take is :func:`~negotiatord.pool.slots.may_be_preempted`'s answer. Slots whose
+    SlotWeight does not evaluate are left out, as they are of everything else.
+    """
+
+    def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings) -> None:
+        rows = [row for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist()))
+                if weight == weight and may_be_preempted(slot, settings)]
+        self.table = table
+        self.rows = np.array(rows, dtype=np.int64)
+        self.rows.setflags(write=False)
+        self.amounts = table.amounts[self.rows]
+        self.amounts.setflags(write=False)
+        self.open = np.zeros(len(table), dtype=bool)
+        self.open[self.rows] = True
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self, row: int) -> None:
+        self.open[row] = False
+
+
+class PreemptionList:
+    """One request's claimed candidates, best first by the three ranks, as a MatchList keeps the
+    idle ones; preemption state and PREEMPTION_RANK decide within a tier of equal ranks."""
+
+    def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, claimed: ClaimedSlots,
+                 settings: Settings) -> None:
+        self._autocluster = autocluster
+        self._submitter = autocluster.submitter
+        self._evaluator = evaluator
+        self._claimed = claimed
+        self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
+        assessment = evaluator.assess(autocluster, claimed.rows, claimed.amounts)
+        matched = np.flatnonzero(assessment.matched)
+        rank = assessment.rank[matched]
+        order = matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))]
+        self._rows = assessment.rows[order]
+        self._rank = assessment.rank[order]
+        self._cost = assessment.cost[order]
+        self._consumption = assessment.consumption[order]
+        self._answers: dict[int, tuple[PreemptState | None, float]] = {}   # row -> state, rank (stable)
+        self._head = 0
+
+    def best(self, idle: Candidate | None, inserts: Inserts) -> PreemptingCandidate | None:
+        """The best claimed candidate that beats ``idle`` (the best idle one, if any), or None."""
+        position = self._head
+        while position < len(self._rows):
+            position = self._next_open(position)
+            if position == len(self._rows):
+                break
+            rank = self._rank[position]
+            if idle is not None and (float(rank[0]), float(rank[1]), float(rank[2])) <= idle.rank:
+                return None           # the idle slot ranks as well or better: no preemption
+            end = self._tier_end(position)
+            tier = np.arange(position, end)
+            tier = tier[self._claimed.open[self._rows[tier]]]
+            chosen = self._choose(tier, inserts)
+            if chosen is not None:
+                return chosen
+            if self._stable and position == self._head:
+                self._head = end      # stable answers: no job of this request takes this tier
+            position = end
+        return None
+
+    def open(self) -> bool:
+        """Whether a matching claimed slot is still open (it may still be refused)."""
+        return self._next_open(self._head) < len(self._rows)
+
+    def _next_open(self, start: int) -> int:
+        still = self._claimed.open[self._rows[start:]]
+        found = start + (int(still.argmax()) if still.any() else len(still))
+        if self._head == start:
+            self._head = found
+        return found
+
+    def _tier_end(self, start: int) -> int:
+        equal = np.all(self._rank[start:] == self._rank[start], axis=1)
+        return start + (int(np.argmin(equal)) if not equal.all() else len(equal))
+
+    def _choose(self, tier: np.ndarray, inserts: Inserts) -> PreemptingCandidate | None:
+        """Within a tier of equal ranks: the best preemption state, then the highest PREEMPTION_RANK,
+        then the first in slot-table order."""
+        states, ranks = self._states(tier, inserts)
+        best: tuple[PreemptState, float, int] | None = None
+        chosen = -1
+        for position, state, rank in zip(tier.tolist(), states, ranks):
+            if state is None:
+                continue
+            key = (state, rank, -int(self._rows[position]))
+            if best is None or key > best:
+                best, chosen = key, position
+        if best is None:
+            return None
+        row = int(self._rows[chosen])
+        slot_rank = self._rank[chosen]
+        claim = self._claimed.table.slots[row].claim
+        assert claim is not None     # ClaimedSlots holds claimed slots only
+        return PreemptingCandidate(
+            row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), float(self._cost[chosen]),
+            self._consumption[chosen], 0, claim=claim,
+            rule=RANK if best[0] is PreemptState.RANK else PRIORITY, strategy=None,
+        )
+
+    def _states(self, tier: np.ndarray, inserts: Inserts) -> tuple[list[PreemptState | None], list[float]]:
+        rows = self._rows[tier]
+        unknown = [i for i, row in enumerate(rows.tolist()) if not self._stable or row not in self._answers]
+        if unknown:
+            asked = rows[unknown]
+            answers = self._evaluator.assess_preemption(self._autocluster, asked, inserts(self._autocluster, asked))
+            for row, answer in zip(asked.tolist(), self._decide(answers)):
+                self._answers[row] = answer
+        decided = [self._answers[row] for row in rows.tolist()]
+        return [state for state, _ in decided], [rank for _, rank in decided]
+
+    def _decide(self, answers: PreemptionAssessment) -> list[tuple[PreemptState | None, float]]:
+        """matchmaker.cpp: RANK preemption if the slot strictly prefers the job; else priority
+        preemption if the slot's customer is not the submitter, PREEMPTION_REQUIREMENTS holds and
+        the slot ranks the job at least as well; else the slot is no candidate."""
+        decided: list[tuple[PreemptState | None, float]] = []
+        for i, row in enumerate(answers.rows.tolist()):
+            claim = self._claimed.table.slots[row].claim
+            assert claim is not None
+            state: PreemptState | None = None
+            if answers.rank_above[i]:
+                state = PreemptState.RANK
+            elif (claim.remote_user != self._submitter and answers.requirements[i]
+                  and answers.rank_at_least[i]):
+                state = PreemptState.PRIORITY
+            decided.append((state, float(answers.preemption_rank[i])))
+        return decided
+
+
+class InsertedFigures:
+    """The figures HTCondor's negotiator inserts before PREEMPTION_REQUIREMENTS and PREEMPTION_RANK
+    are evaluated, as they stand when a request asks: into the job ad, what matchmaker.cpp's
+    ``negotiate`` inserts (``SubmitterUserPrio``, ``SubmittorPrio``, ``SubmitterUserResourcesInUse``,
+    ``SubmitterNegotiatingGroup``, ``SubmitterAutoregroup`` and, with accounting groups configured,
+    ``SubmitterGroup``, ``SubmitterGroupResourcesInUse``, ``SubmitterGroupQuota``); into the slot ad,
+    what its ``addRemoteUserPrios`` inserts (``RemoteUserPrio``, ``RemoteUserResourcesInUse``,
+    ``CurrentRank`` set to PreemptingRank when the slot has one and, with groups,
+    ``RemoteGroup``, ``RemoteGroupResourcesInUse``, ``RemoteGroupQuota``). Usage is weighted (the
+    accountant's WeightedResourcesUsed); a group's is its own customers'.
+
+    ``usage`` and ``own_usage`` are the cycle's own mappings, read at each question.
+    """
+
+    def __init__(self, table: SlotTable, settings: Settings, priority: Callable[[str], float],
+                 group_of: Callable[[str], str], usage: Mapping[str, float], own_usage: Mapping[str, float],
+                 quotas: Mapping[str, float]) -> None:
+        self._table = table
+        self._groups = bool(settings.groups)
+        self._priority = priority
+        self._group_of = group_of
+        self._usage = usage
+        self._own_usage = own_usage
+        self._quotas = quotas
+
+    def __call__(self, autocluster: Autocluster, rows: np.ndarray) -> PreemptionInserts:
+        submitter = autocluster.submitter
+        group = self._group_of(submitter)
+        priority = self._priority(submitter)
+        job: dict[str, object] = {
+            "SubmittorPrio": priority, "SubmitterUserPrio": priority,
+            "SubmitterUserResourcesInUse": self._usage.get(submitter, 0.0),
+            "SubmitterNegotiatingGroup": group, "SubmitterAutoregroup": False,
+        }
+        if self._groups:
+            job.update(SubmitterGroup=group, SubmitterGroupResourcesInUse=self._own_usage.get(group, 0.0),
+                       SubmitterGroupQuota=self._quotas.get(group, 0.0))
+        claims = [self._table.slots[row].claim for row in rows.tolist()]
+        return PreemptionInserts(job, [self._remote(claim) for claim in claims],
+                                 [claim is not None and claim.remote_user != submitter for claim in claims])
+
+    def _remote(self, claim: Claim | None) -> dict[str, object]:
+        assert claim is not None     # asked of claimed slots only
+        user = claim.remote_user
+        inserted: dict[str, object] = {
+            "RemoteUserPrio": self._priority(user), "RemoteUserResourcesInUse": self._usage.get(user, 0.0),
+        }
+        if claim.preempting_rank is not None:
+            inserted["CurrentRank"] = claim.preempting_rank
+        if self._groups:
+            group = self._group_of(user)
+            inserted.update(RemoteGroup=group, RemoteGroupResourcesInUse=self._own_usage.get(group, 0.0),
+                            RemoteGroupQuota=self._quotas.get(group, 0.0))
+        return inserted
+
+
+class Preemptor:
+    """The cycle's claimed candidates: for a request's next job, the claimed slot it takes
+    instead of its best idle one, if any.
+
+    HTCondor's two rules live in :class:`PreemptionList`. Another rule (fair sharing across
+    groups) answers the same question here, for the same request and claimed slots, and hands
+    back a :class:`PreemptingCandidate` naming its rule and strategy; the cycle commits any
+    candidate alike (usage moves, the slot is taken, the preemption is reported).
+    """
+
+    def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings, evaluator: PairEvaluator,
+                 inserts: Inserts) -> None:
+        self.claimed = ClaimedSlots(table, weights, settings)
+        self._settings = settings
+        self._evaluator = evaluator
+        self._inserts = inserts
+        self._lists: dict[int, PreemptionList] = {}
+
+    def best(self, autocluster: Autocluster, idle: Candidate | None) -> Candidate | None:
+        """``idle``, or a :class:`PreemptingCandidate` that HTCondor's order puts before it."""
+        if not len(self.claimed):
+            return idle
+        found = self._list(autocluster).best(idle, self._inserts)
+        return idle if found is None else found
+
+    def may_preempt_for(self, autocluster: Autocluster) -> bool:
+        """Whether any claimed slot still open matches ``autocluster`` (whatever the rules would
+        answer): if not, its requests only ever take idle slots."""
+        return bool(len(self.claimed)) and self._list(autocluster).open()
+
+    def take(self, candidate: PreemptingCandidate) -> None:
+        self.claimed.take(candidate.row)
+
+    def _list(self, autocluster: Autocluster) -> PreemptionList:
+        found = self._lists.get(autocluster.id)
+        if found is None:
+            found = self._lists[autocluster.id] = PreemptionList(autocluster, self._evaluator, self.claimed,
+                                                                 self._settings)
+        return found

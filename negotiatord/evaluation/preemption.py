@@ -1,0 +1,167 @@
+"""What decides whether an idle job may take a claimed slot, answered by classad2.
+
+HTCondor's matchmaker.cpp (``matchmakingAlgorithm``) asks three things of a claimed slot that
+matches a job, all with the slot as MY and the job as TARGET:
+
+- ``MY.Rank > MY.CurrentRank``: the startd prefers the job to the one it runs (RANK preemption,
+  whatever the priorities);
+- ``MY.Rank >= MY.CurrentRank`` and ``PREEMPTION_REQUIREMENTS``: priority preemption is allowed;
+- ``PREEMPTION_RANK``: which of the slots such a job could preempt it takes first.
+
+(HTCondor evaluates PREEMPTION_REQUIREMENTS only when the slot does not prefer the job and its
+customer is not the submitter, and PREEMPTION_RANK only for a slot the job may preempt.)
+
+Before that, HTCondor inserts the submitter's figures into the job ad (``SubmitterUserPrio``,
+``SubmitterGroup``, ...) and the running customer's into the slot ad (``RemoteUserPrio``,
+``RemoteGroup``, ...). Here they go into private copies, made once per claimed slot and per
+request, so the snapshot's ads are never changed. Both evaluators answer through this class:
+the fast path's kernels decide whether a claimed slot matches at all, and these three questions
+are left to classad2 (counted as fallback evaluations).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+import classad2
+import numpy as np
+
+from negotiatord.classad.conversion import as_number, evaluated
+from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
+from negotiatord.evaluation.protocol import UNRANKED, PreemptionAssessment, PreemptionInserts
+from negotiatord.pool.autoclusters import Autocluster
+from negotiatord.pool.significance import ANY_ATTRIBUTE, job_reads
+from negotiatord.pool.snapshot import SlotTable
+from negotiatord.settings import Settings
+
+# matchmaker.cpp's rankCondStd and rankCondPrioPreempt
+RANK_ABOVE = classad2.ExprTree("MY.Rank > MY.CurrentRank")
+RANK_AT_LEAST = classad2.ExprTree("MY.Rank >= MY.CurrentRank")
+
+class PreemptionQuestions:
+    """Asks the questions with classad2 for claimed slots of one slot table.
+
+    Only what the decision needs is evaluated: the slot's Rank for the job once (both rank
+    conditions come from it when it and CurrentRank are numbers); PREEMPTION_REQUIREMENTS only
+    where priority preemption is still possible (the slot's customer is another, the slot does
+    not prefer the job, and ranks it at least as well); PREEMPTION_RANK only where the slot can
+    be preempted.
+
+    Answers are remembered by what they depend on: the slot, the figures inserted, and the
+    values of the job attributes the expressions can read with this slot as MY
+    (:func:`~negotiatord.pool.significance.job_reads`, the analysis that makes those attributes
+    significant for autoclusters), so the requests of a submitter that differ in other attributes
+    are answered once. Like autoclusters, this takes a job attribute's value as the text of its
+    expression.
+    """
+
+    def __init__(self, table: SlotTable, settings: Settings, now: int) -> None:
+        self._table = table
+        self._now = now
+        self._requirements = _frozen(settings.preemption_requirements, now)
+        self._rank = _frozen(settings.preemption_rank, now)
+        self._slot_ads: dict[int, tuple[classad2.ClassAd, dict[str, object]]] = {}   # row -> copy, inserted
+        self._job_ads: dict[int, classad2.ClassAd] = {}
+        # every expression the questions evaluate, as one, for the job attributes they can read
+        self._all = classad2.ExprTree(" && ".join(
+            f"({expr})" for expr in (RANK_ABOVE, self._requirements, self._rank) if expr is not None))
+        self._reads: dict[int, tuple[str, ...] | None] = {}      # row -> job attributes read (None: any)
+        self._answers: dict[tuple, _Answer] = {}
+        self.evaluations = 0                                       # classad2 evaluations made
+
+    def assess(self, autocluster: Autocluster, rows: np.ndarray, inserts: PreemptionInserts) -> PreemptionAssessment:
+        job: classad2.ClassAd | None = None
+        inserted = {name.lower(): value for name, value in inserts.submitter.items()}
+        values_of: dict[tuple[str, ...] | None, tuple] = {}     # read attributes -> this job's values
+        n = len(rows)
+        rank_above = np.zeros(n, dtype=bool)
+        rank_at_least = np.zeros(n, dtype=bool)
+        requirements = np.zeros(n, dtype=bool)
+        preemption_rank = np.full(n, UNRANKED)
+        for i, row in enumerate(np.asarray(rows).tolist()):
+            remote, other_customer = inserts.remote[i], bool(inserts.other_customer[i])
+            read = self._reads[row] if row in self._reads else self._read_by(row)
+            values = values_of.get(read)
+            if values is None:
+                values = values_of[read] = _job_values(read, autocluster, inserted)
+            key = (row, other_customer, tuple(remote.items()), values)
+            answer = self._answers.get(key)
+            if answer is None:
+                if job is None:
+                    job = self._job_ad(autocluster, inserts.submitter)
+                answer = self._answers[key] = self._ask(self._slot_ad(row, remote), job, other_customer)
+            rank_above[i], rank_at_least[i], requirements[i], preemption_rank[i] = answer
+        return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
+
+    def _ask(self, slot: classad2.ClassAd, job: classad2.ClassAd, other_customer: bool) -> _Answer:
+        above, at_least = self._rank_conditions(slot, job)
+        holds = False
+        if other_customer and not above and at_least:
+            # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
+            self.evaluations += 1
+            holds = self._requirements is None or evaluated(self._requirements, slot, job) is True
+        rank = UNRANKED
+        if (above or holds) and self._rank is not None:
+            self.evaluations += 1
+            value = evaluated(self._rank, slot, job)
+            number = float(value) if isinstance(value, bool) else as_number(value)
+            rank = UNRANKED if number is None else number
+        return above, at_least, holds, rank
+
+    def _rank_conditions(self, slot: classad2.ClassAd, job: classad2.ClassAd) -> tuple[bool, bool]:
+        """``MY.Rank > MY.CurrentRank`` and ``MY.Rank >= MY.CurrentRank``: compared here when
+        both are numbers, else evaluated by classad2 as written."""
+        self.evaluations += 2
+        rank = as_number(evaluated(RANK_OF_SLOT, slot, job))
+        current = as_number(evaluated(CURRENT_RANK, slot, job))
+        if rank is not None and current is not None:
+            return rank > current, rank >= current
+        self.evaluations += 2
+        return evaluated(RANK_ABOVE, slot, job) is True, evaluated(RANK_AT_LEAST, slot, job) is True
+
+    def _read_by(self, row: int) -> tuple[str, ...] | None:
+        """The job attributes the questions can read on ``row`` (None: any of them). Read on the
+        slot's own ad: a name inserted into it is then counted as a job attribute too, which
+        only makes the answers' key longer."""
+        names = {read.attribute.lower() for read in job_reads(self._all, self._table.slots[row].ad)}
+        found = self._reads[row] = None if ANY_ATTRIBUTE in names else tuple(sorted(names))
+        return found
+
+    def _job_ad(self, autocluster: Autocluster, inserted: Mapping[str, object]) -> classad2.ClassAd:
+        ad = self._job_ads.get(autocluster.id)
+        if ad is None:
+            ad = self._job_ads[autocluster.id] = copy.deepcopy(frozen_ad(autocluster.ad, self._now))
+        ad.update(inserted)
+        return ad
+
+    def _slot_ad(self, row: int, inserted: Mapping[str, object]) -> classad2.ClassAd:
+        """The slot's private copy carrying ``inserted`` (assigned only when they changed)."""
+        found = self._slot_ads.get(row)
+        if found is None:
+            found = self._slot_ads[row] = (copy.deepcopy(frozen_ad(self._table.slots[row].ad, self._now)), {})
+        ad, current = found
+        if current != inserted:
+            ad.update(inserted)
+            current.clear()
+            current.update(inserted)
+        return ad
+
+
+_Answer = tuple[bool, bool, bool, float]
+# the slot's Rank for the job and its CurrentRank, whose comparisons are the two rank conditions
+RANK_OF_SLOT = classad2.ExprTree("MY.Rank")
+CURRENT_RANK = classad2.ExprTree("MY.CurrentRank")
+
+
+def _job_values(read: tuple[str, ...] | None, autocluster: Autocluster, inserted: Mapping[str, object]) -> tuple:
+    """The request's values of the job attributes ``read`` (inserted ones as inserted, the
+    others as the text of their expressions); the request itself when any attribute is read."""
+    if read is None:
+        return ("autocluster", autocluster.id)
+    ad = autocluster.ad
+    return tuple(inserted[name] if name in inserted else (str(ad.lookup(name)) if name in ad else None)
+                 for name in read)
+
+
+def _frozen(text: str | None, now: int) -> classad2.ExprTree | None:
+    return None if text is None else frozen_expr(classad2.ExprTree(text), now)
