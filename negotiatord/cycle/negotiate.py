@@ -353,11 +353,13 @@ class _Cycle:
         for request in submitter.open_requests(self.exhausted):
             if not self.settings.job_by_job and not self._may_preempt(request):
                 jobs = len(request.jobs) if max_matches is None else min(len(request.jobs), max_matches - made)
-                placed, limit = self._load(request, submitter, group, jobs, limit, room)
+                placed, limit, stop = self._load(request, submitter, group, jobs, limit, room)
                 made += placed
                 if made == max_matches:
                     break
-                continue
+                if stop is not Stop.NO_MATCH or request.autocluster.id in self.exhausted:
+                    continue
+                # no idle slot is left for it, but a claimed one may be: on job by job
             match_list = self._match_list(request.autocluster)
             while request.jobs and made != max_matches:
                 candidate = self._offer(request, submitter)
@@ -378,15 +380,24 @@ class _Cycle:
         return made
 
     def _may_preempt(self, request: Request) -> bool:
-        """Whether ``request``'s jobs might take a claimed slot: then they go job by job, where
-        each job's best idle candidate is weighed against the claimed ones (:meth:`_offer`); whole
-        requests are loaded in one call only onto idle slots."""
-        return self.preemptor is not None and self.preemptor.may_preempt_for(request.autocluster)
+        """Whether one of ``request``'s jobs might take a claimed slot while an idle one is left:
+        then its jobs go job by job, where each job's best idle candidate is weighed against the
+        claimed ones (:meth:`_offer`). Not so when no open claimed candidate ranks above the
+        worst idle one still listed (:meth:`Preemptor.may_outrank`): idle candidates are offered
+        best first and keep the rank they were listed with, so loading the request in one call
+        onto idle slots gives the same matches."""
+        if self.preemptor is None:
+            return False
+        candidates = self._match_list(request.autocluster).candidates
+        left = candidates.head < len(candidates.rows)
+        worst = tuple(candidates.rank[-1].tolist()) if left else None
+        return self.preemptor.may_outrank(request.autocluster, worst)
 
     def _load(self, request: Request, submitter: Submitter, group: str, jobs: int, limit: float,
-              room: Room) -> tuple[int, float]:
+              room: Room) -> tuple[int, float, Stop]:
         """Place up to ``jobs`` of ``request``'s jobs in one evaluator call (the same matches as
-        the job-by-job loop above); returns the matches made and the submitter's limit left."""
+        the job-by-job loop above); returns the matches made, the submitter's limit left and why
+        the call stopped."""
         match_list = self._match_list(request.autocluster)
         entries = request.jobs[0].concurrency_limits
         names = list(dict.fromkeys(name for name, _ in entries))
@@ -406,13 +417,13 @@ class _Cycle:
             self.ledger.in_use[name] = in_use
         if loading.stop is Stop.CONCURRENCY:
             self._close(request, submitter, CONCURRENCY_LIMIT.format(name=entries[loading.blocking][0]))
-        elif loading.stop is Stop.NO_MATCH:
+        elif loading.stop is Stop.NO_MATCH and not self._may_preempt(request):
             self._close(request, submitter, NO_MATCH)
         elif loading.stop is Stop.SUBMITTER_LIMIT:
             self._reject(request.jobs[0], submitter, SUBMITTER_LIMIT)
         elif loading.stop is Stop.GROUP_QUOTA:
             self._reject(request.jobs[0], submitter, GROUP_QUOTA)
-        return len(loading.rows), limits.submitter_limit
+        return len(loading.rows), limits.submitter_limit, loading.stop
 
     def _record(self, loading: Loading, request: Request, submitter: Submitter, group: str) -> None:
         """The Match records and charges of one loading call's matches, in order."""

@@ -132,9 +132,11 @@ class PreemptionList:
             position = end
         return None
 
-    def open(self) -> bool:
-        """Whether a matching claimed slot is still open (it may still be refused)."""
-        return self._next_open(self._head) < len(self._rows)
+    def best_open_rank(self) -> tuple[float, ...] | None:
+        """The three ranks of the best matching claimed slot still open (which the rules may
+        still refuse), or None if none is."""
+        position = self._next_open(self._head)
+        return tuple(self._rank[position].tolist()) if position < len(self._rows) else None
 
     def _next_open(self, start: int) -> int:
         still = self._claimed.open[self._rows[start:]]
@@ -281,10 +283,14 @@ class Preemptor:
         found = self._list(autocluster).best(idle, self._inserts)
         return idle if found is None else found
 
-    def may_preempt_for(self, autocluster: Autocluster) -> bool:
-        """Whether any claimed slot still open matches ``autocluster`` (whatever the rules would
-        answer): if not, its requests only ever take idle slots."""
-        return bool(len(self.claimed)) and self._list(autocluster).open()
+    def may_outrank(self, autocluster: Autocluster, idle_rank: tuple[float, ...] | None) -> bool:
+        """Whether a claimed slot still open that matches ``autocluster`` ranks above
+        ``idle_rank`` (any such slot when None: no idle candidate is left), whatever the rules
+        would answer; if not, no job of it takes a claimed slot before that idle one."""
+        if not len(self.claimed):
+            return False
+        best = self._list(autocluster).best_open_rank()
+        return best is not None and (idle_rank is None or best > idle_rank)
 
     def take(self, candidate: PreemptingCandidate) -> None:
         self.claimed.take(candidate.row)
