@@ -95,7 +95,7 @@ class PoolView:
     stand_in_slots: int = 0
 
 
-@dataclass
+@dataclass(slots=True)          # one per ad: 300k of them
 class _Entry:
     ad: StoredAd
     source: Source
@@ -122,9 +122,9 @@ class ClusterAds:
     def __len__(self) -> int:
         return len(self._by_text)
 
-    def kept(self, ad: classad2.ClassAd) -> StoredAd:
-        """What to keep of job ``ad``: a ProcAd, when its identity is plain and none of its
-        expressions reads it; else ``ad`` itself."""
+    def kept(self, key: str, ad: classad2.ClassAd) -> StoredAd:
+        """What to keep of job ``ad`` filed under ``key``: a ProcAd, when its identity is plain
+        and none of its expressions reads it; else ``ad`` itself."""
         text = text_but_identity(ad)
         if text is None:
             return ad
@@ -139,7 +139,8 @@ class ClusterAds:
             self._graveyard.append(ad)
         digest, count = self._shared[id(cluster)]
         self._shared[id(cluster)] = (digest, count + 1)
-        return ProcAd(cluster, *identity_of(ad))
+        proc, global_id = identity_of(ad)
+        return ProcAd(cluster, proc, key if key == global_id else global_id)     # the key is the GlobalJobId
 
     def release(self, record: ProcAd) -> None:
         """One ProcAd sharing its cluster ad is gone."""
@@ -181,7 +182,7 @@ class AdTable:
             kept = hold.basis
         else:
             self.remove(key)
-            kept = self._clusters.kept(ad) if self._clusters is not None else ad
+            kept = self._clusters.kept(key, ad) if self._clusters is not None else ad
         self._entries[key] = _Entry(kept, source, None if lifetime is None else now + lifetime)
         if lifetime is not None:
             self._queues[lifetime][key] = None
