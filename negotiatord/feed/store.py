@@ -43,6 +43,7 @@ from negotiatord.pool.job_ads import (
     ProcAd,
     expressions_read_identity,
     identity_of,
+    mentions_identity,
     text_but_identity,
     whole_ad,
 )
@@ -131,7 +132,7 @@ class ClusterAds:
         digest = hashlib.sha256(text.encode()).digest()      # a cluster's ad text is kilobytes
         cluster = self._by_text.get(digest)
         if cluster is None:
-            if expressions_read_identity(ad):
+            if mentions_identity(text) and expressions_read_identity(ad):
                 return ad
             cluster = self._by_text[digest] = ClusterAd(ad)
             self._shared[id(cluster)] = (digest, 0)
