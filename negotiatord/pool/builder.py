@@ -140,7 +140,7 @@ class SnapshotBuilder:
         # what was read of each cluster ad, under the sharing rules of the last cycle
         self._clusters: WeakKeyDictionary[ClusterAd, tuple[Job | LeftOut | None, MatchmakingAd | None]] = \
             WeakKeyDictionary()
-        self._sharing_rules: object = None
+        self._sharing_rules: tuple[bool, frozenset[JobRead]] | None = None
 
     def build(self, slot_ads: Iterable[classad2.ClassAd],
               job_ads: Iterable[classad2.ClassAd | RepeatedAd | ProcAd], settings: Settings) -> Snapshot:

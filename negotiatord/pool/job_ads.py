@@ -187,7 +187,7 @@ class SharedAds:
     reads ``GlobalJobID`` for cataloged jobs only), or one of the job's expressions reads it: such
     jobs keep their own ads. Forming autoclusters may still split shared jobs by their identity,
     when another job's expression makes it significant: :class:`ClusteringJob` reads it from the
-    job's own record then. Valid for one significance only: a one-off build's.
+    job's own record then. Valid for one significance only: a one-off build's, or one daemon cycle's.
     """
 
     def __init__(self, unconditional: Iterable[str], guarded: Iterable[JobRead], book: SignatureBook) -> None:

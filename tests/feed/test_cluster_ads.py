@@ -23,7 +23,7 @@ from negotiatord.ads import read_ads
 from negotiatord.feed import AdKind, AdStore
 from negotiatord.feed.kinds import ad_key
 from negotiatord.feed.store import ad_version
-from negotiatord.pool.builder import SnapshotBuilder
+from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.job_ads import ProcAd
 from negotiatord.publish.holds import apply_holds, holds_for
 from negotiatord.runtime import run_cycle
@@ -114,8 +114,23 @@ def _proc_ads(store: AdStore) -> int:
 def test_the_bundled_sample_negotiates_the_same_cycle_after_cycle() -> None:
     slots = read_ads(SAMPLES / "slots.ads").ads
     jobs = read_ads(SAMPLES / "jobs.ads").ads
-    store = _same_daemon(slots, jobs, load_settings(SAMPLES.parent / "config" / "default.conf"))
+    config = load_settings(SAMPLES.parent / "config" / "default.conf")
+    store = _same_daemon(slots, jobs, config)
     assert _proc_ads(store) > 0
+
+
+def test_a_one_off_build_over_the_stores_records_is_that_over_whole_ads() -> None:
+    slots = read_ads(SAMPLES / "slots.ads").ads
+    jobs = read_ads(SAMPLES / "jobs.ads").ads
+    config = load_settings(SAMPLES.parent / "config" / "default.conf")
+    store = AdStore()
+    store.update(AdKind.JOB, _keyed(AdKind.JOB, jobs), 0.0, LIFETIME)
+    records = list(store.view().jobs.records())
+    assert any(isinstance(record, ProcAd) for record in records)
+    compact, whole = build_snapshot(slots, records, config), build_snapshot(slots, jobs, config)
+    assert compact.jobs == whole.jobs and compact.problems == whole.problems
+    assert run_cycle(compact, AccountantState(), config, NOW).matches == \
+        run_cycle(whole, AccountantState(), config, NOW).matches
 
 
 def test_a_generated_ospool_shaped_pool_negotiates_the_same_cycle_after_cycle() -> None:
