@@ -100,6 +100,7 @@ class PoolView:
 class _Entry:
     ad: StoredAd
     source: Source
+    lifetime: float | None   # seconds; None: never expires (the queue it is in)
     deadline: float | None   # monotonic seconds; None: never expires
 
 
@@ -163,7 +164,6 @@ class AdTable:
         # One queue per lifetime: within a queue deadlines grow with insertion order, so expiry
         # only ever looks at the head (a full scan of 300k ads would stall the event loop).
         self._queues: dict[float, OrderedDict[str, None]] = defaultdict(OrderedDict)
-        self._lifetimes: dict[str, float] = {}
         self._holds: dict[str, _Hold] = {}
 
     def __len__(self) -> int:
@@ -184,10 +184,9 @@ class AdTable:
         else:
             self.remove(key)
             kept = self._clusters.kept(key, ad) if self._clusters is not None else ad
-        self._entries[key] = _Entry(kept, source, None if lifetime is None else now + lifetime)
+        self._entries[key] = _Entry(kept, source, lifetime, None if lifetime is None else now + lifetime)
         if lifetime is not None:
             self._queues[lifetime][key] = None
-            self._lifetimes[key] = lifetime
 
     def get(self, key: str) -> classad2.ClassAd | None:
         """The stored ad, held or not, whole."""
@@ -210,9 +209,8 @@ class AdTable:
     def _unfile(self, key: str) -> _Entry | None:
         entry = self._entries.pop(key, None)
         if entry is not None:
-            lifetime = self._lifetimes.pop(key, None)
-            if lifetime is not None:
-                del self._queues[lifetime][key]
+            if entry.lifetime is not None:
+                del self._queues[entry.lifetime][key]
         return entry
 
     def expire(self, now: float) -> int:
