@@ -12,9 +12,10 @@ pool, its peak memory is its own and a run over budget is stopped, not waited fo
   whether any job left unmatched would still match them;
 * legacy: the same cycle with CONSUMPTION_POLICY off, HTCondor's one match per p-slot per cycle:
   the baseline measured in the same run;
-* daemon: two cycles as the daemon runs them, snapshots from a SnapshotBuilder that keeps per-ad
-  work, with 5% of the ads updated in between: the steady-state cycle of a running daemon, which
-  holds every job ad as its store does;
+* daemon: two cycles as the daemon runs them, the ads filed in its AdStore and snapshots from a
+  SnapshotBuilder that keeps per-ad work, with 5% of the ads updated in between: the steady-state
+  cycle of a running daemon and its peak memory, with the store keeping the jobs of a cluster as
+  ProcAds that share one ad, against the baseline of a store keeping every job ad whole (same run);
 * pairs: (autocluster, slot) assessments per second of the fast path and of the classad2
   reference evaluator on the same ads, and the ratio;
 * job by job: the first cycle again with the cycle's reference loop (Settings.job_by_job: each
@@ -30,6 +31,7 @@ The real OSPool negotiator's own figures (negotiator_cycle_stats.txt) are printe
 
     python benchmarks/cycle_bench.py [--size small|medium|large|all] [--evaluator fast|classad]
                                      [--scenario steady|fill|mixed] [--budget SECONDS] [--seed N]
+                                     [--daemon-only]
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ from negotiatord.accountant import AccountantState
 from negotiatord.commands.negotiate import EVALUATORS
 from negotiatord.cycle.negotiate import _Cycle
 from negotiatord.evaluation import PairEvaluator
+from negotiatord.feed import AdKind, AdStore
+from negotiatord.feed.kinds import ad_key
+from negotiatord.pool.job_ads import ProcAd
 from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle
@@ -70,6 +75,8 @@ STATS_FILE = DATA / "ospool" / "negotiator_cycle_stats.txt"
 CHECK_SLOTS = 1000          # slots on offer after the cycle asked "does a leftover job match you?"
 PAIR_SECONDS = 10.0         # time per evaluator for the pair-rate measurement
 CHURN = 0.05                # share of slot and job ads updated between two daemon cycles
+POST_BATCH = 1000           # job ads per request posted to the daemon's store
+LIFETIME = 900.0            # the ads' lifetime in the daemon's store (none expires during a scenario)
 
 Result = dict[str, Any]
 
@@ -180,25 +187,45 @@ def cycle_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str,
     return figures
 
 
-def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str) -> Result:
-    """Two cycles as the daemon runs them: its SnapshotBuilder keeps per-ad work between cycles,
-    and before the second one CHURN of the slot and job ads are replaced by new ad objects (a
-    collector update; the content is the same, so both cycles negotiate the same pool)."""
+def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, share_cluster_ads: bool) -> Result:
+    """Two cycles as the daemon runs them: the ads filed in an AdStore (``share_cluster_ads``: the
+    jobs of a cluster kept as ProcAds sharing one ad; else every job ad whole), its SnapshotBuilder
+    keeping per-ad work between cycles, and before the second one CHURN of the slot and job ads
+    re-advertised as new ad objects (a collector update; the content is the same, so both cycles
+    negotiate the same pool)."""
+    store = AdStore(share_cluster_ads=share_cluster_ads)
+    store.update(AdKind.SLOT, ((ad_key(AdKind.SLOT, ad), ad) for ad in pool.slot_ads), 0.0, LIFETIME)
+    for start in range(0, len(pool.job_ads), POST_BATCH):        # posted in batches, as load_bench does
+        batch = pool.job_ads[start:start + POST_BATCH]
+        store.update(AdKind.JOB, ((ad_key(AdKind.JOB, ad), ad) for ad in batch), 0.0, LIFETIME)
+        del batch
+        store.take_graveyard()      # what the daemon frees after each request
+    records = list(store.view().jobs.records())
+    figures: Result = {"job_records": len(records), "cluster_ads": len({id(r.cluster) for r in records
+                                                                        if isinstance(r, ProcAd)}),
+                       "whole_job_ads": sum(not isinstance(r, ProcAd) for r in records),
+                       "rss_filed_mib": _status_kib("VmRSS") / 1024}
+    del records
     builder = SnapshotBuilder()
-    slot_ads, job_ads = list(pool.slot_ads), list(pool.job_ads)
-    figures: Result = {}
     for label in ("first", "next"):
         started = time.perf_counter()
-        snapshot = builder.build(slot_ads, job_ads, settings)
+        view = store.view()
+        snapshot = builder.build(view.slots.values(), view.jobs.records(), settings)
         built = time.perf_counter()
         evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
         result = run_cycle(snapshot, AccountantState(), settings, pool.now, evaluator)
         figures[label] = {"snapshot_s": built - started, "negotiate_s": time.perf_counter() - built,
                           "matches": result.stats.matches}
+        del view, snapshot, evaluator, result
         rng = random.Random(2)
-        for ads in (slot_ads, job_ads):
-            for i in rng.sample(range(len(ads)), int(CHURN * len(ads))):
-                ads[i] = classad2.parseOne(ads[i].printOld(), classad2.ParserType.Old)
+        slot_ads = list(pool.slot_ads)
+        picked = rng.sample(range(len(slot_ads)), int(CHURN * len(slot_ads)))
+        store.update(AdKind.SLOT, [(ad_key(AdKind.SLOT, slot_ads[i]), classad2.parseOne(
+            slot_ads[i].printOld(), classad2.ParserType.Old)) for i in picked], 1.0, LIFETIME)
+        picked = rng.sample(range(len(pool.job_ads)), int(CHURN * len(pool.job_ads)))
+        store.update(AdKind.JOB, [(ad_key(AdKind.JOB, ad), ad) for ad in map(pool.job_ads.__getitem__, picked)],
+                     1.0, LIFETIME)
+        store.take_graveyard()
     return figures
 
 
@@ -316,16 +343,22 @@ def describe_cycle(name: str, figures: Result) -> list[str]:
     return lines
 
 
-def describe_daemon(figures: Result) -> list[str]:
+def describe_daemon(label: str, figures: Result, baseline: Result | None = None) -> list[str]:
     if "timeout" in figures or "error" in figures:
-        return [f"  daemon cycles: {figures.get('error') or 'not finished within the budget'}"]
+        return [f"  daemon cycles, {label}: {figures.get('error') or 'not finished within the budget'}"]
 
     def cycle(f: Result) -> str:
         return (f"snapshot {f['snapshot_s']:.2f} s + negotiate {f['negotiate_s']:.2f} s = "
                 f"{f['snapshot_s'] + f['negotiate_s']:.2f} s, {f['matches']} matches")
-    return [f"  daemon cycles (SnapshotBuilder): first {cycle(figures['first'])}; "
-            f"next, after {CHURN:.0%} of the ads were updated: {cycle(figures['next'])}; "
-            f"peak RSS {figures['rss_peak_mib']:.0f} MiB with every job ad held"]
+    ratio = ""
+    if baseline is not None and "rss_peak_mib" in baseline:
+        ratio = f" ({figures['rss_peak_mib'] / baseline['rss_peak_mib']:.2f}x the store keeping every job ad)"
+    return [f"  daemon cycles, {label}: {figures['job_records']} jobs filed as {figures['cluster_ads']} "
+            f"shared cluster ads + {figures['whole_job_ads']} whole ads; RSS once filed "
+            f"{figures['rss_filed_mib']:.0f} MiB (slot ads at start {figures['rss_start_mib']:.0f} MiB)",
+            f"      first {cycle(figures['first'])}; next, after {CHURN:.0%} of the ads were updated: "
+            f"{cycle(figures['next'])}",
+            f"      peak RSS {figures['rss_peak_mib']:.0f} MiB{ratio}"]
 
 
 def describe_pairs(figures: Result) -> list[str]:
@@ -380,21 +413,27 @@ def bench_size(name: str, slots: int, jobs: int, args: argparse.Namespace, setti
     pool = generate_pool(slots, jobs, args.seed, scenario=args.scenario)
     print(f"  generated in {pool.generation_s:.1f} s ({len(pool.submitters)} submitters, now = {pool.now})")
     evaluator = args.evaluator
-    runs = [("cycle (consumption policy)", settings, True),
-            ("job-by-job loop (the cycle's reference)", replace(settings, job_by_job=True), False)]
-    if args.scenario == "steady":
-        runs.append(("legacy baseline (no consumption policy)", replace(settings, consumption_policy=False), False))
-    results = []
-    for label, config, check in runs:
-        figures = isolated(lambda c=config, k=check: cycle_scenario(pool, c, evaluator, k), args.budget)
-        results.append(figures)
-        print("\n".join(describe_cycle(f"{label}, {evaluator} evaluator", figures)))
-    print("\n".join(describe_loading(results[0], results[1])))
-    if args.scenario != "steady":
-        sys.stdout.flush()
+    if not args.daemon_only:
+        runs = [("cycle (consumption policy)", settings, True),
+                ("job-by-job loop (the cycle's reference)", replace(settings, job_by_job=True), False)]
+        if args.scenario == "steady":
+            runs.append(("legacy baseline (no consumption policy)", replace(settings, consumption_policy=False),
+                         False))
+        results = []
+        for label, config, check in runs:
+            figures = isolated(lambda c=config, k=check: cycle_scenario(pool, c, evaluator, k), args.budget)
+            results.append(figures)
+            print("\n".join(describe_cycle(f"{label}, {evaluator} evaluator", figures)))
+        print("\n".join(describe_loading(results[0], results[1])))
+        if args.scenario != "steady":
+            sys.stdout.flush()
+            return
+    whole = isolated(lambda: daemon_scenario(pool, settings, evaluator, False), 2 * args.budget)
+    print("\n".join(describe_daemon("store keeping every job ad whole (baseline)", whole)))
+    shared = isolated(lambda: daemon_scenario(pool, settings, evaluator, True), 2 * args.budget)
+    print("\n".join(describe_daemon("store sharing one ad per cluster", shared, whole)))
+    if args.daemon_only:
         return
-    figures = isolated(lambda: daemon_scenario(pool, settings, evaluator), 2 * args.budget)
-    print("\n".join(describe_daemon(figures)))
     kinds = ["fast", "classad"]
     budget = args.budget + PAIR_SECONDS * len(kinds)
     print("\n".join(describe_pairs(isolated(lambda: pair_rate_scenario(pool, settings, kinds), budget))))
@@ -411,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", choices=SCENARIOS, default="steady",
                         help="steady: the OSPool as sampled (default); fill: every p-slot empty; "
                              "mixed: steady with 10%% of the pool arriving empty")
+    parser.add_argument("--daemon-only", action="store_true",
+                        help="only the daemon's cycles over its store, compact against every job ad kept")
     args = parser.parse_args(argv)
     settings = load_settings(CONFIG_PATH)
     print("\n".join(describe_real(real_ospool())))

@@ -10,6 +10,12 @@
   pulled every cycle, or a client re-posting what it sent before, re-files unchanged ads, and
   those must not end a hold.
 
+Job ads that differ from another job's only in their identity (``ProcId``, ``GlobalJobId``: the
+jobs of one cluster) are kept as :class:`~negotiatord.pool.job_ads.ProcAd` records that share
+one cluster ad, as HTCondor's schedd keeps its queue (each proc ad chained to its cluster ad):
+a 255k-job queue takes one classad2 ad per cluster instead of one per job. A job whose own
+expressions read its identity keeps its own ad. Whoever asks for a job's ad by key gets it whole.
+
 Not thread-safe: the daemon touches a store only from its event loop. Cycles get a
 :class:`PoolView`, a copy of the current ads, and never see later changes.
 
@@ -25,12 +31,24 @@ import json
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from enum import Enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, ValuesView
+from typing import TypeAlias, cast
 
 import classad2
 
 from negotiatord.classad.conversion import evaluate_number
 from negotiatord.feed.kinds import AdKind
+from negotiatord.pool.job_ads import (
+    ClusterAd,
+    ProcAd,
+    expressions_read_identity,
+    identity_of,
+    mentions_identity,
+    text_but_identity,
+    whole_ad,
+)
+
+StoredAd: TypeAlias = classad2.ClassAd | ProcAd       # a job may be kept as a ProcAd, any other ad is kept as it came
 
 # Marks of one update of an ad: the advertising daemon counts its updates (UpdateSequenceNumber,
 # sent by startds and schedds) and the collector stamps the time it heard each (LastHeardFrom).
@@ -45,12 +63,32 @@ class Source(str, Enum):
     PRELOAD = "preload"   # read from a file at start-up; never expires
 
 
+class JobAds(Mapping[str, classad2.ClassAd]):
+    """A cycle's job ads by key. An ad asked for by key comes whole; :meth:`records` gives them as
+    the store keeps them, for the snapshot builder (which reads a cluster's ProcAds once)."""
+
+    def __init__(self, records: dict[str, StoredAd]) -> None:
+        self.by_key = records
+
+    def __getitem__(self, key: str) -> classad2.ClassAd:
+        return whole_ad(self.by_key[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.by_key)
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def records(self) -> ValuesView[StoredAd]:
+        return self.by_key.values()
+
+
 @dataclass(frozen=True)
 class PoolView:
     """What one cycle negotiates over: ads by key, holds applied."""
 
     slots: dict[str, classad2.ClassAd]
-    jobs: dict[str, classad2.ClassAd]
+    jobs: JobAds
     # ad_version of the stored ad behind each held slot's stand-in in ``slots``
     held_slot_versions: dict[str, str] = field(default_factory=dict)
     # how many of ``slots`` are claimed dynamic slots standing in for matches held on partitionable
@@ -58,31 +96,74 @@ class PoolView:
     stand_in_slots: int = 0
 
 
-@dataclass
+@dataclass(slots=True)          # one per ad: 300k of them
 class _Entry:
-    ad: classad2.ClassAd
+    ad: StoredAd
     source: Source
+    lifetime: float | None   # seconds; None: never expires (the queue it is in)
     deadline: float | None   # monotonic seconds; None: never expires
 
 
 @dataclass(frozen=True)
 class _Hold:
-    basis: classad2.ClassAd                # the stored ad the hold is about
+    basis: StoredAd                        # the stored ad the hold is about
     version: str                           # its ad_version: a newer ad ends the hold
     stand_in: classad2.ClassAd | None      # what cycles see instead; None: left out
     extras: tuple[tuple[str, classad2.ClassAd], ...]
 
 
-class AdTable:
-    """The ads of one kind by key, with expiry in O(expired) and match holds."""
+class ClusterAds:
+    """The cluster ads the ProcAds of a job table share, by the text their jobs have in common,
+    each with the count of ProcAds sharing it: the last one to go takes it along."""
 
     def __init__(self, graveyard: list) -> None:
         self._graveyard = graveyard
+        self._by_text: dict[bytes, ClusterAd] = {}
+        self._shared: dict[int, tuple[bytes, int]] = {}      # by id(cluster ad): its text's digest, ProcAds
+
+    def __len__(self) -> int:
+        return len(self._by_text)
+
+    def kept(self, key: str, ad: classad2.ClassAd) -> StoredAd:
+        """What to keep of job ``ad`` filed under ``key``: a ProcAd, when its identity is plain
+        and none of its expressions reads it; else ``ad`` itself."""
+        text = text_but_identity(ad)
+        if text is None:
+            return ad
+        digest = hashlib.sha256(text.encode()).digest()      # a cluster's ad text is kilobytes
+        cluster = self._by_text.get(digest)
+        if cluster is None:
+            if mentions_identity(text) and expressions_read_identity(ad):
+                return ad
+            cluster = self._by_text[digest] = ClusterAd(ad)
+            self._shared[id(cluster)] = (digest, 0)
+        else:
+            self._graveyard.append(ad)
+        digest, count = self._shared[id(cluster)]
+        self._shared[id(cluster)] = (digest, count + 1)
+        proc, global_id = identity_of(ad)
+        return ProcAd(cluster, proc, key if key == global_id else global_id)     # the key is the GlobalJobId
+
+    def release(self, record: ProcAd) -> None:
+        """One ProcAd sharing its cluster ad is gone."""
+        digest, count = self._shared[id(record.cluster)]
+        if count > 1:
+            self._shared[id(record.cluster)] = (digest, count - 1)
+            return
+        del self._shared[id(record.cluster)], self._by_text[digest]
+        self._graveyard.append(record.cluster.ad)
+
+
+class AdTable:
+    """The ads of one kind by key, with expiry in O(expired) and match holds."""
+
+    def __init__(self, graveyard: list, clusters: ClusterAds | None = None) -> None:
+        self._graveyard = graveyard
+        self._clusters = clusters      # job tables: keeps the jobs of a cluster as ProcAds
         self._entries: dict[str, _Entry] = {}
         # One queue per lifetime: within a queue deadlines grow with insertion order, so expiry
         # only ever looks at the head (a full scan of 300k ads would stall the event loop).
         self._queues: dict[float, OrderedDict[str, None]] = defaultdict(OrderedDict)
-        self._lifetimes: dict[str, float] = {}
         self._holds: dict[str, _Hold] = {}
 
     def __len__(self) -> int:
@@ -95,27 +176,31 @@ class AdTable:
         """File ``ad`` under ``key``. An ad that is not newer than a held one only refreshes its
         deadline: the hold and the ad it is about stay."""
         hold = self._holds.get(key)
+        kept: StoredAd
         if hold is not None and ad_version(ad) == hold.version:
             self._unfile(key)
             self._graveyard.append(ad)
-            ad = hold.basis
+            kept = hold.basis
         else:
             self.remove(key)
-        self._entries[key] = _Entry(ad, source, None if lifetime is None else now + lifetime)
+            kept = self._clusters.kept(key, ad) if self._clusters is not None else ad
+        self._entries[key] = _Entry(kept, source, lifetime, None if lifetime is None else now + lifetime)
         if lifetime is not None:
             self._queues[lifetime][key] = None
-            self._lifetimes[key] = lifetime
 
     def get(self, key: str) -> classad2.ClassAd | None:
-        """The stored ad, held or not."""
+        """The stored ad, held or not, whole."""
         entry = self._entries.get(key)
-        return None if entry is None else entry.ad
+        return None if entry is None else whole_ad(entry.ad)
 
     def remove(self, key: str) -> bool:
         entry = self._unfile(key)
         if entry is None:
             return False
         self._graveyard.append(entry.ad)
+        if isinstance(entry.ad, ProcAd):
+            assert self._clusters is not None      # only a job table files ProcAds
+            self._clusters.release(entry.ad)
         hold = self._holds.pop(key, None)
         if hold is not None:
             self._graveyard.append(hold)
@@ -124,9 +209,8 @@ class AdTable:
     def _unfile(self, key: str) -> _Entry | None:
         entry = self._entries.pop(key, None)
         if entry is not None:
-            lifetime = self._lifetimes.pop(key, None)
-            if lifetime is not None:
-                del self._queues[lifetime][key]
+            if entry.lifetime is not None:
+                del self._queues[entry.lifetime][key]
         return entry
 
     def expire(self, now: float) -> int:
@@ -146,8 +230,8 @@ class AdTable:
     def keys_from(self, source: Source) -> set[str]:
         return {key for key, entry in self._entries.items() if entry.source is source}
 
-    def view(self) -> dict[str, classad2.ClassAd]:
-        ads = {}
+    def view(self) -> dict[str, StoredAd]:
+        ads: dict[str, StoredAd] = {}
         for key, entry in self._entries.items():
             hold = self._holds.get(key)
             if hold is None:
@@ -192,9 +276,13 @@ class AdTable:
 class AdStore:
     """Slot, job and submitter ads; see the module docstring for the rules."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, share_cluster_ads: bool = True) -> None:
+        """``share_cluster_ads=False`` keeps every job ad whole: the reference the compact store
+        is measured and tested against."""
         self._graveyard: list = []
         self._tables = {kind: AdTable(self._graveyard) for kind in AdKind}
+        if share_cluster_ads:
+            self._tables[AdKind.JOB] = AdTable(self._graveyard, ClusterAds(self._graveyard))
 
     def take_graveyard(self) -> list:
         """The replaced and removed ads (and stand-ins) since the last call, for :func:`release`."""
@@ -242,7 +330,8 @@ class AdStore:
 
     def view(self) -> PoolView:
         slots = self._tables[AdKind.SLOT]
-        return PoolView(slots.view(), self._tables[AdKind.JOB].view(), slots.held_versions(), slots.extras())
+        slot_ads = cast(dict[str, classad2.ClassAd], slots.view())      # only job tables file ProcAds
+        return PoolView(slot_ads, JobAds(self._tables[AdKind.JOB].view()), slots.held_versions(), slots.extras())
 
     def counts(self) -> dict[str, int]:
         return {kind.value: len(table) for kind, table in self._tables.items()}
@@ -257,14 +346,15 @@ def ad_lifetime(ad: classad2.ClassAd, default: float) -> float:
     return own if own is not None and own > 0 else default
 
 
-def ad_version(ad: classad2.ClassAd) -> str:
+def ad_version(ad: StoredAd) -> str:
     """Which update of its key ``ad`` is: two ads of one key have the same version unless the later
     one is newer. Its own update marks (``UpdateSequenceNumber``, ``LastHeardFrom``) where it has
     any, else a digest of its content; re-sending or re-pulling an unchanged ad keeps its version."""
-    marks = [f"{name}={ad.lookup(name)}" for name in _UPDATE_MARKS if name in ad]
+    whole = whole_ad(ad)
+    marks = [f"{name}={whole.lookup(name)}" for name in _UPDATE_MARKS if name in whole]
     if marks:
         return " ".join(marks)
-    content = sorted((name.lower(), str(ad.lookup(name))) for name in ad.keys()
+    content = sorted((name.lower(), str(whole.lookup(name))) for name in whole.keys()
                      if name.lower() not in _NOT_CONTENT)
     return "sha256:" + hashlib.sha256(json.dumps(content).encode()).hexdigest()
 
@@ -275,6 +365,8 @@ def release(buried: list) -> None:
     a worker thread; see the module docstring."""
     while buried:
         item = buried.pop()
+        if isinstance(item, JobAds):
+            item = item.by_key
         if isinstance(item, dict):
             while item:
                 item.popitem()

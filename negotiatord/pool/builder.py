@@ -7,12 +7,18 @@ jobs that left and joined, and only the groups those touch are reconsidered. Thi
 daemon's snapshot cheap on a 45k-slot, 255k-job pool (HTCondor's schedd likewise caches each job's
 autocluster id until a significant attribute changes). A settings reload drops the slot work,
 which depends on the config.
+
+A daemon's store keeps most job ads as :class:`~negotiatord.pool.job_ads.ProcAd` records (its
+cluster's ad and its own identity). The jobs of one cluster ad are read once and share one
+MatchmakingAd under :class:`SharedAds`' rules; where these forbid it, each job is read whole.
+The rules depend on what the slots read, so jobs read under other rules are read again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from collections.abc import Callable, Iterable, Iterator
+from weakref import WeakKeyDictionary
 
 import classad2
 import numpy as np
@@ -26,7 +32,7 @@ from negotiatord.pool.autoclusters import (
     Significance,
     significance,
 )
-from negotiatord.pool.job_ads import MatchmakingAd, SharedAds
+from negotiatord.pool.job_ads import ClusterAd, MatchmakingAd, ProcAd, SharedAds
 from negotiatord.pool.jobs import Job, prepare_job, with_identity
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.significance import JobRead, job_reads
@@ -75,7 +81,7 @@ class _JobQueue:
     would cost more than the rest of the snapshot.
     """
 
-    ads: list[classad2.ClassAd]
+    ads: list[classad2.ClassAd | ProcAd]
     keys: np.ndarray                  # id(ad)
     entries: np.ndarray               # its _JobEntry (object); None for an ad that is not a Job ad
     jobs: np.ndarray                  # its idle job (object), else None
@@ -131,9 +137,13 @@ class SnapshotBuilder:
         self._slots: dict[int, _SlotEntry] = {}
         self._queue = _JobQueue.empty()
         self._autoclusters = Autoclusters()
+        # what was read of each cluster ad, under the sharing rules of the last cycle
+        self._clusters: WeakKeyDictionary[ClusterAd, tuple[Job | LeftOut | None, MatchmakingAd | None]] = \
+            WeakKeyDictionary()
+        self._sharing_rules: tuple[bool, frozenset[JobRead]] | None = None
 
-    def build(self, slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd | RepeatedAd],
-              settings: Settings) -> Snapshot:
+    def build(self, slot_ads: Iterable[classad2.ClassAd],
+              job_ads: Iterable[classad2.ClassAd | RepeatedAd | ProcAd], settings: Settings) -> Snapshot:
         if settings is not self._settings:
             self._settings, self._slots = settings, {}
         problems: list[LeftOut] = []
@@ -153,7 +163,7 @@ class SnapshotBuilder:
                 reads |= self._reads(slot, entry, [*rank_exprs, *preemption_exprs, *slot_rank])
         significant = significance(reads, table.assets)
         if self._remember:
-            idle = self._idle_jobs((_whole(ad) for ad in job_ads), problems)
+            idle = self._idle_jobs(map(_kept, job_ads), problems, self._sharing(significant))
         else:
             idle = self._idle_jobs_streamed(job_ads, problems, significant)
         autoclusters, significant = self._autoclustered(idle, significant)
@@ -165,6 +175,18 @@ class SnapshotBuilder:
             problems=tuple(problems),
             non_idle_jobs=idle.non_idle,
         )
+
+    def _sharing(self, significant: Significance) -> SharedAds:
+        """The sharing rules of this cycle's significance. Under rules that differ from the last
+        cycle's, the jobs of cluster ads read before are read again, with all other jobs: their
+        entries may share an ad the new rules forbid sharing (a slot now reads their identity)."""
+        shared = SharedAds(significant.unconditional, significant.guarded, self._autoclusters.signatures)
+        if shared.rules != self._sharing_rules:
+            if len(self._clusters):
+                self._queue, self._autoclusters, self._clusters = _JobQueue.empty(), Autoclusters(), WeakKeyDictionary()
+                shared = SharedAds(significant.unconditional, significant.guarded, self._autoclusters.signatures)
+            self._sharing_rules = shared.rules
+        return shared
 
     def _autoclustered(self, idle: _IdleJobs, significant: Significance) -> tuple[list[Autocluster], Significance]:
         """The last cycle's autoclusters updated with the jobs that left and joined, if that can tell
@@ -196,7 +218,8 @@ class SnapshotBuilder:
         self._slots = kept
         return list(by_name.values())
 
-    def _idle_jobs(self, ads: Iterable[classad2.ClassAd], problems: list[LeftOut]) -> _IdleJobs:
+    def _idle_jobs(self, ads: Iterable[classad2.ClassAd | ProcAd], problems: list[LeftOut],
+                   shared: SharedAds) -> _IdleJobs:
         """The idle jobs, how many are not idle, and which changed since the last cycle.
 
         When each ad and each job id comes once, as it does from a collector feed, the answers are
@@ -204,7 +227,7 @@ class SnapshotBuilder:
         :meth:`_idle_jobs_one_by_one` works them out.
         """
         last = self._queue
-        queue, rows = self._read_queue(list(ads))
+        queue, rows = self._read_queue(list(ads), shared)
         self._queue = queue
         leaving, joining = _changes(last, queue, rows)
         in_order = _in_order(rows)
@@ -219,7 +242,7 @@ class SnapshotBuilder:
         problems += queue.problems()
         return _IdleJobs(queue.idle_jobs(), queue.count(_NOT_IDLE), leaving, joining, comparable=in_order)
 
-    def _read_queue(self, ads: list[classad2.ClassAd]) -> tuple[_JobQueue, np.ndarray]:
+    def _read_queue(self, ads: list[classad2.ClassAd | ProcAd], shared: SharedAds) -> tuple[_JobQueue, np.ndarray]:
         """The queue of ``ads``, reusing the last cycle's entries (not yet renumbered) and reading
         the new ads; and each ad's row in the last cycle's queue (-1: new)."""
         last = self._queue
@@ -228,12 +251,12 @@ class SnapshotBuilder:
         new = np.flatnonzero(rows < 0).tolist()
         kinds = _taken(last.kinds, rows, _OTHER)
         for row in new:
-            kinds[row] = _NOT_IDLE if _is_a(ads[row], "Job") else _OTHER     # told apart once read
+            kinds[row] = _NOT_IDLE if _is_a(_ad_of(ads[row]), "Job") else _OTHER     # told apart once read
         positions = np.where(kinds != _OTHER, np.cumsum(kinds != _OTHER), 0)
         entries, jobs = _taken(last.entries, rows, None), _taken(last.jobs, rows, None)
         for row in new:
             if kinds[row] != _OTHER:
-                entry = entries[row] = self._read_job(ads[row], int(positions[row]))
+                entry = entries[row] = self._read_record(ads[row], int(positions[row]), shared)
                 kinds[row], jobs[row] = entry.kind, entry.job
         return _JobQueue(ads, keys, entries, jobs, kinds, positions), rows
 
@@ -250,12 +273,13 @@ class SnapshotBuilder:
         queue.job_ids = set(by_id) if not repeated and _each_once(queue.keys) else None
         return list(by_id.values()), non_idle
 
-    def _idle_jobs_streamed(self, ads: Iterable[classad2.ClassAd | RepeatedAd], problems: list[LeftOut],
+    def _idle_jobs_streamed(self, ads: Iterable[classad2.ClassAd | RepeatedAd | ProcAd], problems: list[LeftOut],
                             significant: Significance) -> _IdleJobs:
         """A one-off build's idle jobs: each ad is read as it comes and only an ad the jobs that
         are equal to it share is kept."""
         shared = SharedAds(significant.unconditional, significant.guarded, self._autoclusters.signatures)
-        by_id, non_idle, _ = _by_job_id(self._streamed_entries(ads, shared), problems)
+        wholes = (ad.whole() if isinstance(ad, ProcAd) else ad for ad in ads)
+        by_id, non_idle, _ = _by_job_id(self._streamed_entries(wholes, shared), problems)
         return _IdleJobs(list(by_id.values()), non_idle, [], [], comparable=False)
 
     def _streamed_entries(self, ads: Iterable[classad2.ClassAd | RepeatedAd], shared: SharedAds) -> Iterator[_JobEntry]:
@@ -276,6 +300,34 @@ class SnapshotBuilder:
                 entry = self._read_job(ad, position, shared.of)
                 last = (ad, entry)
                 yield entry
+
+    def _read_record(self, record: classad2.ClassAd | ProcAd, position: int, shared: SharedAds) -> _JobEntry:
+        """The entry of a daemon's job record: a ProcAd from its cluster ad where it may share it."""
+        if isinstance(record, ProcAd):
+            entry = self._read_proc(record, position, shared)
+            if entry is not None:
+                return entry
+            record = record.whole()
+        return self._read_job(record, position)
+
+    def _read_proc(self, record: ProcAd, position: int, shared: SharedAds) -> _JobEntry | None:
+        """``record``'s entry from what was read of its cluster ad, or None if it must be read whole:
+        a job is not idle if its cluster's ad is not (none of its expressions reads the identity),
+        and an idle one is its cluster ad's job under its own identity, clustered by the ad the
+        cluster's jobs share, where :meth:`SharedAds.of_cluster` allows it."""
+        known = self._clusters.get(record.cluster)
+        if known is None:
+            outcome = prepare_job(record.cluster.ad, position)
+            matchmaking = shared.of_cluster(record.cluster) if isinstance(outcome, Job) else None
+            known = self._clusters[record.cluster] = (outcome, matchmaking)
+        outcome, matchmaking = known
+        entry = _JobEntry(None, position)
+        if outcome is None:
+            return entry
+        if not isinstance(outcome, Job) or matchmaking is None:
+            return None
+        entry.job = ClusteringJob(with_identity(outcome, record.proc, record.global_id, position), matchmaking)
+        return entry
 
     def _read_job(self, ad: classad2.ClassAd, position: int,
                   shared: Callable[[classad2.ClassAd], MatchmakingAd] | None = None) -> _JobEntry:
@@ -327,8 +379,14 @@ def _repeated(repeat: RepeatedAd, position: int, earlier: _JobEntry, shared: Sha
     return None
 
 
-def _whole(ad: classad2.ClassAd | RepeatedAd) -> classad2.ClassAd:
+def _kept(ad: classad2.ClassAd | RepeatedAd | ProcAd) -> classad2.ClassAd | ProcAd:
+    """What a builder that remembers keeps of a job ad: a RepeatedAd is read whole."""
     return ad.whole() if isinstance(ad, RepeatedAd) else ad
+
+
+def _ad_of(record: classad2.ClassAd | ProcAd) -> classad2.ClassAd:
+    """The ad that tells what kind of ad ``record`` is."""
+    return record.cluster.ad if isinstance(record, ProcAd) else record
 
 
 def _read_slot(ad: classad2.ClassAd, settings: Settings) -> _SlotEntry:
@@ -409,7 +467,7 @@ def _is_a(ad: classad2.ClassAd, my_type: str) -> bool:
     return not isinstance(kind, str) or kind.lower() == my_type.lower()
 
 
-def build_snapshot(slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd | RepeatedAd],
+def build_snapshot(slot_ads: Iterable[classad2.ClassAd], job_ads: Iterable[classad2.ClassAd | RepeatedAd | ProcAd],
                    settings: Settings) -> Snapshot:
     """A one-off snapshot (the dry run, tests, benchmarks): job ads may come from an iterator and
     are let go once read. A daemon keeps a :class:`SnapshotBuilder` to reuse per-ad work across

@@ -11,11 +11,18 @@ pool, while the jobs of a cluster mostly differ only in ``ProcId`` and ``GlobalJ
 the cycle rarely reads. :class:`SharedAds` gives such jobs one :class:`MatchmakingAd`, the first
 one's, and lets the other ads go; what autoclustering asks of their identity is answered from
 each job's own record. HTCondor's negotiator likewise sees one job ad per autocluster, the one
-its schedd sends. A daemon's builder keeps each ad's own, since it keeps the ads anyway.
+its schedd sends.
+
+A daemon keeps its job ads from cycle to cycle, so its store files such jobs compactly: a
+:class:`ProcAd` is its cluster's shared :class:`ClusterAd` and the job's own identity, as
+HTCondor's schedd keeps its job queue (each proc ad chained to its cluster ad, holding only
+what differs). Its builder gives the jobs of a cluster ad one MatchmakingAd under the same rules
+as :class:`SharedAds`, and reads a job whole (:meth:`ProcAd.whole`) where they forbid sharing.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -111,9 +118,64 @@ class MatchmakingAd:
 IDENTITY = ("ProcId", "GlobalJobId")      # what the jobs of one cluster differ in
 _IDENTITY = frozenset(name.lower() for name in IDENTITY)
 _WATCHED = _IDENTITY | {ANY_ATTRIBUTE}
+
+
+def _any_case(name: str) -> str:
+    """A pattern for ``name`` in any case, letter by letter: five times faster than re.IGNORECASE."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in name)
+
+
 # an identity attribute's line in printJson's output: top-level attributes are indented by two
 # spaces, nested ones deeper, and strings escape their newlines, so no other line starts so
-_IDENTITY_LINES = re.compile(r'^  "(?:ProcId|GlobalJobId)": .*\n?', re.M | re.I)
+_IDENTITY_NAMES = "|".join(map(_any_case, IDENTITY))
+_IDENTITY_LINES = re.compile(rf'\n  "(?:{_IDENTITY_NAMES})": [^\n]*')
+
+
+class ClusterAd:
+    """The ad the jobs of one cluster share: any of them but for its identity, in which none of
+    its expressions reads. Referenced weakly by a builder that keeps what it read of it."""
+
+    __slots__ = ("ad", "__weakref__")
+
+    def __init__(self, ad: classad2.ClassAd) -> None:
+        self.ad = ad
+
+
+@dataclass(frozen=True, slots=True, eq=False)      # one per job of a 255k-job queue
+class ProcAd:
+    """A job's ad kept as its cluster's ad and its own plain identity (see the module docstring)."""
+
+    cluster: ClusterAd
+    proc: int                 # ProcId
+    global_id: str            # GlobalJobId
+
+    def whole(self) -> classad2.ClassAd:
+        """The job's ad itself: its cluster's ad with its own identity in place; the cluster's ad
+        when that is the job's own (not to be changed: other jobs share it)."""
+        if identity_of(self.cluster.ad) == (self.proc, self.global_id):
+            return self.cluster.ad
+        ad = copy.deepcopy(self.cluster.ad)
+        ad["ProcId"] = self.proc
+        ad["GlobalJobId"] = self.global_id
+        return ad
+
+
+def whole_ad(record: classad2.ClassAd | ProcAd) -> classad2.ClassAd:
+    """The ad a stored job record stands for."""
+    return record.whole() if isinstance(record, ProcAd) else record
+
+
+def text_but_identity(ad: classad2.ClassAd) -> str | None:
+    """The text of ``ad`` without its identity lines, the same for all jobs of its cluster that
+    differ only in their identity; None if its identity is not plain (:func:`_plain_identity`)."""
+    if not _plain_identity(ad):
+        return None
+    return _IDENTITY_LINES.sub("", ad.printJson())     # about the cheapest full reading of an ad
+
+
+def identity_of(ad: classad2.ClassAd) -> tuple[int, str]:
+    """The plain identity (ProcId, GlobalJobId) of an ad :func:`text_but_identity` took."""
+    return ad["ProcId"], ad["GlobalJobId"]
 
 
 class SharedAds:
@@ -125,7 +187,7 @@ class SharedAds:
     reads ``GlobalJobID`` for cataloged jobs only), or one of the job's expressions reads it: such
     jobs keep their own ads. Forming autoclusters may still split shared jobs by their identity,
     when another job's expression makes it significant: :class:`ClusteringJob` reads it from the
-    job's own record then. Valid for one significance only: a one-off build's.
+    job's own record then. Valid for one significance only: a one-off build's, or one daemon cycle's.
     """
 
     def __init__(self, unconditional: Iterable[str], guarded: Iterable[JobRead], book: SignatureBook) -> None:
@@ -138,9 +200,20 @@ class SharedAds:
         self._by_text: dict[str, MatchmakingAd | None] = {}     # None: ads of that text keep their own
         self._reads_identity: dict[int, bool] = {}     # the last ad asked about in repeats(), by id
 
+    @property
+    def rules(self) -> tuple[bool, frozenset[JobRead]]:
+        """What decides which ads are shared; equal rules share the same ads."""
+        return self._shares, frozenset(self._watched)
+
+    def of_cluster(self, cluster: ClusterAd) -> MatchmakingAd | None:
+        """The MatchmakingAd the jobs of ``cluster`` share, or None if each must be read whole."""
+        if self._shares and self._shareable(cluster.ad):
+            return MatchmakingAd(cluster.ad, self._book, shared=True)
+        return None
+
     def of(self, ad: classad2.ClassAd) -> MatchmakingAd:
-        if self._shares and _plain_identity(ad):
-            text = _IDENTITY_LINES.sub("", ad.printJson())     # about the cheapest full reading of an ad
+        text = text_but_identity(ad) if self._shares else None
+        if text is not None:
             shared = self._by_text.get(text)
             if shared is None and text not in self._by_text:
                 shareable = self._shareable(ad)
@@ -163,7 +236,7 @@ class SharedAds:
             return (proc, global_id) if ad.shared else None
         key = id(ad)
         if key not in self._reads_identity:
-            self._reads_identity = {key: _expressions_read_identity(ad)}     # the ads repeating one come together
+            self._reads_identity = {key: expressions_read_identity(ad)}     # the ads repeating one come together
         return None if self._reads_identity[key] else (proc, global_id)
 
     def _shareable(self, ad: classad2.ClassAd) -> bool:
@@ -171,10 +244,16 @@ class SharedAds:
         and none of its expressions reads it (ads of the same text answer the same)."""
         if any(read.is_live_for(ad) for read in self._watched):
             return False
-        return not _expressions_read_identity(ad)
+        return not expressions_read_identity(ad)
 
 
-def _expressions_read_identity(ad: classad2.ClassAd) -> bool:
+def mentions_identity(text: str) -> bool:
+    """Whether ``text`` (an ad's, less its identity lines) names an identity attribute anywhere: an
+    ad that does not has no expression that reads it, and need not be asked."""
+    return re.search(_IDENTITY_NAMES, text) is not None
+
+
+def expressions_read_identity(ad: classad2.ClassAd) -> bool:
     return any(_IDENTITY & _lower(own_references(str(ad.lookup(name)))) for name in ad.keys())
 
 

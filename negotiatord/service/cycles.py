@@ -119,7 +119,7 @@ class CycleRunner:
             with self._phase("snapshot", phases):
                 state = self.accountant.load()
                 cycle_id = self.accountant.last_cycle_id() + 1
-                snapshot = self.snapshots.build(view.slots.values(), view.jobs.values(), settings)
+                snapshot = self.snapshots.build(view.slots.values(), view.jobs.records(), settings)
 
             self.phase = "negotiate"      # timed by the cycle itself, phase by phase
             result = run_cycle(snapshot, state, settings, now, descriptions=self.descriptions)
