@@ -29,6 +29,7 @@ from negotiatord.publish.holds import apply_holds, holds_for
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings, load_settings
 from tests.builders import WITHIN_LIMITS, expr, pslot, settings
+from tests.pool.test_repeated_job_ads import CLUSTER_VARIANTS
 
 NOW = 1783286288
 LIFETIME = 900.0
@@ -154,13 +155,7 @@ def _cluster(first: dict[str, str], procs: int = 4) -> list[classad2.ClassAd]:
 
 
 @pytest.mark.parametrize("first", [
-    {},
-    {"Rank": "ProcId"},                                    # an expression reads the identity
-    {"RequestMemory": "100 * ProcId"},                     # ... one the slots read: ProcId is significant
-    {"JobStatus": "2"},                                    # not idle
-    {"JobStatus": "ifThenElse(ProcId > 1, 1, 2)"},         # idle for some procs only
-    {"Owner": "undefined", "User": "undefined"},           # no submitter: a problem naming each job
-    {"ConcurrencyLimits": '"db:2"', "JobPrio": "5"},
+    *CLUSTER_VARIANTS,
     {"ProcId": '"zero"'},                                  # an identity that is no plain integer
 ], ids=repr)
 def test_a_cluster_negotiates_the_same(first: dict[str, str]) -> None:

@@ -68,7 +68,9 @@ def _cluster(first: dict[str, str], procs: int = 4) -> str:
     return "\n\n".join(ads) + "\n"
 
 
-@pytest.mark.parametrize("first", [
+# What the first job of a cluster may say differently from the plain ad: each a reason the jobs
+# of a cluster could not, or could only partly, share one ad.
+CLUSTER_VARIANTS: list[dict[str, str]] = [
     {},
     {"Rank": "ProcId"},                                    # an expression reads the identity
     {"RequestMemory": "100 * ProcId"},                     # ... one the slots read: ProcId is significant
@@ -76,7 +78,10 @@ def _cluster(first: dict[str, str], procs: int = 4) -> str:
     {"JobStatus": "ifThenElse(ProcId > 1, 1, 2)"},         # idle for some procs only
     {"Owner": "undefined", "User": "undefined"},           # no submitter: a problem naming each job
     {"ConcurrencyLimits": '"db:2"', "JobPrio": "5"},
-], ids=repr)
+]
+
+
+@pytest.mark.parametrize("first", CLUSTER_VARIANTS, ids=repr)
 def test_a_cluster_builds_the_same(first: dict[str, str]) -> None:
     """Whatever the earlier ad says, its repeats give the job records of their own ads (HTCondor
     reads each job's own ProcId and GlobalJobId: condor_q -l prints them per job)."""
