@@ -13,6 +13,11 @@ The list is kept as parallel numpy arrays with a head index
 (:class:`~negotiatord.evaluation.loading.Candidates`), not as one object per candidate: at OSPool
 scale an autocluster matches thousands of slots, and most lists are only ever asked for their
 head, so a :class:`Candidate` is made for the head alone.
+
+A list holds only as many candidates as its request can use (its jobs, and a margin for slots
+other requests take meanwhile), and is refilled when it runs dry (:class:`RankedOffer`): the
+candidates that come next are those the whole list would have had next, assessed on the pool as
+it was when the list was made, so the order is the same as if every slot had been ranked at once.
 """
 
 from __future__ import annotations
@@ -21,11 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from negotiatord.classad.parser import ParseError, parse
 from negotiatord.cycle.state import PoolState
 from negotiatord.evaluation.loading import Candidates
-from negotiatord.evaluation.protocol import PairEvaluator
+from negotiatord.evaluation.protocol import Assessment, PairEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.settings import PslotLoading
+
+MARGIN = 16            # candidates beyond a request's jobs: slots other requests take meanwhile
+FIRST_CHUNK = 256      # slots assessed at first when ranks are constant; each next chunk doubles
 
 
 @dataclass
@@ -39,7 +48,9 @@ class Candidate:
 
 class MatchList:
     def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, state: PoolState,
-                 loading: PslotLoading) -> None:
+                 loading: PslotLoading, slot_ranked: bool = True) -> None:
+        """``slot_ranked``: NEGOTIATOR_PRE_JOB_RANK or NEGOTIATOR_POST_JOB_RANK is configured (they
+        may read the slot); without them and with a literal job Rank every slot ranks alike."""
         self._autocluster = autocluster
         self._evaluator = evaluator
         self._state = state
@@ -48,15 +59,13 @@ class MatchList:
         # matchmaker.cpp's negotiate() erases it from the cycle's startd ads (its step 2g). The
         # match still consumes only what the job takes, not the whole SlotWeight.
         self.one_match_per_slot = loading is PslotLoading.ONE_PER_CYCLE
-        rows, amounts = state.offered()
-        assessment = evaluator.assess(autocluster, rows, amounts)
-        matched = np.flatnonzero(assessment.matched)
-        rank = assessment.rank[matched]
-        # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties
-        order = matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))]
-        rows = assessment.rows[order]
-        self.candidates = Candidates(rows, assessment.rank[order], assessment.cost[order],
-                                     assessment.consumption[order], state.version[rows])
+        offer = RankedOffer(autocluster, evaluator, state, len(autocluster.jobs) + MARGIN,
+                            constant_rank=not slot_ranked and not self.breadth_first and _literal_rank(autocluster),
+                            whole_ties=self.breadth_first)
+        first = offer.next()
+        assert first is not None        # the first call always answers, if with no candidate
+        self.candidates = Candidates(first.rows, first.rank, first.cost, first.consumption, first.version,
+                                     offer.next)
 
     def best(self) -> Candidate | None:
         """The best candidate still on offer, re-assessed if a match changed it; None if none is left."""
@@ -73,3 +82,147 @@ class MatchList:
         if self.one_match_per_slot:
             self._state.withdraw(int(self.candidates.rows[self.candidates.head]))
         self.candidates.taken(self._state, self.breadth_first)
+
+
+class RankedOffer:
+    """The slots on offer when a candidate list is made, handed out best first a part at a time.
+
+    The whole list would be every slot that matched then, sorted by rank (higher first) and slot
+    row, each with the answers of that assessment and re-assessed when it reaches the head if a
+    match changed it since. Each part here is the next stretch of that order, worked out when it
+    is asked for: the slots it may hold are assessed at the amounts they had when the list was
+    made (so the match, the rank and hence the place are the same as then), a slot since taken
+    is left out (it would be skipped), and one whose amounts changed since is marked for
+    re-assessment (version -1, as its version would differ).
+
+    * Constant ranks (no pre/post job rank, a literal job Rank, depth-first): the order is
+      slot-row order, so only as many slots are assessed, chunk after chunk, as it takes to find
+      the part's candidates.
+    * Otherwise every slot is assessed (its rank decides its place), and only the best of them
+      are sorted and kept; the next part assesses them again and takes those after the last one
+      handed out.
+
+    Each part holds at least ``need`` candidates (if there are that many), twice as many as the
+    part before. With ``whole_ties`` (breadth-first) a part also holds every candidate ranked as
+    its last one, since a p-slot with room left moves behind all candidates of its rank.
+    """
+
+    def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, state: PoolState, need: int,
+                 constant_rank: bool, whole_ties: bool) -> None:
+        self._autocluster = autocluster
+        self._evaluator = evaluator
+        self._state = state
+        self._rows, self._amounts = state.offered()
+        self._need = need
+        self._constant_rank = constant_rank
+        self._whole_ties = whole_ties
+        self._assessed = 0                                      # constant ranks: slots assessed so far
+        self._after: tuple[float, float, float, int] | None = None  # otherwise: the last key handed out
+        self._done = False
+        self._first = True                                      # no match changed the pool since
+
+    def next(self) -> Candidates | None:
+        """The next part of the list (perhaps empty on the first call); None once it is complete."""
+        if self._done:
+            return None
+        part = self._in_row_order() if self._constant_rank else self._best_ranked()
+        self._need *= 2
+        self._first = False
+        if self._done:        # the list is complete: let the pool as it was go
+            del self._rows, self._amounts
+        return part
+
+    def _in_row_order(self) -> Candidates:
+        parts: list[Candidates] = []
+        found, chunk, total = 0, FIRST_CHUNK, len(self._rows)
+        while found < self._need and self._assessed < total:
+            positions = np.arange(self._assessed, min(total, self._assessed + chunk))
+            self._assessed += len(positions)
+            chunk *= 2
+            assessment = self._assess(positions)
+            matched = np.flatnonzero(assessment.matched)
+            parts.append(self._candidates(assessment, matched))
+            found += len(matched)
+        self._done = self._assessed >= total
+        return _joined(parts, self._state.amounts.shape[1])
+
+    def _best_ranked(self) -> Candidates:
+        positions = np.arange(len(self._rows))
+        assessment = self._assess(positions)
+        matched = np.flatnonzero(assessment.matched)
+        rank, rows = assessment.rank[matched], assessment.rows[matched]
+        if self._after is not None:
+            matched = matched[_after(rank, rows, self._after)]
+            rank, rows = assessment.rank[matched], assessment.rows[matched]
+        remaining = len(matched)
+        if remaining > self._need:
+            # only those ranked at least as high as the need-th best by the first rank can be in
+            # the part: sort them alone
+            threshold = np.partition(-rank[:, 0], self._need - 1)[self._need - 1]
+            within = -rank[:, 0] <= threshold
+            matched, rank, rows = matched[within], rank[within], rows[within]
+        # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties
+        order = np.lexsort((rows, -rank[:, 2], -rank[:, 1], -rank[:, 0]))
+        end = min(self._need, len(order))
+        if self._whole_ties and end:
+            last = rank[order[end - 1]]
+            while end < len(order) and np.array_equal(rank[order[end]], last):
+                end += 1
+        self._done = end == remaining
+        taken = order[:end]
+        if end:
+            last_rank, last_row = rank[taken[-1]], int(rows[taken[-1]])
+            self._after = (float(last_rank[0]), float(last_rank[1]), float(last_rank[2]), last_row)
+        return self._candidates(assessment, matched[taken])
+
+    def _assess(self, positions: np.ndarray) -> Assessment:
+        """Assess the slots at ``positions`` of the offer as they were then; a slot since taken is
+        left out. The whole offer, unchanged, is passed as it is: the evaluator may have gathered
+        it for other lists already."""
+        if self._first and len(positions) == len(self._rows):
+            return self._evaluator.assess(self._autocluster, self._rows, self._amounts)
+        if not self._first:
+            positions = positions[self._state.available[self._rows[positions]]]
+        return self._evaluator.assess(self._autocluster, self._rows[positions], self._amounts[positions])
+
+    def _candidates(self, assessment: Assessment, chosen: np.ndarray) -> Candidates:
+        """Candidates of ``assessment``'s entries ``chosen``, in that order."""
+        rows = assessment.rows[chosen]
+        then = self._amounts[np.searchsorted(self._rows, rows)]
+        now = self._state.amounts[rows]
+        same = ((then == now) | (np.isnan(then) & np.isnan(now))).all(axis=1)
+        version = np.where(same, self._state.version[rows], -1)
+        return Candidates(rows, assessment.rank[chosen], assessment.cost[chosen], assessment.consumption[chosen],
+                          version)
+
+
+def _after(rank: np.ndarray, rows: np.ndarray, key: tuple[float, float, float, int]) -> np.ndarray:
+    """Which entries come after ``key`` in the list's order (rank descending, then slot row)."""
+    first, second, third, row = key
+    return ((rank[:, 0] < first)
+            | ((rank[:, 0] == first) & ((rank[:, 1] < second)
+                                        | ((rank[:, 1] == second) & ((rank[:, 2] < third)
+                                                                     | ((rank[:, 2] == third) & (rows > row)))))))
+
+
+def _joined(parts: list[Candidates], assets: int) -> Candidates:
+    if not parts:
+        return Candidates(np.empty(0, dtype=np.int64), np.empty((0, 3)), np.empty(0), np.empty((0, assets)),
+                          np.empty(0, dtype=np.int64))
+    if len(parts) == 1:
+        return parts[0]
+    return Candidates(np.concatenate([p.rows for p in parts]), np.concatenate([p.rank for p in parts]),
+                      np.concatenate([p.cost for p in parts]), np.concatenate([p.consumption for p in parts]),
+                      np.concatenate([p.version for p in parts]))
+
+
+def _literal_rank(autocluster: Autocluster) -> bool:
+    """Whether the job's Rank is the same against every slot: unset (0) or a literal."""
+    ad = autocluster.ad
+    if "Rank" not in ad:
+        return True
+    expression = ad.lookup("Rank")
+    try:
+        return parse(str(expression))[0] in ("lit", "inexact")
+    except ParseError:
+        return False

@@ -21,6 +21,7 @@ quota.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
@@ -87,21 +88,45 @@ class PoolColumns:
 
 class Candidates:
     """One autocluster's candidates best first, as parallel arrays and a head index (most lists
-    are only ever asked for their head). Entries before ``head`` are spent."""
+    are only ever asked for their head). Entries before ``head`` are spent.
+
+    The arrays may hold only the first part of the list: ``more``, when given, returns the
+    candidates that come next (None once there are none), and :meth:`refill` appends them when
+    the list runs dry. A version of -1 marks a candidate to be assessed again before it is offered.
+    """
 
     def __init__(self, rows: np.ndarray, rank: np.ndarray, cost: np.ndarray, consumption: np.ndarray,
-                 version: np.ndarray) -> None:
+                 version: np.ndarray, more: Callable[[], Candidates | None] | None = None) -> None:
         self.rows = rows
         self.rank = rank
         self.cost = cost
         self.consumption = consumption
         self.version = version
         self.head = 0
+        self._more = more
+
+    def refill(self) -> bool:
+        """The list ran dry: drop the spent entries and append the candidates that come next;
+        False if none are left."""
+        while self._more is not None:
+            block = self._more()
+            if block is None:
+                self._more = None
+                break
+            if len(block.rows):
+                head = self.head
+                self.rows, self.rank, self.cost, self.consumption, self.version = (
+                    np.concatenate([mine[head:], theirs]) for mine, theirs in (
+                        (self.rows, block.rows), (self.rank, block.rank), (self.cost, block.cost),
+                        (self.consumption, block.consumption), (self.version, block.version)))
+                self.head = 0
+                return True
+        return False
 
     def best(self, evaluator: PairEvaluator, autocluster: Autocluster, pool: PoolColumns) -> int | None:
         """The position of the best candidate still on offer, re-assessed if a match changed it;
         None if none is left."""
-        while self.head < len(self.rows):
+        while self.head < len(self.rows) or self.refill():
             head, row = self.head, int(self.rows[self.head])
             if not pool.available[row]:
                 self.head = self._next_on_offer(head, pool)
