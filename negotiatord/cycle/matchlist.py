@@ -99,8 +99,9 @@ class RankedOffer:
       slot-row order, so only as many slots are assessed, chunk after chunk, as it takes to find
       the part's candidates.
     * Otherwise every slot is assessed (its rank decides its place), and only the best of them
-      are sorted and kept; the next part assesses them again and takes those after the last one
-      handed out.
+      are sorted and kept whole; of the others only the slot row and the ranks are kept, and the
+      next part picks its best among those still on offer and assesses just them again, for
+      their cost and consumption.
 
     Each part holds at least ``need`` candidates (if there are that many), twice as many as the
     part before. With ``whole_ties`` (breadth-first) a part also holds every candidate ranked as
@@ -117,7 +118,8 @@ class RankedOffer:
         self._constant_rank = constant_rank
         self._whole_ties = whole_ties
         self._assessed = 0                                      # constant ranks: slots assessed so far
-        self._after: tuple[float, float, float, int] | None = None  # otherwise: the last key handed out
+        self._left_rows = np.empty(0, dtype=np.int32)           # otherwise: the matched slots not handed
+        self._left_rank = np.empty((0, 3))                      # out yet, and their ranks
         self._done = False
         self._first = True                                      # no match changed the pool since
 
@@ -129,7 +131,7 @@ class RankedOffer:
         self._need *= 2
         self._first = False
         if self._done:        # the list is complete: let the pool as it was go
-            del self._rows, self._amounts
+            del self._rows, self._amounts, self._left_rows, self._left_rank
         return part
 
     def _in_row_order(self) -> Candidates:
@@ -147,33 +149,47 @@ class RankedOffer:
         return _joined(parts, self._state.amounts.shape[1])
 
     def _best_ranked(self) -> Candidates:
-        positions = np.arange(len(self._rows))
-        assessment = self._assess(positions)
-        matched = np.flatnonzero(assessment.matched)
-        rank, rows = assessment.rank[matched], assessment.rows[matched]
-        if self._after is not None:
-            matched = matched[_after(rank, rows, self._after)]
-            rank, rows = assessment.rank[matched], assessment.rows[matched]
-        remaining = len(matched)
-        if remaining > self._need:
-            # only those ranked at least as high as the need-th best by the first rank can be in
-            # the part: sort them alone
-            threshold = np.partition(-rank[:, 0], self._need - 1)[self._need - 1]
-            within = -rank[:, 0] <= threshold
-            matched, rank, rows = matched[within], rank[within], rows[within]
+        if self._first:
+            assessment = self._assess(np.arange(len(self._rows)))
+            matched = np.flatnonzero(assessment.matched)
+            rows, rank = assessment.rows[matched], assessment.rank[matched]
+        else:
+            on_offer = self._state.available[self._left_rows]
+            rows, rank = self._left_rows[on_offer], self._left_rank[on_offer]
+        chosen = self._best(rows, rank)
+        left = np.ones(len(rows), dtype=bool)
+        left[chosen] = False
+        self._left_rows, self._left_rank = rows[left].astype(np.int32), rank[left]
+        self._done = not len(self._left_rows)
+        if self._first:
+            return self._candidates(assessment, matched[chosen])
+        # assessed again as they were then, for their cost and consumption (their rank is the same)
+        positions = np.searchsorted(self._rows, rows[chosen])
+        again = self._evaluator.assess(self._autocluster, self._rows[positions], self._amounts[positions])
+        return self._candidates(again, np.flatnonzero(again.matched))
+
+    def _best(self, rows: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """The positions of the ``need`` best entries, best first (with ``whole_ties``, and every
+        entry ranked as the last of them). Only those are sorted: the need-th best is found rank
+        by rank with np.partition, as HTCondor's sort would place it."""
+        need, count = self._need, len(rows)
+        if count > need:
+            parts, tied, k = [], np.arange(count), need
+            for column in range(3):
+                values = -rank[tied, column]
+                kth = np.partition(values, k - 1)[k - 1]
+                better = tied[values < kth]
+                parts.append(better)
+                k -= len(better)
+                tied = tied[values == kth]
+            parts.append(tied[:k])             # equal in every rank: lowest slot rows first
+            if self._whole_ties:
+                parts.append(tied[k:])
+            chosen = np.concatenate(parts)
+        else:
+            chosen = np.arange(count)
         # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties
-        order = np.lexsort((rows, -rank[:, 2], -rank[:, 1], -rank[:, 0]))
-        end = min(self._need, len(order))
-        if self._whole_ties and end:
-            last = rank[order[end - 1]]
-            while end < len(order) and np.array_equal(rank[order[end]], last):
-                end += 1
-        self._done = end == remaining
-        taken = order[:end]
-        if end:
-            last_rank, last_row = rank[taken[-1]], int(rows[taken[-1]])
-            self._after = (float(last_rank[0]), float(last_rank[1]), float(last_rank[2]), last_row)
-        return self._candidates(assessment, matched[taken])
+        return chosen[np.lexsort((rows[chosen], -rank[chosen, 2], -rank[chosen, 1], -rank[chosen, 0]))]
 
     def _assess(self, positions: np.ndarray) -> Assessment:
         """Assess the slots at ``positions`` of the offer as they were then; a slot since taken is
@@ -194,15 +210,6 @@ class RankedOffer:
         version = np.where(same, self._state.version[rows], -1)
         return Candidates(rows, assessment.rank[chosen], assessment.cost[chosen], assessment.consumption[chosen],
                           version)
-
-
-def _after(rank: np.ndarray, rows: np.ndarray, key: tuple[float, float, float, int]) -> np.ndarray:
-    """Which entries come after ``key`` in the list's order (rank descending, then slot row)."""
-    first, second, third, row = key
-    return ((rank[:, 0] < first)
-            | ((rank[:, 0] == first) & ((rank[:, 1] < second)
-                                        | ((rank[:, 1] == second) & ((rank[:, 2] < third)
-                                                                     | ((rank[:, 2] == third) & (rows > row)))))))
 
 
 def _joined(parts: list[Candidates], assets: int) -> Candidates:
