@@ -18,6 +18,7 @@ from pathlib import Path
 import classad2
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from benchmarks.pool_generator import CONFIG_PATH, generate_pool
 from negotiatord.ads.reader import read_ads
@@ -30,9 +31,10 @@ from negotiatord.evaluation.loading import Candidates
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.settings import PslotLoading, Settings, load_settings
-from tests.builders import jobs, pslot, settings
+from tests.builders import group, jobs, pslot, settings
 from tests.commands import test_negotiate as ospool
-from tests.cycle.test_loading import CPU_POLICY, NOW, SAMPLE_NOW, both_ways
+from tests.cycle.test_loading import CPU_POLICY, NOW, SAMPLE_NOW, both_ways, job_specs, slot_specs
+from tests.cycle.test_properties import slots_of
 
 ROOT = Path(__file__).resolve().parents[2]
 WHOLE = 10**9
@@ -94,14 +96,21 @@ def test_the_ospool_sample(monkeypatch):
     assert result.matches
 
 
+@pytest.mark.parametrize("slot_ranks", ["htcondor_defaults", "none"])
 @pytest.mark.parametrize("scenario, slots, jobs_count", [("steady", 160, 700), ("fill", 40, 1500),
                                                           ("mixed", 120, 900)])
-def test_generated_ospool_shaped_pools(monkeypatch, scenario, slots, jobs_count):
-    """Constant ranks (the OSPool's: no pre/post job rank, no job Rank): lists found slot by slot."""
+def test_generated_ospool_shaped_pools(monkeypatch, scenario, slots, jobs_count, slot_ranks):
+    """HTCondor's default NEGOTIATOR_PRE_JOB_RANK and NEGOTIATOR_POST_JOB_RANK (they read the
+    slot's Cpus, Memory, SlotID, ...: every slot assessed, the best kept), and none at all (no job
+    Rank either: every slot ranks alike, lists found slot by slot in table order)."""
     pool = generate_pool(slots, jobs_count, seed=0, now=NOW, scenario=scenario)
-    result, refills = whole_and_in_parts(monkeypatch, pool.slot_ads, list(pool.job_ads), load_settings(CONFIG_PATH),
-                                         pool.now)
-    assert result.matches and refills
+    config = load_settings(CONFIG_PATH)
+    if slot_ranks == "none":
+        config = replace(config, pre_job_rank=None, post_job_rank=None)
+    result, refills = whole_and_in_parts(monkeypatch, pool.slot_ads, list(pool.job_ads), config, pool.now)
+    assert result.matches
+    if scenario == "fill":      # requests take each other's best slots: lists run dry
+        assert refills
 
 
 @pytest.mark.parametrize("loading", list(PslotLoading))
@@ -175,3 +184,23 @@ def test_constant_ranks_assess_only_the_slots_a_list_needs(monkeypatch, evaluato
     match_list, _, made = nine_slots(evaluator, jobs("alice", 1, memory=1000))
     assert match_list.candidates.rows.tolist() == [0] and made.stats.pairs == 1
     assert [row for row, _, _ in drained(match_list)] == [0, 1, 3, 4, 5, 6, 7, 8]
+
+
+@hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(slot_specs, job_specs, st.sampled_from(list(PslotLoading)), st.sampled_from([None, "Memory", "-Cpus"]),
+       st.booleans())
+def test_random_pools(slot_spec, job_spec, loading, job_rank, groups):
+    """test_loading.py's random pools (every consumption policy, static slots, concurrency limits,
+    groups), with a job Rank that reads the slot or none."""
+    tree = (group("group_a", dynamic=0.6), group("group_b", dynamic=0.4)) if groups else ()
+    job_ads = []
+    for cluster, (owner, count, cpus, memory, limits) in enumerate(job_spec, start=1):
+        grp = ("group_a" if owner == "alice" else "group_b") if groups else None
+        extra = {"ConcurrencyLimits": limits} if limits else {}
+        job_ads += jobs(owner, count, cluster=cluster, group=grp, cpus=cpus, memory=memory, disk=10, **extra)
+    if job_rank is not None:
+        for ad in job_ads:
+            ad["Rank"] = classad2.ExprTree(job_rank)
+    config = settings(groups=tree, pslot_loading=loading, concurrency_limits={"lic": 3.0, "db": 4.0})
+    with pytest.MonkeyPatch.context() as patch:
+        whole_and_in_parts(patch, slots_of(slot_spec), job_ads, config)
