@@ -159,7 +159,7 @@ class RankedOffer:
         chosen = self._best(rows, rank)
         left = np.ones(len(rows), dtype=bool)
         left[chosen] = False
-        self._left_rows, self._left_rank = rows[left].astype(np.int32), rank[left]
+        self._left_rows, self._left_rank = rows[left].astype(np.int32, copy=False), rank[left]
         self._done = not len(self._left_rows)
         if self._first:
             return self._candidates(assessment, matched[chosen])

@@ -7,8 +7,9 @@ is made of, so the cycle's job-by-job loop and an evaluator's whole-request load
 * :class:`PoolColumns`, the cycle's working copy of what matches change (amounts, SlotWeight,
   on offer, a version per slot), and :meth:`PoolColumns.take`, one match's deduction;
 * :class:`Candidates`, one autocluster's candidate list best first, with :meth:`Candidates.best`
-  (re-assessing a slot a match changed since it was assessed) and :meth:`Candidates.taken`
-  (where a p-slot with room left goes for the next job: depth- or breadth-first);
+  (re-assessing a slot a match changed since it was assessed), :meth:`Candidates.taken`
+  (where a p-slot with room left goes for the next job: depth- or breadth-first) and
+  :meth:`Candidates.refill` (the candidates that come next, when a list made in parts runs dry);
 * :class:`LoadingLimits`, what may stop a request part-way: its jobs, the submitter's limit,
   the group's room, the headroom of the ConcurrencyLimits its jobs share;
 * :func:`load_plainly`, the whole-request loading in Python over any evaluator's ``assess``: the
