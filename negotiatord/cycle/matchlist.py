@@ -99,9 +99,9 @@ class RankedOffer:
       slot-row order, so only as many slots are assessed, chunk after chunk, as it takes to find
       the part's candidates.
     * Otherwise every slot is assessed (its rank decides its place), and only the best of them
-      are sorted and kept whole; of the others only the slot row and the ranks are kept, and the
-      next part picks its best among those still on offer and assesses just them again, for
-      their cost and consumption.
+      are sorted and kept whole; of the others only the slot row and the ranks are kept. A list
+      that runs dry sorts those once and keeps the slot rows in order; each part then takes the
+      next of them still on offer and assesses just them again, for their cost and consumption.
 
     Each part holds at least ``need`` candidates (if there are that many), twice as many as the
     part before. With ``whole_ties`` (breadth-first) a part also holds every candidate ranked as
@@ -119,7 +119,9 @@ class RankedOffer:
         self._whole_ties = whole_ties
         self._assessed = 0                                      # constant ranks: slots assessed so far
         self._left_rows = np.empty(0, dtype=np.int32)           # otherwise: the matched slots not handed
-        self._left_rank = np.empty((0, 3))                      # out yet, and their ranks
+        self._left_rank = np.empty((0, 3))                      # out yet, and their ranks;
+        self._sorted = False                                    # sorted best first from the first refill,
+        self._next = 0                                          # handed out up to _next
         self._done = False
         self._first = True                                      # no match changed the pool since
 
@@ -153,18 +155,32 @@ class RankedOffer:
             assessment = self._assess(np.arange(len(self._rows)))
             matched = np.flatnonzero(assessment.matched)
             rows, rank = assessment.rows[matched], assessment.rank[matched]
-        else:
-            on_offer = self._state.available[self._left_rows]
-            rows, rank = self._left_rows[on_offer], self._left_rank[on_offer]
-        chosen = self._best(rows, rank)
-        left = np.ones(len(rows), dtype=bool)
-        left[chosen] = False
-        self._left_rows, self._left_rank = rows[left].astype(np.int32, copy=False), rank[left]
-        self._done = not len(self._left_rows)
-        if self._first:
+            chosen = self._best(rows, rank)
+            left = np.ones(len(rows), dtype=bool)
+            left[chosen] = False
+            self._left_rows, self._left_rank = rows[left], rank[left]
+            self._done = not left.any()
             return self._candidates(assessment, matched[chosen])
+        if not self._sorted:
+            # the list ran dry once, so it is likely to again: sort what is left, once, and keep
+            # only the slot rows in that order (and the ranks, for breadth-first's ties)
+            rank = self._left_rank
+            order = np.lexsort((self._left_rows, -rank[:, 2], -rank[:, 1], -rank[:, 0]))
+            self._left_rows = self._left_rows[order].astype(np.int32)
+            self._left_rank = rank[order] if self._whole_ties else np.empty((0, 3))
+            self._sorted = True
+        rows = self._left_rows[self._next:]
+        on_offer = np.flatnonzero(self._state.available[rows])
+        count = min(self._need, len(on_offer))
+        if self._whole_ties and count:
+            rank = self._left_rank[self._next:]
+            equal = (rank[on_offer[count:]] == rank[on_offer[count - 1]]).all(axis=1)
+            count += int(np.argmin(equal)) if not equal.all() else len(equal)
+        taken = on_offer[:count]
+        self._next += int(taken[-1]) + 1 if count else len(rows)
+        self._done = count == len(on_offer)
         # assessed again as they were then, for their cost and consumption (their rank is the same)
-        positions = np.searchsorted(self._rows, rows[chosen])
+        positions = np.searchsorted(self._rows, rows[taken])
         again = self._evaluator.assess(self._autocluster, self._rows[positions], self._amounts[positions])
         return self._candidates(again, np.flatnonzero(again.matched))
 
