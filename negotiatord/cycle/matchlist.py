@@ -13,6 +13,11 @@ The list is kept as parallel numpy arrays with a head index
 (:class:`~negotiatord.evaluation.loading.Candidates`), not as one object per candidate: at OSPool
 scale an autocluster matches thousands of slots, and most lists are only ever asked for their
 head, so a :class:`Candidate` is made for the head alone.
+
+A list holds only as many candidates as its request can use (its jobs, and a margin for slots
+other requests take meanwhile), and is refilled when it runs dry (:class:`RankedOffer`): the
+candidates that come next are those the whole list would have had next, assessed on the pool as
+it was when the list was made, so the order is the same as if every slot had been ranked at once.
 """
 
 from __future__ import annotations
@@ -21,11 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from negotiatord.classad.parser import ParseError, parse
 from negotiatord.cycle.state import PoolState
 from negotiatord.evaluation.loading import Candidates
-from negotiatord.evaluation.protocol import PairEvaluator
+from negotiatord.evaluation.protocol import Assessment, PairEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.settings import PslotLoading
+
+MARGIN = 16            # candidates beyond a request's jobs: slots other requests take meanwhile
+FIRST_CHUNK = 256      # slots assessed at first when ranks are constant; each next chunk doubles
 
 
 @dataclass
@@ -39,7 +48,9 @@ class Candidate:
 
 class MatchList:
     def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, state: PoolState,
-                 loading: PslotLoading) -> None:
+                 loading: PslotLoading, slot_ranked: bool = True) -> None:
+        """``slot_ranked``: NEGOTIATOR_PRE_JOB_RANK or NEGOTIATOR_POST_JOB_RANK is configured (they
+        may read the slot); without them and with a literal job Rank every slot ranks alike."""
         self._autocluster = autocluster
         self._evaluator = evaluator
         self._state = state
@@ -48,15 +59,13 @@ class MatchList:
         # matchmaker.cpp's negotiate() erases it from the cycle's startd ads (its step 2g). The
         # match still consumes only what the job takes, not the whole SlotWeight.
         self.one_match_per_slot = loading is PslotLoading.ONE_PER_CYCLE
-        rows, amounts = state.offered()
-        assessment = evaluator.assess(autocluster, rows, amounts)
-        matched = np.flatnonzero(assessment.matched)
-        rank = assessment.rank[matched]
-        # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties
-        order = matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))]
-        rows = assessment.rows[order]
-        self.candidates = Candidates(rows, assessment.rank[order], assessment.cost[order],
-                                     assessment.consumption[order], state.version[rows])
+        offer = RankedOffer(autocluster, evaluator, state, len(autocluster.jobs) + MARGIN,
+                            constant_rank=not slot_ranked and not self.breadth_first and _literal_rank(autocluster),
+                            whole_ties=self.breadth_first)
+        first = offer.next()
+        assert first is not None        # the first call always answers, if with no candidate
+        self.candidates = Candidates(first.rows, first.rank, first.cost, first.consumption, first.version,
+                                     offer.next)
 
     def best(self) -> Candidate | None:
         """The best candidate still on offer, re-assessed if a match changed it; None if none is left."""
@@ -73,3 +82,170 @@ class MatchList:
         if self.one_match_per_slot:
             self._state.withdraw(int(self.candidates.rows[self.candidates.head]))
         self.candidates.taken(self._state, self.breadth_first)
+
+
+class RankedOffer:
+    """The slots on offer when a candidate list is made, handed out best first a part at a time.
+
+    The whole list would be every slot that matched then, sorted by rank (higher first) and slot
+    row, each with the answers of that assessment and re-assessed when it reaches the head if a
+    match changed it since. Each part here is the next stretch of that order, worked out when it
+    is asked for: the slots it may hold are assessed at the amounts they had when the list was
+    made (so the match, the rank and hence the place are the same as then), a slot since taken
+    is left out (it would be skipped), and one whose amounts changed since is marked for
+    re-assessment (version -1, as its version would differ).
+
+    * Constant ranks (no pre/post job rank, a literal job Rank, depth-first): the order is
+      slot-row order, so only as many slots are assessed, chunk after chunk, as it takes to find
+      the part's candidates.
+    * Otherwise every slot is assessed (its rank decides its place), and only the best of them
+      are sorted and kept whole; of the others only the slot row and the ranks are kept. A list
+      that runs dry sorts those once and keeps the slot rows in order; each part then takes the
+      next of them still on offer and assesses just them again, for their cost and consumption.
+
+    Each part holds at least ``need`` candidates (if there are that many), twice as many as the
+    part before. With ``whole_ties`` (breadth-first) a part also holds every candidate ranked as
+    its last one, since a p-slot with room left moves behind all candidates of its rank.
+    """
+
+    def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, state: PoolState, need: int,
+                 constant_rank: bool, whole_ties: bool) -> None:
+        self._autocluster = autocluster
+        self._evaluator = evaluator
+        self._state = state
+        self._rows, self._amounts = state.offered()
+        self._need = need
+        self._constant_rank = constant_rank
+        self._whole_ties = whole_ties
+        self._assessed = 0                                      # constant ranks: slots assessed so far
+        self._left_rows = np.empty(0, dtype=np.int32)           # otherwise: the matched slots not handed
+        self._left_rank = np.empty((0, 3))                      # out yet, and their ranks;
+        self._sorted = False                                    # sorted best first from the first refill,
+        self._next = 0                                          # handed out up to _next
+        self._done = False
+        self._first = True                                      # no match changed the pool since
+
+    def next(self) -> Candidates | None:
+        """The next part of the list (perhaps empty on the first call); None once it is complete."""
+        if self._done:
+            return None
+        part = self._in_row_order() if self._constant_rank else self._best_ranked()
+        self._need *= 2
+        self._first = False
+        if self._done:        # the list is complete: let the pool as it was go
+            del self._rows, self._amounts, self._left_rows, self._left_rank
+        return part
+
+    def _in_row_order(self) -> Candidates:
+        parts: list[Candidates] = []
+        found, chunk, total = 0, FIRST_CHUNK, len(self._rows)
+        while found < self._need and self._assessed < total:
+            positions = np.arange(self._assessed, min(total, self._assessed + chunk))
+            self._assessed += len(positions)
+            chunk *= 2
+            assessment = self._assess(positions)
+            matched = np.flatnonzero(assessment.matched)
+            parts.append(self._candidates(assessment, matched))
+            found += len(matched)
+        self._done = self._assessed >= total
+        return _joined(parts, self._state.amounts.shape[1])
+
+    def _best_ranked(self) -> Candidates:
+        if self._first:
+            assessment = self._assess(np.arange(len(self._rows)))
+            matched = np.flatnonzero(assessment.matched)
+            rows, rank = assessment.rows[matched], assessment.rank[matched]
+            chosen = self._best(rows, rank)
+            left = np.ones(len(rows), dtype=bool)
+            left[chosen] = False
+            self._left_rows, self._left_rank = rows[left], rank[left]
+            self._done = not left.any()
+            return self._candidates(assessment, matched[chosen])
+        if not self._sorted:
+            # the list ran dry once, so it is likely to again: sort what is left, once, and keep
+            # only the slot rows in that order (and the ranks, for breadth-first's ties)
+            rank = self._left_rank
+            order = np.lexsort((self._left_rows, -rank[:, 2], -rank[:, 1], -rank[:, 0]))
+            self._left_rows = self._left_rows[order].astype(np.int32)
+            self._left_rank = rank[order] if self._whole_ties else np.empty((0, 3))
+            self._sorted = True
+        rows = self._left_rows[self._next:]
+        on_offer = np.flatnonzero(self._state.available[rows])
+        count = min(self._need, len(on_offer))
+        if self._whole_ties and count:
+            rank = self._left_rank[self._next:]
+            equal = (rank[on_offer[count:]] == rank[on_offer[count - 1]]).all(axis=1)
+            count += int(np.argmin(equal)) if not equal.all() else len(equal)
+        taken = on_offer[:count]
+        self._next += int(taken[-1]) + 1 if count else len(rows)
+        self._done = count == len(on_offer)
+        # assessed again as they were then, for their cost and consumption (their rank is the same)
+        positions = np.searchsorted(self._rows, rows[taken])
+        again = self._evaluator.assess(self._autocluster, self._rows[positions], self._amounts[positions])
+        return self._candidates(again, np.flatnonzero(again.matched))
+
+    def _best(self, rows: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """The positions of the ``need`` best entries, best first (with ``whole_ties``, and every
+        entry ranked as the last of them). Only those are sorted: the need-th best is found rank
+        by rank with np.partition, as HTCondor's sort would place it."""
+        need, count = self._need, len(rows)
+        if count > need:
+            parts, tied, k = [], np.arange(count), need
+            for column in range(3):
+                values = -rank[tied, column]
+                kth = np.partition(values, k - 1)[k - 1]
+                better = tied[values < kth]
+                parts.append(better)
+                k -= len(better)
+                tied = tied[values == kth]
+            parts.append(tied[:k])             # equal in every rank: lowest slot rows first
+            if self._whole_ties:
+                parts.append(tied[k:])
+            chosen = np.concatenate(parts)
+        else:
+            chosen = np.arange(count)
+        # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties
+        return chosen[np.lexsort((rows[chosen], -rank[chosen, 2], -rank[chosen, 1], -rank[chosen, 0]))]
+
+    def _assess(self, positions: np.ndarray) -> Assessment:
+        """Assess the slots at ``positions`` of the offer as they were then; a slot since taken is
+        left out. The whole offer, unchanged, is passed as it is: the evaluator may have gathered
+        it for other lists already."""
+        if self._first and len(positions) == len(self._rows):
+            return self._evaluator.assess(self._autocluster, self._rows, self._amounts)
+        if not self._first:
+            positions = positions[self._state.available[self._rows[positions]]]
+        return self._evaluator.assess(self._autocluster, self._rows[positions], self._amounts[positions])
+
+    def _candidates(self, assessment: Assessment, chosen: np.ndarray) -> Candidates:
+        """Candidates of ``assessment``'s entries ``chosen``, in that order."""
+        rows = assessment.rows[chosen]
+        then = self._amounts[np.searchsorted(self._rows, rows)]
+        now = self._state.amounts[rows]
+        same = ((then == now) | (np.isnan(then) & np.isnan(now))).all(axis=1)
+        version = np.where(same, self._state.version[rows], -1)
+        return Candidates(rows, assessment.rank[chosen], assessment.cost[chosen], assessment.consumption[chosen],
+                          version)
+
+
+def _joined(parts: list[Candidates], assets: int) -> Candidates:
+    if not parts:
+        return Candidates(np.empty(0, dtype=np.int64), np.empty((0, 3)), np.empty(0), np.empty((0, assets)),
+                          np.empty(0, dtype=np.int64))
+    if len(parts) == 1:
+        return parts[0]
+    return Candidates(np.concatenate([p.rows for p in parts]), np.concatenate([p.rank for p in parts]),
+                      np.concatenate([p.cost for p in parts]), np.concatenate([p.consumption for p in parts]),
+                      np.concatenate([p.version for p in parts]))
+
+
+def _literal_rank(autocluster: Autocluster) -> bool:
+    """Whether the job's Rank is the same against every slot: unset (0) or a literal."""
+    ad = autocluster.ad
+    if "Rank" not in ad:
+        return True
+    expression = ad.lookup("Rank")
+    try:
+        return parse(str(expression))[0] in ("lit", "inexact")
+    except ParseError:
+        return False

@@ -561,7 +561,8 @@ class _Cycle:
     def _match_list(self, autocluster: Autocluster) -> MatchList:
         if autocluster.id not in self.match_lists:
             self.match_lists[autocluster.id] = MatchList(
-                autocluster, self.evaluator, self.state, self.settings.pslot_loading
+                autocluster, self.evaluator, self.state, self.settings.pslot_loading,
+                slot_ranked=bool(self.settings.pre_job_rank or self.settings.post_job_rank),
             )
         return self.match_lists[autocluster.id]
 

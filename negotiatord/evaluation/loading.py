@@ -7,8 +7,9 @@ is made of, so the cycle's job-by-job loop and an evaluator's whole-request load
 * :class:`PoolColumns`, the cycle's working copy of what matches change (amounts, SlotWeight,
   on offer, a version per slot), and :meth:`PoolColumns.take`, one match's deduction;
 * :class:`Candidates`, one autocluster's candidate list best first, with :meth:`Candidates.best`
-  (re-assessing a slot a match changed since it was assessed) and :meth:`Candidates.taken`
-  (where a p-slot with room left goes for the next job: depth- or breadth-first);
+  (re-assessing a slot a match changed since it was assessed), :meth:`Candidates.taken`
+  (where a p-slot with room left goes for the next job: depth- or breadth-first) and
+  :meth:`Candidates.refill` (the candidates that come next, when a list made in parts runs dry);
 * :class:`LoadingLimits`, what may stop a request part-way: its jobs, the submitter's limit,
   the group's room, the headroom of the ConcurrencyLimits its jobs share;
 * :func:`load_plainly`, the whole-request loading in Python over any evaluator's ``assess``: the
@@ -21,6 +22,7 @@ quota.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
@@ -87,21 +89,45 @@ class PoolColumns:
 
 class Candidates:
     """One autocluster's candidates best first, as parallel arrays and a head index (most lists
-    are only ever asked for their head). Entries before ``head`` are spent."""
+    are only ever asked for their head). Entries before ``head`` are spent.
+
+    The arrays may hold only the first part of the list: ``more``, when given, returns the
+    candidates that come next (None once there are none), and :meth:`refill` appends them when
+    the list runs dry. A version of -1 marks a candidate to be assessed again before it is offered.
+    """
 
     def __init__(self, rows: np.ndarray, rank: np.ndarray, cost: np.ndarray, consumption: np.ndarray,
-                 version: np.ndarray) -> None:
+                 version: np.ndarray, more: Callable[[], Candidates | None] | None = None) -> None:
         self.rows = rows
         self.rank = rank
         self.cost = cost
         self.consumption = consumption
         self.version = version
         self.head = 0
+        self._more = more
+
+    def refill(self) -> bool:
+        """The list ran dry: drop the spent entries and append the candidates that come next;
+        False if none are left."""
+        while self._more is not None:
+            block = self._more()
+            if block is None:
+                self._more = None
+                break
+            if len(block.rows):
+                head = self.head
+                self.rows, self.rank, self.cost, self.consumption, self.version = (
+                    np.concatenate([mine[head:], theirs]) for mine, theirs in (
+                        (self.rows, block.rows), (self.rank, block.rank), (self.cost, block.cost),
+                        (self.consumption, block.consumption), (self.version, block.version)))
+                self.head = 0
+                return True
+        return False
 
     def best(self, evaluator: PairEvaluator, autocluster: Autocluster, pool: PoolColumns) -> int | None:
         """The position of the best candidate still on offer, re-assessed if a match changed it;
         None if none is left."""
-        while self.head < len(self.rows):
+        while self.head < len(self.rows) or self.refill():
             head, row = self.head, int(self.rows[self.head])
             if not pool.available[row]:
                 self.head = self._next_on_offer(head, pool)

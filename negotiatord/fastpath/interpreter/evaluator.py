@@ -95,25 +95,31 @@ class FastEvaluator:
 
     def load(self, autocluster: Autocluster, candidates: Candidates, pool: PoolColumns,
              limits: LoadingLimits) -> Loading:
-        """In one kernel call (loading.py) when the job's roots run there; the rest of the
-        request in Python from where a re-assessment needing classad2 stopped the kernel."""
+        """In one kernel call (loading.py) when the job's roots run there, one more each time
+        the candidate list runs dry and is refilled; the rest of the request in Python from where
+        a re-assessment needing classad2 stopped the kernel."""
         self._start_call()
         job = self._job(autocluster)
         job.enter(self._match_space.epoch)
         universe_of = self._match_space.universe_index
-        evaluation = self._one_call.loading_inputs(job, universe_of[candidates.rows[candidates.head:]])
-        if evaluation is None:
-            return load_plainly(self, autocluster, candidates, pool, limits)
         table = self._table
-        done, reassessed = load_in_kernel(candidates, pool, limits, table.amounts, table.integer_amounts,
-                                          universe_of, evaluation)
-        self.stats.loading_calls += 1
-        self.stats.assess_calls += reassessed
-        self.stats.pairs += reassessed
-        if done.stop is not Stop.NEEDS_PYTHON:
-            return done
-        limits.jobs -= len(done.rows)
-        return done.then(load_plainly(self, autocluster, candidates, pool, limits))
+        loaded: Loading | None = None
+        while True:
+            evaluation = self._one_call.loading_inputs(job, universe_of[candidates.rows[candidates.head:]])
+            if evaluation is None:
+                rest = load_plainly(self, autocluster, candidates, pool, limits)
+                return rest if loaded is None else loaded.then(rest)
+            done, reassessed = load_in_kernel(candidates, pool, limits, table.amounts, table.integer_amounts,
+                                              universe_of, evaluation)
+            self.stats.loading_calls += 1
+            self.stats.assess_calls += reassessed
+            self.stats.pairs += reassessed
+            loaded = done if loaded is None else loaded.then(done)
+            limits.jobs -= len(done.rows)
+            if done.stop is Stop.NEEDS_PYTHON:
+                return loaded.then(load_plainly(self, autocluster, candidates, pool, limits))
+            if done.stop is not Stop.NO_MATCH or not candidates.refill():
+                return loaded
 
     def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
                           inserts: PreemptionInserts) -> PreemptionAssessment:
@@ -148,6 +154,8 @@ class FastEvaluator:
         offer = self._offer
         if offer is None or offer.rows is not rows or rows.flags.writeable:
             table = self._table
-            offer = self._offer = Offer(rows, self._match_space.universe(rows), table.consumption_policy[rows],
-                                        table.amounts[rows], table.integer_amounts[rows])
+            offer = Offer(rows, self._match_space.universe(rows), table.consumption_policy[rows],
+                          table.amounts[rows], table.integer_amounts[rows])
+            if not rows.flags.writeable:      # rows gathered for one call keep the shared offer's gather
+                self._offer = offer
         return offer
