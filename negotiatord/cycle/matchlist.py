@@ -62,10 +62,18 @@ class MatchList:
         offer = RankedOffer(autocluster, evaluator, state, len(autocluster.jobs) + MARGIN,
                             constant_rank=not slot_ranked and not self.breadth_first and _literal_rank(autocluster),
                             whole_ties=self.breadth_first)
+        self._offer = offer
         first = offer.next()
         assert first is not None        # the first call always answers, if with no candidate
         self.candidates = Candidates(first.rows, first.rank, first.cost, first.consumption, first.version,
                                      offer.next)
+
+    @property
+    def worst_rank(self) -> tuple[float, ...] | None:
+        """The lowest ranks any candidate of the whole list has (the list keeps the ranks it was
+        made with, so no candidate still listed ranks lower); None if not known yet, or if no
+        slot matched."""
+        return self._offer.worst_rank
 
     def best(self) -> Candidate | None:
         """The best candidate still on offer, re-assessed if a match changed it; None if none is left."""
@@ -124,6 +132,7 @@ class RankedOffer:
         self._next = 0                                          # handed out up to _next
         self._done = False
         self._first = True                                      # no match changed the pool since
+        self.worst_rank: tuple[float, ...] | None = None        # see MatchList.worst_rank
 
     def next(self) -> Candidates | None:
         """The next part of the list (perhaps empty on the first call); None once it is complete."""
@@ -147,6 +156,8 @@ class RankedOffer:
             matched = np.flatnonzero(assessment.matched)
             parts.append(self._candidates(assessment, matched))
             found += len(matched)
+            if len(matched) and self.worst_rank is None:       # every slot ranks alike
+                self.worst_rank = tuple(assessment.rank[matched[0]].tolist())
         self._done = self._assessed >= total
         return _joined(parts, self._state.amounts.shape[1])
 
@@ -155,6 +166,7 @@ class RankedOffer:
             assessment = self._assess(np.arange(len(self._rows)))
             matched = np.flatnonzero(assessment.matched)
             rows, rank = assessment.rows[matched], assessment.rank[matched]
+            self.worst_rank = _lowest(rank)
             chosen = self._best(rows, rank)
             left = np.ones(len(rows), dtype=bool)
             left[chosen] = False
@@ -226,6 +238,16 @@ class RankedOffer:
         version = np.where(same, self._state.version[rows], -1)
         return Candidates(rows, assessment.rank[chosen], assessment.cost[chosen], assessment.consumption[chosen],
                           version)
+
+
+def _lowest(rank: np.ndarray) -> tuple[float, ...] | None:
+    """The lexicographically lowest row of ``rank`` (None if it has none), in one pass a column."""
+    tied = rank
+    for column in range(rank.shape[1]):
+        if not len(tied):
+            return None
+        tied = tied[tied[:, column] == tied[:, column].min()]
+    return tuple(tied[0].tolist()) if len(tied) else None
 
 
 def _joined(parts: list[Candidates], assets: int) -> Candidates:

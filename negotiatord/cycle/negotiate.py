@@ -383,15 +383,16 @@ class _Cycle:
         """Whether one of ``request``'s jobs might take a claimed slot while an idle one is left:
         then its jobs go job by job, where each job's best idle candidate is weighed against the
         claimed ones (:meth:`_offer`). Not so when no open claimed candidate ranks above the
-        worst idle one still listed (:meth:`Preemptor.may_outrank`): idle candidates are offered
-        best first and keep the rank they were listed with, so loading the request in one call
-        onto idle slots gives the same matches."""
+        worst idle one its list can hold (:attr:`MatchList.worst_rank`,
+        :meth:`Preemptor.may_outrank`): idle candidates are offered best first and keep the rank
+        they were listed with, so loading the request in one call onto idle slots gives the same
+        matches."""
         if self.preemptor is None:
             return False
-        candidates = self._match_list(request.autocluster).candidates
+        match_list = self._match_list(request.autocluster)
+        candidates = match_list.candidates
         left = candidates.head < len(candidates.rows)
-        worst = tuple(candidates.rank[-1].tolist()) if left else None
-        return self.preemptor.may_outrank(request.autocluster, worst)
+        return self.preemptor.may_outrank(request.autocluster, match_list.worst_rank if left else None)
 
     def _load(self, request: Request, submitter: Submitter, group: str, jobs: int, limit: float,
               room: Room) -> tuple[int, float, Stop]:

@@ -41,7 +41,7 @@ from negotiatord.pool.builder import build_snapshot
 from negotiatord.publish.report import cycle_document, cycle_table
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings, load_settings
-from tests.builders import expr, group, jobs, settings, static_slot
+from tests.builders import expr, group, jobs, pslot, settings, static_slot
 
 NOW = 1_700_000_000
 HOUR = 3600
@@ -68,14 +68,17 @@ def accountant(**real_priorities: float) -> AccountantState:
 
 def cycle(slots: list[classad2.ClassAd], job_ads: list[classad2.ClassAd], config: Settings,
           state: AccountantState | None = None) -> CycleResult:
-    """The cycle by the fast path, checked against the classad2 reference."""
+    """The cycle by the fast path, checked against the classad2 reference and against the cycle's
+    job-by-job reference loop (requests loaded in one call must make the same preemptions)."""
     state = state or AccountantState()
     snapshot = build_snapshot(slots, job_ads, config)
     fast = run_cycle(snapshot, state, config, NOW)
     reference = run_cycle(snapshot, state, config, NOW, ClassAdEvaluator(snapshot.table, config, NOW))
-    assert fast.matches == reference.matches
-    assert fast.preemptions == reference.preemptions
-    assert fast.usage == reference.usage
+    job_by_job = run_cycle(snapshot, state, replace(config, job_by_job=True), NOW)
+    for other in (reference, job_by_job):
+        assert fast.matches == other.matches
+        assert fast.preemptions == other.preemptions
+        assert fast.usage == other.usage
     return fast
 
 
@@ -179,6 +182,19 @@ def test_a_claimed_slot_the_job_ranks_higher_beats_an_idle_one():
     slots = [static_slot("idle", Kflops=1), claimed("busy", "bob@site", Kflops=9)]
     result = cycle(slots, jobs("alice", 1, Rank=expr("TARGET.Kflops")), config, accountant(bob=100.0))
     assert [m.slot for m in result.matches] == ["busy"]
+
+
+def test_a_claimed_slot_ranked_between_idle_partitionable_slots_is_taken_in_its_turn():
+    """Idle p-slots, each taking several jobs, rank above and below a claimed slot by the job's
+    Rank: the jobs fill the better p-slot, then preempt, then go to the worse one, as HTCondor's
+    order puts them (a request loaded in one call must stop at the claimed slot; cycle() checks
+    the job-by-job loop agrees)."""
+    config = settings(preemption_requirements="True", consumption_policy=True)
+    slots = [pslot("small", cpus=2, Kflops=1), pslot("big", cpus=2, Kflops=9),
+             claimed("busy", "bob@site", Kflops=5)]
+    result = cycle(slots, jobs("alice", 6, Rank=expr("TARGET.Kflops")), config, accountant(bob=100.0))
+    assert [m.slot for m in result.matches] == ["big", "big", "busy", "small", "small"]
+    assert [m.preempts for m in result.matches] == [None, None, "bob@site#busy", None, None]
 
 
 def test_rank_preemption_before_priority_preemption_then_preemption_rank():
