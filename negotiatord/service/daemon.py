@@ -351,7 +351,7 @@ class Daemon:
                 self.log.warning("quota preemption timer started", group=group, maximum=dict(timer.maximum),
                                  delay_s=timer.delay, due=timer.due)
             if self._last_cycle_time < timer.due <= now:
-                self.log.warning("quota preemption is due: the cycle preempts what the group holds above its "
+                self.log.warning("quota preemption is due; the cycle preempts what the group holds above its "
                                  "maximum", group=group, maximum=dict(timer.maximum), due=timer.due)
         self._last_cycle_time = now
 
