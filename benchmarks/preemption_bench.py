@@ -10,7 +10,10 @@ are much worse than others. Three scenarios, each in a forked child over the sam
   (False): only slots whose Rank could exceed their CurrentRank are considered;
 * uwcs: PREEMPTION_REQUIREMENTS = HTCondor's UWCS example policy (condor_config.annotated:
   same group, running over an hour, RemoteUserPrio 1.2 times the submitter's), so every claimed
-  dynamic or static slot is a candidate and the policy is evaluated.
+  dynamic or static slot is a candidate and the policy is evaluated;
+* fair_sharing: NEGOTIATORD_FAIR_SHARING = True with HTCondor's preemption off: after
+  matchmaking, jobs still unmatched ask the Dominant Resource Share rule for a claimed slot
+  (once per autocluster while it answers, the groups' HGQ quotas as nominal shares).
 
     python benchmarks/preemption_bench.py [--large] [--evaluator fast|classad] [--budget S] [--seed N]
 
@@ -77,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         "off": replace(settings, consider_preemption=False),
         "default": replace(settings, consider_preemption=True),
         "uwcs": replace(settings, consider_preemption=True, preemption_requirements=UWCS),
+        "fair_sharing": replace(settings, consider_preemption=False, fair_sharing=True),
     }
     figures = {}
     for label, config in configs.items():
@@ -90,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
               f"preemptions {found['preemptions']}, {found['pairs']} pairs, {found['fallbacks']} fallbacks; "
               f"phases: {phases}")
     base = figures["off"].get("cycle_s")
-    for label in ("default", "uwcs"):
+    for label in ("default", "uwcs", "fair_sharing"):
         value = figures[label].get("cycle_s")
         if base and value:
             print(f"  ratio {label} / off: {value / base:.2f}x (target <= {TARGET_RATIO:g}x)")

@@ -28,6 +28,7 @@ from negotiatord import __version__
 from negotiatord.accountant import AccountantStore
 from negotiatord.accountant.quota_timers import QuotaTimer, timer_document
 from negotiatord.ads import AdBatch
+from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
 from negotiatord.feed.kinds import AdKind
@@ -337,6 +338,9 @@ class Daemon:
         problems = outcome.result.problems
         if problems:
             self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
+        if stats.quota_shortfalls:
+            self.log.warning("quota preemption cannot fully help", groups=stats.quota_shortfalls,
+                             reasons=[p for p in problems if p.startswith(PROBLEM_PREFIX)][:_SHOWN_PROBLEMS])
         paused = self.heap.after_cycle()
         if paused is not None:
             self.log.info("full garbage collection", seconds=round(paused, 3))

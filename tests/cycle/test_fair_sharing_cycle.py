@@ -30,7 +30,7 @@ def running(group: str, count: int, first: int) -> list:
 
 
 def fair(**changes: object) -> Settings:
-    return settings(groups=GROUPS, fair_sharing=True, **changes)
+    return settings(**{"groups": GROUPS, "fair_sharing": True, **changes})
 
 
 def pool() -> list:
@@ -86,3 +86,13 @@ def test_idle_slots_go_first_and_quota_does_not_cap_borrowing():
 def test_off_by_default():
     result = cycle(pool(), jobs("user", 1, group="c"), replace(fair(), fair_sharing=False))
     assert result.preemptions == () and result.matches == ()
+
+
+def test_a_borrowing_limit_in_matches_caps_free_slots_beyond_the_quota():
+    """GROUP_BORROWING_LIMIT_c = matches:2 over an HGQ quota of 0 (c has none), c holding 1: one
+    of two free slots; without fair sharing HGQ gives c nothing."""
+    groups = (fair_group("a", 3), fair_group("b", 3), fair_group("c", 3, borrowing_limit={"matches": 2}))
+    free = [static_slot("idle1"), static_slot("idle2")]
+    result = cycle(pool() + free, jobs("user", 2, group="c"), fair(groups=groups))
+    assert [m.slot for m in result.matches if m.preemption is None] == ["idle1"]
+    assert cycle(pool() + free, jobs("user", 2, group="c"), replace(fair(), fair_sharing=False)).matches == ()
