@@ -51,12 +51,13 @@ class FairSharePreemptor:
         pool = {asset.lower(): float(np.nansum(table.amounts[:, column])) for column, asset in enumerate(table.assets)}
         pool[WEIGHT_UNIT] = pool_size
         self.usage = GroupUsage(tree, nominal_shares(tree, pool, hgq_quota))
-        held: dict[str, RunningJob] = {}             # slot name -> the job on it
-        self._running: dict[int, RunningJob] = {}    # row -> a job fair sharing may preempt
+        held: dict[str, tuple[int, RunningJob]] = {}     # slot name -> its row and the job on it
+        self._running: dict[int, RunningJob] = {}        # row -> a job fair sharing may preempt
         for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist())):
             if slot.claim is None or weight != weight:
                 continue
-            job = held[slot.name] = running_job(slot, weight, group_of(slot.claim.customer))
+            job = running_job(slot, weight, group_of(slot.claim.customer))
+            held[slot.name] = row, job
             self.usage.admit(job.group, job.resources)
             if slot.kind is not SlotKind.PARTITIONABLE and (
                     not slot.claim.retiring or settings.consider_early_preemption):
@@ -64,9 +65,9 @@ class FairSharePreemptor:
         for match in matches:
             self.usage.admit(group_of(match.submitter), match_resources(match))
             if match.preemption is not None:
-                victim = held[match.slot]
+                row, victim = held[match.slot]
                 self.usage.remove(victim.group, victim.resources)
-                self._running = {row: job for row, job in self._running.items() if job is not victim}
+                self._running.pop(row, None)
         self._refused: set[int] = set()
 
     def __len__(self) -> int:
