@@ -13,10 +13,11 @@ builds the rule's inputs from the claimed slots and the cycle's usage and asks
   ranked first (NEGOTIATOR_PRE_JOB_RANK, the job's Rank, NEGOTIATOR_POST_JOB_RANK);
 - group usage is every claimed slot's plus this cycle's matches, with victims already removed.
 
-A request the rule refuses is not asked again in the cycle: later preemptions only lower the
-shares of groups that were borrowing, so a refused job is not let in later in the cycle by
-anything but a change of the pool, and each question costs an assessment of the claimed slots
-(``benchmarks/fair_sharing_bench.py``).
+Each autocluster's claimed candidates are assessed once in the cycle, and a request the rule
+refuses is not asked again in it (another group's preemption later in the cycle could turn
+the answer; the job is asked again next cycle): each question walks the candidates' slots
+(``benchmarks/fair_sharing_bench.py`` times the rule, ``benchmarks/preemption_bench.py`` the
+cycle).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from negotiatord.cycle.claimed import match_resources, running_job
+from negotiatord.cycle.matchlist import Candidate
 from negotiatord.cycle.fair_sharing import GroupUsage, RunningJob, choose_victims, nominal_shares
+from negotiatord.cycle.fair_sharing.shares import borrowing_on
 from negotiatord.cycle.preemption import FAIR_SHARING, PreemptingCandidate
 from negotiatord.cycle.result import Match
 from negotiatord.evaluation import PairEvaluator
@@ -68,7 +71,10 @@ class FairSharePreemptor:
                 row, victim = held[match.slot]
                 self.usage.remove(victim.group, victim.resources)
                 self._running.pop(row, None)
+        self.claimed = len(self._running)            # claimed slots considered
+        self._columns: dict[tuple[str, ...], list[tuple[str, int]]] = {}   # a slot's assets -> lower-cased, column
         self._refused: set[int] = set()
+        self._assessed: dict[int, dict[tuple[tuple[str, float], ...], list[Candidate]]] = {}
 
     def __len__(self) -> int:
         return len(self._running)
@@ -78,32 +84,53 @@ class FairSharePreemptor:
         None; a None is remembered for the cycle."""
         if autocluster.id in self._refused or not self._running:
             return None
+        # only jobs of other groups whose leaf borrows can be victims (choose_victims's own
+        # first filter): left out here, a pool where few groups borrow is walked quickly
+        own = self.usage.leaf(group)
+        victims_of: dict[str, bool] = {}
+        for request, candidates in self._candidates(autocluster).items():
+            by_slot = {}
+            for candidate in candidates:
+                job = self._running.get(candidate.row)
+                if job is None:
+                    continue
+                open_to = victims_of.get(job.group)
+                if open_to is None:
+                    leaf = self.usage.leaf(job.group)
+                    open_to = victims_of[job.group] = leaf is not own and borrowing_on(leaf, self.usage.resources)
+                if open_to:
+                    by_slot[self._table.slots[candidate.row].name] = candidate
+            running = [self._running[c.row] for c in by_slot.values()]
+            found = choose_victims(self.usage, group, dict(request), {}, running, self._strategies) \
+                if running else None
+            if found is not None:
+                chosen = by_slot[found.slot]
+                claim = self._table.slots[chosen.row].claim
+                assert claim is not None
+                return PreemptingCandidate(chosen.row, chosen.rank, chosen.cost, chosen.consumption, 0, claim=claim,
+                                           rule=FAIR_SHARING, strategy=found.victims[0].strategy)
+        self._refused.add(autocluster.id)
+        return None
+
+    def _candidates(self, autocluster: Autocluster) -> dict[tuple[tuple[str, float], ...], list[Candidate]]:
+        """The claimed slots ``autocluster`` matches, best ranked first, by what a match there takes.
+        Assessed once per autocluster in the cycle: a claimed slot's ad and amounts do not change
+        within it, and the slots other rules take are left out when asked (:meth:`best`)."""
+        found = self._assessed.get(autocluster.id)
+        if found is not None:
+            return found
         rows = np.fromiter(self._running, dtype=np.int64, count=len(self._running))
         assessment = self._evaluator.assess(autocluster, rows, self._table.amounts[rows])
         matched = np.flatnonzero(assessment.matched)
         rank = assessment.rank[matched]
-        order = matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))]
-        requests: dict[tuple[tuple[str, float], ...], list[int]] = {}
-        for position in order.tolist():
-            requests.setdefault(self._request(assessment.consumption[position], float(assessment.cost[position]),
-                                              int(assessment.rows[position])), []).append(position)
-        for request, positions in requests.items():
-            by_slot = {self._table.slots[int(assessment.rows[p])].name: p for p in positions}
-            running = [self._running[int(assessment.rows[p])] for p in positions]
-            found = choose_victims(self.usage, group, dict(request), {}, running, self._strategies)
-            if found is None:
-                continue
-            position = by_slot[found.slot]
-            row = int(assessment.rows[position])
-            claim = self._table.slots[row].claim
-            assert claim is not None
+        found = self._assessed[autocluster.id] = {}
+        for position in matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))].tolist():
+            row, cost, consumption = int(assessment.rows[position]), float(assessment.cost[position]), \
+                assessment.consumption[position]
             slot_rank = assessment.rank[position]
-            return PreemptingCandidate(
-                row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])),
-                float(assessment.cost[position]), assessment.consumption[position], 0, claim=claim,
-                rule=FAIR_SHARING, strategy=found.victims[0].strategy)
-        self._refused.add(autocluster.id)
-        return None
+            found.setdefault(self._request(consumption, cost, row), []).append(Candidate(
+                row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), cost, consumption, 0))
+        return found
 
     def take(self, candidate: PreemptingCandidate, group: str) -> None:
         """Move usage from the victim's group to ``group``, whose job took the slot."""
@@ -113,7 +140,10 @@ class FairSharePreemptor:
 
     def _request(self, consumption: np.ndarray, cost: float, row: int) -> tuple[tuple[str, float], ...]:
         """What a match on ``row`` takes: the slot's assets as the assessment consumes them, and its cost."""
-        slot = self._table.slots[row]
-        taken = [(asset.lower(), float(consumption[self._table.asset_column(asset)])) for asset in slot.assets]
-        return tuple(sorted(taken)) + ((WEIGHT_UNIT, cost),)
+        assets = self._table.slots[row].assets
+        columns = self._columns.get(assets)
+        if columns is None:
+            columns = self._columns[assets] = sorted((asset.lower(), self._table.asset_column(asset))
+                                                     for asset in assets)
+        return tuple((name, float(consumption[column])) for name, column in columns) + ((WEIGHT_UNIT, cost),)
 

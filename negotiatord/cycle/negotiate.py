@@ -676,7 +676,8 @@ class _Cycle:
             phase_s=dict(self.phases),
             pairs=self.evaluator.stats.pairs,
             classad_fallbacks=self.evaluator.stats.fallbacks,
-            claimed_slots=0 if self.preemptor is None else len(self.preemptor.claimed),
+            claimed_slots=max(0 if self.preemptor is None else len(self.preemptor.claimed),
+                              0 if self.fair_sharing is None else self.fair_sharing.claimed),
             preemptions=len(self.preemptions),
             quota_shortfalls=self.quota_shortfalls,
         )
