@@ -96,3 +96,16 @@ def test_a_borrowing_limit_in_matches_caps_free_slots_beyond_the_quota():
     result = cycle(pool() + free, jobs("user", 2, group="c"), fair(groups=groups))
     assert [m.slot for m in result.matches if m.preemption is None] == ["idle1"]
     assert cycle(pool() + free, jobs("user", 2, group="c"), replace(fair(), fair_sharing=False)).matches == ()
+
+
+def test_beside_htcondors_preemption():
+    """NEGOTIATOR_CONSIDER_PREEMPTION with HTCondor's default PREEMPTION_REQUIREMENTS (False)
+    takes no claimed slot here (Rank is not above CurrentRank); fair sharing still reclaims. With
+    PREEMPTION_REQUIREMENTS = True, HTCondor's rule, asked during matchmaking, takes a slot for
+    each job (the best PREEMPTION_RANK first), and fair sharing, asked after, has no job left:
+    no slot is preempted twice."""
+    result = cycle(pool(), jobs("user", 1, group="c"), fair(consider_preemption=True))
+    assert victims(result) == [("b#7", "b", "fair_sharing", "reclaim")]
+    both = cycle(pool(), jobs("user", 2, group="c"), fair(consider_preemption=True, preemption_requirements="True"))
+    assert [p.rule for p in both.preemptions] == ["priority", "priority"]
+    assert len({p.slot for p in both.preemptions}) == 2 and len(both.matches) == 2
