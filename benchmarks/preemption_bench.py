@@ -10,7 +10,10 @@ are much worse than others. Three scenarios, each in a forked child over the sam
   (False): only slots whose Rank could exceed their CurrentRank are considered;
 * uwcs: PREEMPTION_REQUIREMENTS = HTCondor's UWCS example policy (condor_config.annotated:
   same group, running over an hour, RemoteUserPrio 1.2 times the submitter's), so every claimed
-  dynamic or static slot is a candidate and the policy is evaluated.
+  dynamic or static slot is a candidate and the policy is evaluated;
+* fair_sharing: NEGOTIATORD_FAIR_SHARING = True with HTCondor's preemption off: after
+  matchmaking, jobs still unmatched ask the Dominant Resource Share rule for a claimed slot
+  (once per autocluster while it answers, the groups' HGQ quotas as nominal shares).
 
     python benchmarks/preemption_bench.py [--large] [--evaluator fast|classad] [--budget S] [--seed N]
 
@@ -23,6 +26,7 @@ import argparse
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 from cycle_bench import SIZES, isolated, make_evaluator
@@ -38,6 +42,12 @@ from negotiatord.settings import Settings, load_settings
 UWCS = ("((TARGET.SubmitterGroup =?= RemoteGroup) && ((time() - EnteredCurrentState) > (1 * 3600)) "
         "&& (RemoteUserPrio > TARGET.SubmitterUserPrio * 1.2)) || (MY.NiceUser == True)")
 TARGET_RATIO = 2.0
+SCENARIOS: dict[str, Callable[[Settings], Settings]] = {
+    "off": lambda s: replace(s, consider_preemption=False),
+    "default": lambda s: replace(s, consider_preemption=True),
+    "uwcs": lambda s: replace(s, consider_preemption=True, preemption_requirements=UWCS),
+    "fair_sharing": lambda s: replace(s, consider_preemption=False, fair_sharing=True),
+}
 
 
 def accountant(pool: GeneratedPool, seed: int) -> AccountantState:
@@ -66,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=600.0,
                         help="seconds each scenario may take before it is stopped (default 600)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS),
+                        help="the scenarios to run (default: all; off is the baseline of the ratios)")
     args = parser.parse_args(argv)
     slots, jobs = SIZES["large" if args.large else "small"]
     settings = load_settings(CONFIG_PATH)
@@ -73,11 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     state = accountant(pool, args.seed)
     print(f"{slots} slots, {jobs} idle jobs (seed {args.seed}), {args.evaluator} evaluator, "
           f"generated in {pool.generation_s:.1f} s")
-    configs = {
-        "off": replace(settings, consider_preemption=False),
-        "default": replace(settings, consider_preemption=True),
-        "uwcs": replace(settings, consider_preemption=True, preemption_requirements=UWCS),
-    }
+    configs = {label: changes(settings) for label, changes in SCENARIOS.items() if label in args.scenarios}
     figures = {}
     for label, config in configs.items():
         figures[label] = found = isolated(lambda c=config: scenario(pool, c, state, args.evaluator), args.budget)
@@ -89,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{found['matches']} matches, {found['claimed_slots']} claimed slots considered, "
               f"preemptions {found['preemptions']}, {found['pairs']} pairs, {found['fallbacks']} fallbacks; "
               f"phases: {phases}")
-    base = figures["off"].get("cycle_s")
-    for label in ("default", "uwcs"):
+    base = figures.get("off", {}).get("cycle_s")
+    for label in [name for name in figures if name != "off"]:
         value = figures[label].get("cycle_s")
         if base and value:
             print(f"  ratio {label} / off: {value / base:.2f}x (target <= {TARGET_RATIO:g}x)")

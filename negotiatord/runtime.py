@@ -91,7 +91,7 @@ def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Setting
     with garbage_collection_paused():
         if evaluator is None:
             evaluator = FastEvaluator(snapshot.table, settings, now, descriptions)
-        return negotiate(snapshot, accountant, settings, evaluator)
+        return negotiate(snapshot, accountant, settings, evaluator, now)
 
 
 def load_fast_path(settings: Settings) -> CycleResult:

@@ -12,15 +12,15 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from negotiatord.accountant import AccountantState
 from negotiatord.accountant.admission import decay_rate, score, weighted
+from negotiatord.cycle.claimed import match_resources, slot_resources
 from negotiatord.cycle.requests import Submitter
 from negotiatord.cycle.result import Match
 from negotiatord.pool.slots import Slot
 from negotiatord.settings import Settings
-from negotiatord.settings.groups import WEIGHT_UNIT
 
 
 class AdmissionQueue:
@@ -56,7 +56,7 @@ class AdmissionQueue:
 
     def admitted(self, submitter: Submitter, match: Match) -> None:
         """Charge ``match``'s entry penalty to ``submitter`` and put it back in the queue."""
-        penalty = self._penalty_rate * weighted(_resources(match), self._weights)
+        penalty = self._penalty_rate * weighted(match_resources(match), self._weights)
         self._penalty[submitter.name] = self._penalty.get(submitter.name, 0.0) + penalty
         self._push(submitter)
 
@@ -71,17 +71,11 @@ def held_resources(slots: Iterable[Slot], weights: Iterable[float], matches: Ite
         if slot.claim is None or math.isnan(weight):    # a slot weight that did not evaluate
             continue
         mine = held[slot.claim.customer]
-        for asset, amount in zip(slot.assets, slot.amounts):
-            mine[asset.lower()] += amount
-        mine[WEIGHT_UNIT] += weight
+        for resource, amount in slot_resources(slot, weight).items():
+            mine[resource] += amount
     for match in matches:
         mine = held[match.submitter]
-        for resource, amount in _resources(match).items():
+        for resource, amount in match_resources(match).items():
             mine[resource] += amount
     return {name: dict(resources) for name, resources in held.items()}
 
-
-def _resources(match: Match) -> Mapping[str, float]:
-    resources = {asset.lower(): float(amount) for asset, amount in match.consumed.items()}
-    resources[WEIGHT_UNIT] = match.cost
-    return resources

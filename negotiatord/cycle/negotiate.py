@@ -15,7 +15,12 @@ the README lists:
    GROUP_SORT_EXPR order, pie spins sharing each group's allocation among its submitters; like
    HTCondor's allocation rounds, repeat with demand re-estimated from what is still unmatched and
    can still start while rounds make matches (GROUP_QUOTA_MAX_ALLOCATION_ROUNDS);
-5. let submitters of GROUP_AUTOREGROUP groups compete for what is left, as the ``<none>`` group.
+5. let submitters of GROUP_AUTOREGROUP groups compete for what is left, as the ``<none>`` group;
+6. with NEGOTIATORD_FAIR_SHARING, let jobs still unmatched preempt across groups by Dominant
+   Resource Share (:mod:`negotiatord.cycle.fair_share_preemption`), once every job has had the
+   free slots;
+7. with NEGOTIATORD_QUOTA_PREEMPTION, preempt what groups hold above a lowered maximum whose
+   delay has passed (:mod:`negotiatord.cycle.quota_enforcement`).
 
 No I/O happens here, and nothing process-wide is touched: the evaluator that answers the job-slot
 questions is handed in, and the garbage-collection policy around the call is the caller's
@@ -39,7 +44,10 @@ from negotiatord.cycle.admission_order import AdmissionQueue, held_resources
 from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
-from negotiatord.cycle.preemption import RANK, InsertedFigures, PreemptingCandidate, Preemptor
+from negotiatord.cycle.claimed import holding
+from negotiatord.cycle.fair_share_preemption import FairSharePreemptor
+from negotiatord.cycle.preemption import FAIR_SHARING, QUOTA, RANK, InsertedFigures, PreemptingCandidate, Preemptor
+from negotiatord.cycle.quota_enforcement import due_enforcements
 from negotiatord.cycle.quotas import GroupAllocation, allocate_quotas
 from negotiatord.cycle.requests import Request, Submitter
 from negotiatord.cycle.result import (
@@ -52,9 +60,10 @@ from negotiatord.evaluation.loading import Loading, LoadingLimits, Stop
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
-from negotiatord.pool.slots import Slot
+from negotiatord.pool.slots import Slot, SlotKind
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import ROOT_GROUP, Settings, SubmitterOrder
+from negotiatord.settings.groups import WEIGHT_UNIT
 
 NO_MATCH = "no match found"
 SUBMITTER_LIMIT = "submitter limit exceeded"
@@ -91,20 +100,25 @@ def negotiate(
     accountant: AccountantState,
     settings: Settings,
     evaluator: PairEvaluator,
+    now: float | None = None,
 ) -> CycleResult:
     """Decide this cycle's matches.
 
     ``evaluator`` answers the job-slot questions about ``snapshot``'s slots at the cycle's
     ``time()`` (it is built for both; nothing else in the cycle asks for ``time()``): the compiled
     fast path, or the classad2 reference (``ClassAdEvaluator``) whose answers the fast path gives,
-    to check that."""
-    return _Cycle(snapshot, accountant, settings, evaluator).run()
+    to check that. ``now`` is the cycle's time, the evaluator's too; quota preemption timers
+    due by then are enforced (it is required with NEGOTIATORD_QUOTA_PREEMPTION)."""
+    if settings.quota_preemption and now is None:
+        raise ValueError("quota preemption needs the cycle's time")
+    return _Cycle(snapshot, accountant, settings, evaluator, now).run()
 
 
 class _Cycle:
     def __init__(self, snapshot: Snapshot, accountant: AccountantState, settings: Settings,
-                 evaluator: PairEvaluator) -> None:
+                 evaluator: PairEvaluator, now: float | None = None) -> None:
         self.snapshot = snapshot
+        self.now = now
         self.table = snapshot.table
         self.settings = settings
         self.evaluator = evaluator
@@ -127,12 +141,16 @@ class _Cycle:
                                                                  # any more this cycle
         self.preemptions: list[Preemption] = []
         self.preemptor: Preemptor | None = None
+        self.fair_sharing: FairSharePreemptor | None = None
+        self.group_sequence: list[str] = []                     # the last allocation round's group order
+        self.quota_shortfalls = 0                               # quota enforcements preemption could not
+                                                                # (fully) carry out
 
     def run(self) -> CycleResult:
         started = time.perf_counter()
         with self._phase("slot_weights"):
             self.state = PoolState(self.table, self._weights())
-            pool_size = float(np.nansum(self.state.weights))
+            pool_size = self.pool_size = float(np.nansum(self.state.weights))
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
             self.submitters = self._submitters()
@@ -143,6 +161,12 @@ class _Cycle:
         with self._phase("matchmaking"):
             allocations = self._allocation_rounds(pool_size, demand)
             self._autoregroup(pool_size)
+        if self.settings.fair_sharing:
+            with self._phase("fair_sharing"):
+                self._fair_share_preemptions(pool_size, allocations)
+        if self.settings.quota_preemption:
+            with self._phase("quota_preemption"):
+                self._enforce_quotas()
         return self._result(time.perf_counter() - started, pool_size, allocations)
 
     # -- before matchmaking ------------------------------------------------------------------------
@@ -256,12 +280,28 @@ class _Cycle:
             in_use=self.tree.roll_up(self.usage),
             allocated={n: a.allocated for n, a in allocations.items()},
         )
+        self.group_sequence = order
         made = 0
         for name in order:
             members = [s for s in self.submitters.values() if s.group == name]
-            allocated = allocations[name].allocated
+            allocated = self._allocated(allocations[name])
             made += self._spin_pie(members, name, allocated, Room(allocated, self.own_usage, name))
         return made
+
+    def _allocated(self, allocation: GroupAllocation) -> float:
+        """What a group negotiates with: its HGQ allocation. With NEGOTIATORD_FAIR_SHARING the
+        HGQ split does not cap a group, as in Kueue, where a ClusterQueue may borrow whatever its
+        cohort has free: it may take any free slot, up to its quota plus its
+        GROUP_BORROWING_LIMIT_<g> when that names the weight unit (``matches``); borrowing limits
+        on other resources are the fair-sharing rule's to keep. Its quota is still the line
+        between reclaiming and borrowing."""
+        if not self.settings.fair_sharing:
+            return allocation.allocated
+        configured = self.tree.settings_of(allocation.name)
+        limit = (configured.borrowing_limit or {}).get(WEIGHT_UNIT) if configured else None
+        if limit is None:
+            return self.pool_size
+        return max(allocation.allocated, min(self.pool_size, allocation.quota + limit))
 
     def _autoregroup(self, pool_size: float) -> None:
         """GROUP_AUTOREGROUP[_<g>]: after every group had its turn, its submitters may also compete,
@@ -277,6 +317,53 @@ class _Cycle:
     def _autoregroups(self, group: str) -> bool:
         configured = self.tree.settings_of(group)
         return configured is not None and configured.autoregroup
+
+    # -- preemption across groups -----------------------------------------------------------------
+
+    def _fair_share_preemptions(self, pool_size: float, allocations: dict[str, GroupAllocation]) -> None:
+        """NEGOTIATORD_FAIR_SHARING: groups in the last round's order, each one's submitters by
+        effective priority, each request's jobs in queue order take claimed slots while the
+        fair-sharing rule lets them. Neither a submitter's limit nor a group's allocation caps
+        these preemptions (the rule's shares decide); concurrency limits still do."""
+        self.fair_sharing = FairSharePreemptor(
+            self.table, self.state.weights, self.settings, self.evaluator, self._account, pool_size,
+            {name: allocation.quota for name, allocation in allocations.items()}, self.matches)
+        if not len(self.fair_sharing):
+            return
+        for name in self.group_sequence:
+            for submitter in _in_priority_order(s for s in self.submitters.values() if s.group == name):
+                for request in submitter.open_requests(set()):
+                    self._fair_share_request(request, submitter)
+
+    def _fair_share_request(self, request: Request, submitter: Submitter) -> None:
+        assert self.fair_sharing is not None
+        match_list = self._match_list(request.autocluster)
+        while request.jobs and self.ledger.blocking(request.jobs[0].concurrency_limits) is None:
+            candidate = self.fair_sharing.best(request.autocluster, submitter.group)
+            if candidate is None:
+                return
+            self._commit(request.jobs.popleft(), submitter, submitter.group, candidate, self._cost(candidate),
+                         match_list)
+
+    def _enforce_quotas(self) -> None:
+        """NEGOTIATORD_QUOTA_PREEMPTION: each group whose timer is due gives back what it holds
+        above its maximum; the victims' slots are preempted with no job to take them (rule
+        ``quota``), and why preemption cannot (fully) help goes into the cycle's problems."""
+        assert self.now is not None     # negotiate() checks it
+        taken = {preemption.slot for preemption in self.preemptions}
+        holdings = [holding(slot, weight, self._account(slot.claim.customer))
+                    for slot, weight in zip(self.table.slots, self.state.weights.tolist())
+                    if slot.claim is not None and weight == weight and slot.kind is not SlotKind.PARTITIONABLE
+                    and slot.name not in taken]
+        weights = {slot.name: weight for slot, weight in zip(self.table.slots, self.state.weights.tolist())}
+        for enforcement in due_enforcements(self.tree, self.accountant.quota_timers, holdings, self.now):
+            problems = enforcement.problems()
+            self.problems.extend(problems)
+            self.quota_shortfalls += bool(problems)
+            for victim in enforcement.victims:
+                self._charge_usage(victim.submitter, -weights[victim.slot])
+                self.preemptions.append(Preemption(victim.job, victim.slot, victim.submitter, victim.group,
+                                                   None, None, None, QUOTA))
 
     # -- pie spins ---------------------------------------------------------------------------------
 
@@ -513,8 +600,10 @@ class _Cycle:
     def _preempt(self, job: Job, submitter: Submitter, group: str, candidate: PreemptingCandidate) -> Preemption:
         """Give a claimed slot to ``job``: the slot is not offered again this cycle, and its usage
         moves from the victim's customer to the preemptor's."""
-        assert self.preemptor is not None   # a preempting candidate comes from it
-        self.preemptor.take(candidate)
+        if self.preemptor is not None:
+            self.preemptor.take(candidate)
+        if self.fair_sharing is not None and candidate.rule == FAIR_SHARING:
+            self.fair_sharing.take(candidate, group)
         claim = candidate.claim
         self._charge_usage(claim.customer, -float(self.state.weights[candidate.row]))
         preemption = Preemption(
@@ -589,8 +678,10 @@ class _Cycle:
             phase_s=dict(self.phases),
             pairs=self.evaluator.stats.pairs,
             classad_fallbacks=self.evaluator.stats.fallbacks,
-            claimed_slots=0 if self.preemptor is None else len(self.preemptor.claimed),
+            claimed_slots=max(0 if self.preemptor is None else len(self.preemptor.claimed),
+                              0 if self.fair_sharing is None else self.fair_sharing.claimed),
             preemptions=len(self.preemptions),
+            quota_shortfalls=self.quota_shortfalls,
         )
         return CycleResult(
             stats=stats,

@@ -41,7 +41,7 @@ from negotiatord.pool.slots import Claim, may_be_preempted
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
 
-PRIORITY, RANK, FAIR_SHARING = PREEMPTION_RULES
+PRIORITY, RANK, FAIR_SHARING, QUOTA = PREEMPTION_RULES
 
 Inserts = Callable[[Autocluster, np.ndarray], PreemptionInserts]
 

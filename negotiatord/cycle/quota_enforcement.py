@@ -32,6 +32,7 @@ Amounts = Mapping[str, float]       # lower-cased resource -> amount
 ONLY_GUARANTEED_LEFT = "only usage within guaranteed floors is left"
 NO_VICTIM_FITS = "no running job fits in the preemptable amount"
 BEST_EFFORT = "best effort: the victims release less than the preemptable amount"
+PROBLEM_PREFIX = "quota of group"    # how each of :meth:`QuotaEnforcement.problems`'s lines begins
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,10 @@ class QuotaEnforcement:
         """Why preemption cannot (fully) help, one line per group concerned."""
         lines = []
         if self.reason is not None:
-            lines.append(f"quota of group {self.group}: {self.reason}")
+            lines.append(f"{PROBLEM_PREFIX} {self.group}: {self.reason}")
         for share in self.shares:
             if share.reason is not None:
-                lines.append(f"quota of group {self.group}, in group {share.group}: {share.reason} "
+                lines.append(f"{PROBLEM_PREFIX} {self.group}, in group {share.group}: {share.reason} "
                              f"(asked {_shown(share.target)}, released {_shown(share.claimed)})")
         return lines
 

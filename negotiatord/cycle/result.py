@@ -8,20 +8,22 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Preemption:
     """A claimed slot the cycle gave to ``job``, preempting ``victim_job``, under ``rule``
-    (``priority``, ``rank`` or ``fair_sharing``) and, for fair sharing, ``strategy``."""
+    (``priority``, ``rank`` or ``fair_sharing``) and, for fair sharing, ``strategy``; or, under
+    ``quota``, a job preempted to enforce its group's maximum, with no job taking the slot
+    (``job``, ``submitter`` and ``group`` are None)."""
 
     victim_job: str | None
     slot: str
     victim_submitter: str
     victim_group: str
-    job: str
-    submitter: str
-    group: str
+    job: str | None
+    submitter: str | None
+    group: str | None
     rule: str
     strategy: str | None = None
 
 
-PREEMPTION_RULES = ("priority", "rank", "fair_sharing")
+PREEMPTION_RULES = ("priority", "rank", "fair_sharing", "quota")
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class CycleStats:
     classad_fallbacks: int = 0      # expression evaluations the fast path left to classad2
     claimed_slots: int = 0          # claimed slots considered for preemption
     preemptions: int = 0
+    quota_shortfalls: int = 0       # due quota enforcements that preemption could not (fully) carry out
 
 
 @dataclass(frozen=True)

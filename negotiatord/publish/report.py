@@ -98,8 +98,8 @@ def cycle_table(result: CycleResult) -> str:
     if result.preemptions:
         lines += ["", _table(["preempting job", "slot", "submitter", "preempted job", "victim submitter",
                               "victim group", "rule", "strategy"],
-                             [[p.job, p.slot, p.submitter, p.victim_job or "-", p.victim_submitter, p.victim_group,
-                               p.rule, p.strategy or "-"] for p in result.preemptions])]
+                             [[p.job or "-", p.slot, p.submitter or "-", p.victim_job or "-", p.victim_submitter,
+                               p.victim_group, p.rule, p.strategy or "-"] for p in result.preemptions])]
     if result.rejections:
         lines += ["", _table(["rejected job", "submitter", "reason"],
                              [[r.job, r.submitter, r.reason] for r in result.rejections])]

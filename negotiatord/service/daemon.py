@@ -28,6 +28,7 @@ from negotiatord import __version__
 from negotiatord.accountant import AccountantStore
 from negotiatord.accountant.quota_timers import QuotaTimer, timer_document
 from negotiatord.ads import AdBatch
+from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
 from negotiatord.feed.kinds import AdKind
@@ -337,6 +338,9 @@ class Daemon:
         problems = outcome.result.problems
         if problems:
             self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
+        if stats.quota_shortfalls:
+            self.log.warning("quota preemption cannot fully help", groups=stats.quota_shortfalls,
+                             reasons=[p for p in problems if p.startswith(PROBLEM_PREFIX)][:_SHOWN_PROBLEMS])
         paused = self.heap.after_cycle()
         if paused is not None:
             self.log.info("full garbage collection", seconds=round(paused, 3))
@@ -351,8 +355,8 @@ class Daemon:
                 self.log.warning("quota preemption timer started", group=group, maximum=dict(timer.maximum),
                                  delay_s=timer.delay, due=timer.due)
             if self._last_cycle_time < timer.due <= now:
-                self.log.warning("quota preemption is due; enforcement by preemption is not available yet",
-                                 group=group, maximum=dict(timer.maximum), due=timer.due)
+                self.log.warning("quota preemption is due; the cycle preempts what the group holds above its "
+                                 "maximum", group=group, maximum=dict(timer.maximum), due=timer.due)
         self._last_cycle_time = now
 
     def _published(self, cycle_id: int, matches: int, last_seq: int) -> None:

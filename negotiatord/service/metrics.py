@@ -98,6 +98,8 @@ class _Figures(Collector):
             ("classad_fallbacks", stats.classad_fallbacks,
              "Expression evaluations the fast path left to classad2 in the last cycle"),
             ("claimed_slots", stats.claimed_slots, "Claimed slots considered for preemption in the last cycle"),
+            ("quota_shortfalls", stats.quota_shortfalls,
+             "Due quota enforcements the last cycle's preemptions could not (fully) carry out"),
         ):
             yield GaugeMetricFamily(f"{_PREFIX}last_cycle_{name}", text, value=value)
         preemptions = GaugeMetricFamily(_PREFIX + "last_cycle_preemptions", "Preemptions the last cycle "

@@ -110,6 +110,7 @@ def summary(record: CycleRecord) -> dict[str, Any]:
         "ClassAdFallbacks": stats.classad_fallbacks,
         "ClaimedSlots": stats.claimed_slots,
         "Preemptions": stats.preemptions,
+        "QuotaShortfalls": stats.quota_shortfalls,
     }
     for rule, count in outcome.result.preemptions_by_rule().items():
         figures[f"Preemptions{rule.title().replace('_', '')}"] = count

@@ -269,7 +269,7 @@ def test_the_dry_run_shows_preemptions():
     assert document["cycle"]["claimed_slots"] == 1 and document["cycle"]["preemptions"] == 1
     table = cycle_table(result)
     assert "preempted job" in table and "bob@site#s1" in table and "priority" in table
-    assert result.preemptions_by_rule() == {"priority": 1, "rank": 0, "fair_sharing": 0}
+    assert result.preemptions_by_rule() == {"priority": 1, "rank": 0, "fair_sharing": 0, "quota": 0}
 
 
 def test_no_rank_preemption_without_a_current_rank():

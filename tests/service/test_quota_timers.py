@@ -18,6 +18,7 @@ from structlog.testing import capture_logs
 from negotiatord.accountant import AccountantStore
 from negotiatord.accountant.quota_timers import QuotaTimer, group_maximum, updated_timers
 from negotiatord.cycle.quota_enforcement import Holding, due_enforcements
+from negotiatord.cycle.result import CycleResult
 from negotiatord.feed import AdKind, AdStore
 from negotiatord.feed.api import take_in_text
 from negotiatord.publish.matchlog import MatchLog
@@ -99,13 +100,18 @@ def config():
 
 def _cycle(tmp_path: Path, config, now: int) -> AccountantStore:
     """One cycle on freshly opened databases (a daemon started for it), left open for reading."""
+    return _run(tmp_path, config, now)[0]
+
+
+def _run(tmp_path: Path, config, now: int) -> tuple[AccountantStore, CycleResult]:
+    """:func:`_cycle`, with the cycle's result."""
     accountant = AccountantStore(tmp_path / "accountant.sqlite")
     log = MatchLog(tmp_path / "matches.sqlite")
     try:
-        CycleRunner(accountant, log).run(_view(), config, now, prune_before=0.0)
+        outcome = CycleRunner(accountant, log).run(_view(), config, now, prune_before=0.0)
     finally:
         log.close()
-    return accountant
+    return accountant, outcome.result
 
 
 def test_a_restart_halfway_keeps_the_original_deadline(tmp_path, config):
@@ -114,17 +120,23 @@ def test_a_restart_halfway_keeps_the_original_deadline(tmp_path, config):
     jobs of alice (bob's jobs took the group over 8, so his go last) are due for preemption."""
     with _cycle(tmp_path, config, T0) as first:
         assert first.quota_timers() == {"group_a": QuotaTimer("group_a", {"cpus": 8}, DELAY, T0)}
-    with _cycle(tmp_path, config, T0 + int(DELAY / 2)) as restarted:    # a new process, same database
+    restarted, halfway = _run(tmp_path, config, T0 + int(DELAY / 2))    # a new process, same database
+    assert halfway.preemptions == ()
+    with restarted:
         timers = restarted.quota_timers()
         assert timers["group_a"].due == T0 + DELAY
         assert due_enforcements(config.group_tree, timers, _holdings(), T0 + DELAY / 2) == ()
         document = accountant_document(restarted.load(), config, (), T0 + DELAY / 2)
         assert document["quota_timers"] == [{"group": "group_a", "maximum": {"cpus": 8.0}, "delay_s": DELAY,
                                              "started": T0, "due": T0 + DELAY, "due_in_s": DELAY / 2}]
-    with _cycle(tmp_path, config, T0 + int(DELAY)) as due:
+    due, deadline = _run(tmp_path, config, T0 + int(DELAY))
+    with due:
         (enforcement,) = due_enforcements(config.group_tree, due.quota_timers(), _holdings(), T0 + DELAY)
         assert sorted(v.job for v in enforcement.victims) == ["alice-4", "alice-5"]
         assert enforcement.problems() == []
+    # the cycle at the original deadline preempts them, with no job taking their slots
+    assert sorted((p.slot, p.rule, p.job) for p in deadline.preemptions) == [
+        ("alice-4", "quota", None), ("alice-5", "quota", None)]
 
 
 def test_a_reconfigured_delay_restarts_the_timer_at_the_next_cycle(tmp_path, config):

@@ -34,7 +34,10 @@ except the slot-weight charge (:data:`WEIGHT_UNIT`, which no slot holds), and it
 borrowing limits (and the pool) still hold after admission. Victims are taken on one slot: a
 preemptor needs one slot (a partitionable slot's dynamic slots are freed together, as
 HTCondor's ``ALLOW_PSLOT_PREEMPTION`` does); of all slots where it works, the one needing the
-fewest victims wins (then the slot name, for a deterministic answer).
+fewest victims wins (then the slot whose jobs come first in ``CandidatesOrdering``, then the
+slot name, for a deterministic answer). Across slots, the target order by share is not
+followed: among slots needing as many victims, the one whose job Kueue's candidate ordering
+puts first is taken, whichever borrowing group it belongs to.
 """
 
 from __future__ import annotations
@@ -120,7 +123,9 @@ def choose_victims(
     for job in running:
         by_slot.setdefault(job.slot, []).append(job)
     best: FairSharePreemption | None = None
-    for slot in sorted(by_slot):
+    # slots in the CandidatesOrdering of their jobs, so that among slots needing one victim each
+    # (static and dynamic slots) the victim is the one Kueue's ordering puts first
+    for slot in sorted(by_slot, key=lambda name: (min(map(_order, by_slot[name])), name)):
         slot_free = free.get(slot, {})
         if not _lacking(request, slot_free) or not _could_fit(request, slot_free, by_slot[slot]):
             continue

@@ -1,0 +1,149 @@
+"""The fair-sharing rule in the cycle: which claimed slot a job takes under Dominant Resource Share.
+
+The cycle asks it after every job has had the free slots (allocation rounds and autoregroup),
+which the no-loop argument of ``docs/fair-sharing.md`` assumes. For a request's next job it
+builds the rule's inputs from the claimed slots and the cycle's usage and asks
+:func:`~negotiatord.cycle.fair_sharing.choose_victims`:
+
+- running jobs are the claimed static and dynamic slots still open that the job matches (its
+  Requirements and the slot's, as for any candidate, :meth:`PairEvaluator.assess`), each one
+  holding its whole slot (:mod:`negotiatord.cycle.claimed`);
+- the job's request on such a slot is what the match would take there (the slot, whole) and its
+  cost in :data:`WEIGHT_UNIT`; slots where the request is the same are asked about together, best
+  ranked first (NEGOTIATOR_PRE_JOB_RANK, the job's Rank, NEGOTIATOR_POST_JOB_RANK);
+- group usage is every claimed slot's plus this cycle's matches, with victims already removed.
+
+Each autocluster's claimed candidates are assessed once in the cycle, and a request the rule
+refuses is not asked again in it (another group's preemption later in the cycle could turn
+the answer; the job is asked again next cycle): each question walks the candidates' slots
+(``benchmarks/fair_sharing_bench.py`` times the rule, ``benchmarks/preemption_bench.py`` the
+cycle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from negotiatord.cycle.claimed import match_resources, running_job
+from negotiatord.cycle.matchlist import Candidate
+from negotiatord.cycle.fair_sharing import GroupUsage, RunningJob, choose_victims, nominal_shares
+from negotiatord.cycle.fair_sharing.shares import borrowing_on
+from negotiatord.cycle.preemption import FAIR_SHARING, PreemptingCandidate
+from negotiatord.cycle.result import Match
+from negotiatord.evaluation import PairEvaluator
+from negotiatord.pool.autoclusters import Autocluster
+from negotiatord.pool.slots import SlotKind
+from negotiatord.pool.snapshot import SlotTable
+from negotiatord.settings import Settings
+from negotiatord.settings.groups import WEIGHT_UNIT
+
+
+class FairSharePreemptor:
+    """The claimed slots fair sharing may take this cycle, and the groups' usage as it moves."""
+
+    def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings, evaluator: PairEvaluator,
+                 group_of: Callable[[str], str], pool_size: float, hgq_quota: Mapping[str, float],
+                 matches: list[Match]) -> None:
+        self._table = table
+        self._evaluator = evaluator
+        self._strategies = settings.fair_sharing_strategies
+        self._group_of = group_of
+        tree = settings.group_tree
+        pool = {asset.lower(): float(np.nansum(table.amounts[:, column])) for column, asset in enumerate(table.assets)}
+        pool[WEIGHT_UNIT] = pool_size
+        self.usage = GroupUsage(tree, nominal_shares(tree, pool, hgq_quota))
+        held: dict[str, tuple[int, RunningJob]] = {}     # slot name -> its row and the job on it
+        self._running: dict[int, RunningJob] = {}        # row -> a job fair sharing may preempt
+        for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist())):
+            if slot.claim is None or weight != weight:
+                continue
+            job = running_job(slot, weight, group_of(slot.claim.customer))
+            held[slot.name] = row, job
+            self.usage.admit(job.group, job.resources)
+            if slot.kind is not SlotKind.PARTITIONABLE and (
+                    not slot.claim.retiring or settings.consider_early_preemption):
+                self._running[row] = job
+        for match in matches:
+            self.usage.admit(group_of(match.submitter), match_resources(match))
+            if match.preemption is not None:
+                row, victim = held[match.slot]
+                self.usage.remove(victim.group, victim.resources)
+                self._running.pop(row, None)
+        self.claimed = len(self._running)            # claimed slots considered
+        self._columns: dict[tuple[str, ...], list[tuple[str, int]]] = {}   # a slot's assets -> lower-cased, column
+        self._refused: set[int] = set()
+        self._assessed: dict[int, dict[tuple[tuple[str, float], ...], list[Candidate]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def best(self, autocluster: Autocluster, group: str) -> PreemptingCandidate | None:
+        """The claimed slot a job of ``autocluster`` (of ``group``) takes under fair sharing, or
+        None; a None is remembered for the cycle."""
+        if autocluster.id in self._refused or not self._running:
+            return None
+        # only jobs of other groups whose leaf borrows can be victims (choose_victims's own
+        # first filter): left out here, a pool where few groups borrow is walked quickly
+        own = self.usage.leaf(group)
+        victims_of: dict[str, bool] = {}
+        for request, candidates in self._candidates(autocluster).items():
+            by_slot = {}
+            for candidate in candidates:
+                job = self._running.get(candidate.row)
+                if job is None:
+                    continue
+                open_to = victims_of.get(job.group)
+                if open_to is None:
+                    leaf = self.usage.leaf(job.group)
+                    open_to = victims_of[job.group] = leaf is not own and borrowing_on(leaf, self.usage.resources)
+                if open_to:
+                    by_slot[self._table.slots[candidate.row].name] = candidate
+            running = [self._running[c.row] for c in by_slot.values()]
+            found = choose_victims(self.usage, group, dict(request), {}, running, self._strategies) \
+                if running else None
+            if found is not None:
+                chosen = by_slot[found.slot]
+                claim = self._table.slots[chosen.row].claim
+                assert claim is not None
+                return PreemptingCandidate(chosen.row, chosen.rank, chosen.cost, chosen.consumption, 0, claim=claim,
+                                           rule=FAIR_SHARING, strategy=found.victims[0].strategy)
+        self._refused.add(autocluster.id)
+        return None
+
+    def _candidates(self, autocluster: Autocluster) -> dict[tuple[tuple[str, float], ...], list[Candidate]]:
+        """The claimed slots ``autocluster`` matches, best ranked first, by what a match there takes.
+        Assessed once per autocluster in the cycle: a claimed slot's ad and amounts do not change
+        within it, and the slots other rules take are left out when asked (:meth:`best`)."""
+        found = self._assessed.get(autocluster.id)
+        if found is not None:
+            return found
+        rows = np.fromiter(self._running, dtype=np.int64, count=len(self._running))
+        assessment = self._evaluator.assess(autocluster, rows, self._table.amounts[rows])
+        matched = np.flatnonzero(assessment.matched)
+        rank = assessment.rank[matched]
+        found = self._assessed[autocluster.id] = {}
+        for position in matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))].tolist():
+            row, cost, consumption = int(assessment.rows[position]), float(assessment.cost[position]), \
+                assessment.consumption[position]
+            slot_rank = assessment.rank[position]
+            found.setdefault(self._request(consumption, cost, row), []).append(Candidate(
+                row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), cost, consumption, 0))
+        return found
+
+    def take(self, candidate: PreemptingCandidate, group: str) -> None:
+        """Move usage from the victim's group to ``group``, whose job took the slot."""
+        victim = self._running.pop(candidate.row)
+        self.usage.remove(victim.group, victim.resources)
+        self.usage.admit(group, dict(self._request(candidate.consumption, candidate.cost, candidate.row)))
+
+    def _request(self, consumption: np.ndarray, cost: float, row: int) -> tuple[tuple[str, float], ...]:
+        """What a match on ``row`` takes: the slot's assets as the assessment consumes them, and its cost."""
+        assets = self._table.slots[row].assets
+        columns = self._columns.get(assets)
+        if columns is None:
+            columns = self._columns[assets] = sorted((asset.lower(), self._table.asset_column(asset))
+                                                     for asset in assets)
+        return tuple((name, float(consumption[column])) for name, column in columns) + ((WEIGHT_UNIT, cost),)
+
