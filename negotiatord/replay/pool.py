@@ -23,6 +23,7 @@ number, so that one sum stands exactly for many.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -162,6 +163,9 @@ class SimulatedPool:
         self._jobs: dict[str, classad2.ClassAd] = {}
         self._ads: dict[str, list[classad2.ClassAd]] = {name: [ad] for name, ad in self._base.items()}
         self._dynamic: dict[str, classad2.ClassAd] = {}
+        self._names = list(self._base)                                 # in node order
+        self._index = {name: index for index, name in enumerate(self._names)}
+        self._busy: list[int] = []                                     # nodes with work on them, in order
         self._weight: tuple[Settings, int | None] | None = None         # per settings, see offered_ads
         self._last_stand_in: tuple[int, classad2.ClassAd] | None = None      # the last one, by nodes stood in for
 
@@ -187,19 +191,23 @@ class SimulatedPool:
         weight (see the module's docstring); and how many empty nodes that slot stands in for
         (0: every node is offered, and no stand-in)."""
         weight = self._empty_node_weight(settings)
+        left_out = self.count - len(self._busy) - idle_jobs
+        if weight is None or left_out <= 0:
+            return self.slot_ads(), 0
+        # the nodes up to the last empty one offered, then the busy nodes after it: a step per
+        # busy node and offered empty node, not per node of the pool
         ads: list[classad2.ClassAd] = []
-        empty = 0
-        for name, node_ads in self._ads.items():
-            if not self._running[name]:
-                empty += 1
-                if weight is not None and empty > idle_jobs:
-                    continue
-            ads.extend(node_ads)
-        left_out = max(0, empty - idle_jobs) if weight is not None else 0
-        if left_out:
-            if self._last_stand_in is None or self._last_stand_in[0] != left_out:
-                self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
-            ads.append(self._last_stand_in[1])
+        index, offered = 0, 0
+        while offered < idle_jobs:
+            name = self._names[index]
+            ads.extend(self._ads[name])
+            offered += not self._running[name]
+            index += 1
+        for busy in self._busy[bisect.bisect_left(self._busy, index):]:
+            ads.extend(self._ads[self._names[busy]])
+        if self._last_stand_in is None or self._last_stand_in[0] != left_out:
+            self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
+        ads.append(self._last_stand_in[1])
         return ads, left_out
 
     def _empty_node_weight(self, settings: Settings) -> int | None:
@@ -228,10 +236,16 @@ class SimulatedPool:
         self._rebuild(match.slot)
 
     def _rebuild(self, name: str) -> None:
-        running = self._running[name]
+        running, index = self._running[name], self._index[name]
+        at = bisect.bisect_left(self._busy, index)
+        listed = at < len(self._busy) and self._busy[at] == index
         if not running:
             self._ads[name] = [self._base[name]]
+            if listed:
+                del self._busy[at]
             return
+        if not listed:
+            self._busy.insert(at, index)
         left, dynamic = slot_after_matches(name, self._base[name], running, self._jobs.get)
         assert left is not None, "the simulated p-slot's assets are numbers"
         ads = [left]

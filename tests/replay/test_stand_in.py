@@ -12,6 +12,7 @@ import classad2
 import pytest
 
 from negotiatord.replay import NodeShape, SimulatedPool, fit_to_node, read_trace, replay, write_outputs
+from negotiatord.replay.simulate import ReplayResult
 from negotiatord.replay.trace import Trace
 from negotiatord.settings import PslotLoading, Settings, load_settings
 
