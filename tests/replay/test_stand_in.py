@@ -54,10 +54,10 @@ def outputs(folder: Path, trace_path: Path, jobs: int | None, nodes: int, shape:
 CASES = [
     # trace, jobs, nodes, node: KTH's 100 one-cpu nodes queue at times and idle at others; on 12
     # four-cpu nodes jobs share nodes, so the loading policies place them differently
-    pytest.param(KTH, 400, 100, "Cpus=1", id="kth-100x1"),
-    pytest.param(KTH, 400, 12, "Cpus=4", id="kth-12x4"),
-    # LCG's one-cpu jobs on 300 of its one-cpu nodes: bursts of arrivals and long idle stretches
-    pytest.param(LCG, 600, 300, "Cpus=1", id="lcg-300x1"),
+    pytest.param(KTH, 250, 100, "Cpus=1", id="kth-100x1"),
+    pytest.param(KTH, 250, 12, "Cpus=4", id="kth-12x4"),
+    # LCG's one-cpu jobs on 200 of its one-cpu nodes: bursts of arrivals and long idle stretches
+    pytest.param(LCG, 400, 200, "Cpus=1", id="lcg-200x1"),
 ]
 
 
