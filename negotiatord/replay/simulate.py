@@ -111,11 +111,13 @@ ProgressCallback = Callable[[float, int], None]    # simulated time, jobs finish
 
 
 def replay(trace: Trace, settings: Settings, pool: SimulatedPool, *, until: float | None = None,
-           skip_quiet_cycles: bool = True, progress: ProgressCallback | None = None) -> ReplayResult:
+           skip_quiet_cycles: bool = True, stand_in_empty_nodes: bool = True,
+           progress: ProgressCallback | None = None) -> ReplayResult:
     """Run ``trace`` (jobs fitted to ``pool``'s nodes) through negotiation cycles on ``pool``,
     up to simulated time ``until`` (seconds from the trace's start; None: until every job ran or
-    no job left can ever start)."""
-    return _Replay(trace, settings, pool, until, skip_quiet_cycles, progress).run()
+    no job left can ever start). ``stand_in_empty_nodes=False`` offers each cycle every node
+    (see :meth:`SimulatedPool.offered_ads`), to check that standing in changes nothing."""
+    return _Replay(trace, settings, pool, until, skip_quiet_cycles, stand_in_empty_nodes, progress).run()
 
 
 @dataclass
@@ -125,6 +127,7 @@ class _Replay:
     pool: SimulatedPool
     until: float | None
     skip_quiet_cycles: bool
+    stand_in_empty_nodes: bool
     progress: ProgressCallback | None
     runs: list[JobRun] = field(default_factory=list)
     cycles: list[CycleRecord] = field(default_factory=list)
@@ -208,15 +211,21 @@ class _Replay:
         and whether anything was matched."""
         wall = time.perf_counter()
         epoch = int(self.trace.start_epoch + now)
-        snapshot = builder.build(self.pool.slot_ads(), [ad for _, ad in self.idle.values()], self.settings)
+        if self.stand_in_empty_nodes:
+            slot_ads, left_out = self.pool.offered_ads(len(self.idle), self.settings)
+        else:
+            slot_ads, left_out = self.pool.slot_ads(), 0
+        snapshot = builder.build(slot_ads, [ad for _, ad in self.idle.values()], self.settings)
         built = time.perf_counter() - wall
         result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions)
         duration = time.perf_counter() - wall
         for match in result.matches:
             self._start(match, index, now)
         self.cycles.append(CycleRecord(
-            index=index, time=now, matches=len(result.matches), total_slots=result.stats.slots,
-            candidate_slots=int(snapshot.table.candidate.sum()), idle_jobs=len(snapshot.jobs),
+            index=index, time=now, matches=len(result.matches),
+            # the empty nodes a stand-in slot stood for count as the slots they are
+            total_slots=result.stats.slots + (left_out - 1 if left_out else 0),
+            candidate_slots=int(snapshot.table.candidate.sum()) + left_out, idle_jobs=len(snapshot.jobs),
             submitters=len({job.submitter for job in snapshot.jobs}), pie_spins=result.stats.pie_spins,
             busy_cpus=self.busy_cpus, queued=len(self.idle), group_load=_group_load(result),
             stranded_cpus=self.stranded_cpus, duration_s=duration, snapshot_s=built,

@@ -1,0 +1,107 @@
+"""Empty nodes beyond the idle jobs stood in for by one slot carrying their weight: the same
+jobs.csv and summary.json as a replay offering every cycle every node, on slices of KTH and LCG
+and on the hand-made trace whose two groups' quotas are shares of the pool's weight."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import classad2
+import pytest
+
+from negotiatord.replay import NodeShape, SimulatedPool, fit_to_node, read_trace, replay, write_outputs
+from negotiatord.replay.simulate import ReplayResult
+from negotiatord.replay.trace import Trace
+from negotiatord.settings import PslotLoading, Settings, load_settings
+
+from .conftest import DATA, KTH, NODE, ROOT
+
+LCG = DATA / "traces" / "LCG.swf.gz"
+CPU_CENTRIC = ROOT / "config" / "cpu_centric.conf"
+
+
+class WatchedPool(SimulatedPool):
+    """A simulated pool that notes how many empty nodes each cycle's stand-in stood in for."""
+
+    def __init__(self, count: int, shape: NodeShape) -> None:
+        super().__init__(count, shape)
+        self.left_out: list[int] = []
+
+    def offered_ads(self, idle_jobs: int, settings: Settings) -> tuple[list[classad2.ClassAd], int]:
+        ads, left_out = super().offered_ads(idle_jobs, settings)
+        self.left_out.append(left_out)
+        return ads, left_out
+
+
+def replayed(trace_path: Path, jobs: int | None, nodes: int, shape: NodeShape, settings: Settings,
+             stand_in: bool) -> tuple[ReplayResult, Trace, WatchedPool]:
+    trace = read_trace(trace_path, jobs)
+    trace.jobs = fit_to_node(trace.jobs, shape, trace.cleaning)
+    pool = WatchedPool(nodes, shape)
+    return replay(trace, settings, pool, stand_in_empty_nodes=stand_in), trace, pool
+
+
+def outputs(folder: Path, trace_path: Path, jobs: int | None, nodes: int, shape: NodeShape,
+            settings: Settings, stand_in: bool) -> tuple[bytes, str, WatchedPool]:
+    result, trace, pool = replayed(trace_path, jobs, nodes, shape, settings, stand_in)
+    summary = write_outputs(folder, result, trace.cleaning, pool, trace_path.name)
+    summary = {key: value for key, value in summary.items() if key != "wall_time_s"}
+    return (folder / "jobs.csv").read_bytes(), json.dumps(summary), pool
+
+
+CASES = [
+    # trace, jobs, nodes, node: KTH's 100 one-cpu nodes queue at times and idle at others; on 12
+    # four-cpu nodes jobs share nodes, so the loading policies place them differently
+    pytest.param(KTH, 250, 100, "Cpus=1", id="kth-100x1"),
+    pytest.param(KTH, 250, 12, "Cpus=4", id="kth-12x4"),
+    # LCG's one-cpu jobs on 200 of its one-cpu nodes: bursts of arrivals and long idle stretches
+    pytest.param(LCG, 400, 200, "Cpus=1", id="lcg-200x1"),
+]
+
+
+@pytest.mark.parametrize("policy", [policy.value for policy in PslotLoading])
+@pytest.mark.parametrize(("trace_path", "jobs", "nodes", "node"), CASES)
+def test_standing_in_for_empty_nodes_changes_no_output(trace_path: Path, jobs: int, nodes: int, node: str,
+                                                       policy: str, tmp_path: Path) -> None:
+    """Each empty node left out would have been reached only after a job was placed on every
+    empty node offered (slot-table order breaks the ties between alike slots, as HTCondor's
+    matchmaker takes the first of equally ranked offers), so every job starts at the same time on
+    the same slot, costs the same, and every per-cycle figure (slots, candidates, group loads) is
+    the same."""
+    settings = dataclasses.replace(load_settings(CPU_CENTRIC), pslot_loading=PslotLoading(policy))
+    shape = NodeShape.parse(node)
+    every = outputs(tmp_path / "every", trace_path, jobs, nodes, shape, settings, stand_in=False)
+    stood_in = outputs(tmp_path / "stood_in", trace_path, jobs, nodes, shape, settings, stand_in=True)
+    assert stood_in[0] == every[0]
+    assert stood_in[1] == every[1]
+    # nodes were left out, in most cycles, and in none of the replay offering every node
+    assert sum(map(bool, stood_in[2].left_out)) > len(stood_in[2].left_out) / 2
+    assert every[2].left_out == []
+
+
+def test_quota_shares_of_the_pool_are_unchanged(replay_files: tuple[Path, Path], settings: Settings,
+                                                tmp_path: Path) -> None:
+    """The hand-made trace's two groups have a static quota of 2 cpus each; the stand-in carries
+    the weight of the empty node it stands for, so each group's load (usage over quota) and each
+    start are those of the whole pool."""
+    shape = NodeShape.parse(NODE)
+    every = outputs(tmp_path / "every", replay_files[1], None, 2, shape, settings, stand_in=False)
+    stood_in = outputs(tmp_path / "stood_in", replay_files[1], None, 2, shape, settings, stand_in=True)
+    assert stood_in[:2] == every[:2]
+    assert any(stood_in[2].left_out)
+
+
+def test_the_stand_in_carries_the_weight_of_the_nodes_left_out(settings: Settings) -> None:
+    """Two idle jobs on five empty two-cpu nodes under SLOT_WEIGHT = Cpus: the first two nodes are
+    offered, and one slot in the Owner state (offered to no job) weighs the other three's 6 cpus."""
+    pool = SimulatedPool(5, NodeShape.parse(NODE))
+    ads, left_out = pool.offered_ads(2, settings)
+    assert left_out == 3
+    assert [ad["Name"] for ad in ads[:2]] == ["slot1@node1.trace", "slot1@node2.trace"]
+    assert (ads[2]["State"], ads[2]["SlotWeight"]) == ("Owner", 6)
+    assert pool.offered_ads(2, settings)[0][2] is ads[2]          # the same ad while nothing changes
+    assert pool.offered_ads(5, settings) == (pool.slot_ads(), 0)
+    weighted_by_memory = dataclasses.replace(settings, slot_weight="Memory / 3.0")
+    assert pool.offered_ads(2, weighted_by_memory) == (pool.slot_ads(), 0)    # 682.67: not whole
