@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from negotiatord.cycle.claimed import match_resources, running_job
-from negotiatord.cycle.matchlist import Candidate
+from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.fair_sharing import GroupUsage, RunningJob, choose_victims, nominal_shares
 from negotiatord.cycle.fair_sharing.shares import borrowing_on
 from negotiatord.cycle.preemption import FAIR_SHARING, PreemptingCandidate
@@ -122,9 +122,8 @@ class FairSharePreemptor:
         rows = np.fromiter(self._running, dtype=np.int64, count=len(self._running))
         assessment = self._evaluator.assess(autocluster, rows, self._table.amounts[rows])
         matched = np.flatnonzero(assessment.matched)
-        rank = assessment.rank[matched]
         found = self._assessed[autocluster.id] = {}
-        for position in matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))].tolist():
+        for position in matched[best_first(assessment.rows[matched], assessment.rank[matched])].tolist():
             row, cost, consumption = int(assessment.rows[position]), float(assessment.cost[position]), \
                 assessment.consumption[position]
             slot_rank = assessment.rank[position]

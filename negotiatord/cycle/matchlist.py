@@ -37,6 +37,13 @@ MARGIN = 16            # candidates beyond a request's jobs: slots other request
 FIRST_CHUNK = 256      # slots assessed at first when ranks are constant; each next chunk doubles
 
 
+def best_first(rows: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """The order that puts ``rows`` best first: by their three ranks, highest first, then by slot
+    row (HTCondor's candidate order, ties in slot-table order)."""
+    # np.lexsort sorts by the last key first; ranks are negated for best-first
+    return np.lexsort((rows, -rank[:, 2], -rank[:, 1], -rank[:, 0]))
+
+
 @dataclass
 class Candidate:
     row: int
@@ -177,7 +184,7 @@ class RankedOffer:
             # the list ran dry once, so it is likely to again: sort what is left, once, and keep
             # only the slot rows in that order (and the ranks, for breadth-first's ties)
             rank = self._left_rank
-            order = np.lexsort((self._left_rows, -rank[:, 2], -rank[:, 1], -rank[:, 0]))
+            order = best_first(self._left_rows, rank)
             self._left_rows = self._left_rows[order].astype(np.int32)
             self._left_rank = rank[order] if self._whole_ties else np.empty((0, 3))
             self._sorted = True
@@ -216,8 +223,7 @@ class RankedOffer:
             chosen = np.concatenate(parts)
         else:
             chosen = np.arange(count)
-        # np.lexsort sorts by the last key first; negate ranks for best-first, slot row breaks ties
-        return chosen[np.lexsort((rows[chosen], -rank[chosen, 2], -rank[chosen, 1], -rank[chosen, 0]))]
+        return chosen[best_first(rows[chosen], rank[chosen])]
 
     def _assess(self, positions: np.ndarray) -> Assessment:
         """Assess the slots at ``positions`` of the offer as they were then; a slot since taken is

@@ -33,7 +33,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from negotiatord.cycle.matchlist import Candidate
+from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.result import PREEMPTION_RULES
 from negotiatord.evaluation.protocol import PairEvaluator, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
@@ -102,8 +102,7 @@ class PreemptionList:
         self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
         assessment = evaluator.assess(autocluster, claimed.rows, claimed.amounts)
         matched = np.flatnonzero(assessment.matched)
-        rank = assessment.rank[matched]
-        order = matched[np.lexsort((assessment.rows[matched], -rank[:, 2], -rank[:, 1], -rank[:, 0]))]
+        order = matched[best_first(assessment.rows[matched], assessment.rank[matched])]
         self._rows = assessment.rows[order]
         self._rank = assessment.rank[order]
         self._cost = assessment.cost[order]
