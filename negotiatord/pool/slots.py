@@ -86,7 +86,14 @@ def considers_priority_preemption(settings: Settings) -> bool:
     """Whether priority preemption can happen at all: not when PREEMPTION_REQUIREMENTS is the
     literal False (HTCondor's default), which no attribute can turn."""
     text = settings.preemption_requirements
-    return text is None or str(classad2.ExprTree(text)).strip().lower() != "false"
+    return text is None or not _literal_false(text)
+
+
+@lru_cache(maxsize=16)
+def _literal_false(text: str) -> bool:
+    """Whether the expression ``text`` is the literal False: asked for every claimed slot of
+    every cycle, so the parse is remembered per text."""
+    return str(classad2.ExprTree(text)).strip().lower() == "false"
 
 
 def may_be_preempted(slot: Slot, settings: Settings) -> bool:
