@@ -49,7 +49,6 @@ _SEPARATOR = re.compile(r"\n(?:[ \t]*|\*\*\*[^\n]*|###[^\n]*)(?=\n|\Z)")
 # A line that defines an attribute with a plain ClassAd name (comments, continued values and
 # anything else fail it).
 _DEFINITION = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*=")
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _OPENERS = "([{"
 _CLOSERS = ")]}"
 
@@ -188,7 +187,7 @@ class _Statement:
 
 
 def _bracket_depth(value: str) -> int:
-    bare = _STRING.sub("", value)
+    bare = LONG_FORM_STRING.sub("", value)
     return sum(bare.count(c) for c in _OPENERS) - sum(bare.count(c) for c in _CLOSERS)
 
 
