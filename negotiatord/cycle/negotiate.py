@@ -34,7 +34,7 @@ import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +56,7 @@ from negotiatord.cycle.result import (
 from negotiatord.cycle.state import EPSILON, PoolState
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.classad.conversion import evaluate_string
-from negotiatord.evaluation.loading import Loading, LoadingLimits, Stop
+from negotiatord.evaluation.loading import Loading, LoadingLimits, Stop, refusal
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
@@ -68,6 +68,7 @@ from negotiatord.settings.groups import WEIGHT_UNIT
 NO_MATCH = "no match found"
 SUBMITTER_LIMIT = "submitter limit exceeded"
 GROUP_QUOTA = "group quota exceeded"
+_REFUSALS: dict[Stop | None, str] = {Stop.SUBMITTER_LIMIT: SUBMITTER_LIMIT, Stop.GROUP_QUOTA: GROUP_QUOTA}
 CONCURRENCY_LIMIT = "concurrency limit {name} reached"
 
 
@@ -355,13 +356,12 @@ class _Cycle:
                     for slot, weight in zip(self.table.slots, self.state.weights.tolist())
                     if slot.claim is not None and weight == weight and slot.kind is not SlotKind.PARTITIONABLE
                     and slot.name not in taken]
-        weights = {slot.name: weight for slot, weight in zip(self.table.slots, self.state.weights.tolist())}
         for enforcement in due_enforcements(self.tree, self.accountant.quota_timers, holdings, self.now):
             problems = enforcement.problems()
             self.problems.extend(problems)
             self.quota_shortfalls += bool(problems)
             for victim in enforcement.victims:
-                self._charge_usage(victim.submitter, -weights[victim.slot])
+                self._charge_usage(victim.submitter, -victim.resources[WEIGHT_UNIT])
                 self.preemptions.append(Preemption(victim.job, victim.slot, victim.submitter, victim.group,
                                                    None, None, None, QUOTA))
 
@@ -522,14 +522,17 @@ class _Cycle:
         jobs, matches = request.jobs, self.matches
         for row, consumption, cost in zip(loading.rows.tolist(), loading.consumption.tolist(), loading.cost.tolist()):
             slot = slots[row]
-            consumed = {asset: int(value) if value.is_integer() else value
-                        for asset, value in zip(slot.assets, map(consumption.__getitem__, self._columns(slot.assets)))}
+            consumed = self._consumed(slot, consumption)
             # one addition per match, in order, as _charge_usage makes them
             usage += cost
             own_usage += cost
             charges += cost
             matches.append(Match(jobs.popleft().id, slot.name, name, group, cost, consumed))
         self.usage[name], self.own_usage[account], self.charges[name] = usage, own_usage, charges
+
+    def _consumed(self, slot: Slot, consumption: Sequence[float] | np.ndarray) -> dict[str, float | int]:
+        """What a match on ``slot`` takes of each of its assets, from its consumption row."""
+        return {asset: _plain(consumption[column]) for asset, column in zip(slot.assets, self._columns(slot.assets))}
 
     def _columns(self, assets: tuple[str, ...]) -> list[int]:
         """The slot table's columns of a slot's ``assets``."""
@@ -572,20 +575,14 @@ class _Cycle:
         return self._refusal(cost, limit, room)
 
     def _refusal(self, cost: float, limit: float, room: float) -> str | None:
-        if cost > limit + EPSILON:
-            return SUBMITTER_LIMIT
-        if cost > room + EPSILON:
-            return GROUP_QUOTA
-        return None
+        return _REFUSALS.get(refusal(cost, limit, room))
 
     # -- bookkeeping -------------------------------------------------------------------------------
 
     def _commit(self, job: Job, submitter: Submitter, group: str, candidate: Candidate, cost: float,
                 match_list: MatchList) -> None:
         slot = self.table.slots[candidate.row]
-        consumed = {
-            asset: _plain(candidate.consumption[self.table.asset_column(asset)]) for asset in slot.assets
-        }
+        consumed = self._consumed(slot, candidate.consumption)
         preemption = None
         if isinstance(candidate, PreemptingCandidate):
             preemption = self._preempt(job, submitter, group, candidate)

@@ -167,6 +167,16 @@ class Candidates:
                 column[head:end] = np.roll(column[head:end], -1, axis=0)
 
 
+def refusal(cost: float, submitter_limit: float, room: float) -> Stop | None:
+    """Why a match of ``cost`` may not be made: over the submitter's limit, else over the
+    group's room; None if it may."""
+    if cost > submitter_limit + EPSILON:
+        return Stop.SUBMITTER_LIMIT
+    if cost > room + EPSILON:
+        return Stop.GROUP_QUOTA
+    return None
+
+
 @dataclass
 class LoadingLimits:
     """What may stop one request's loading, and the running figures the loading updates in place.
@@ -205,11 +215,7 @@ class LoadingLimits:
         return self.room_allocated - sum(self.room_usage.tolist())
 
     def refusal(self, cost: float) -> Stop | None:
-        if cost > self.submitter_limit + EPSILON:
-            return Stop.SUBMITTER_LIMIT
-        if cost > self.room() + EPSILON:
-            return Stop.GROUP_QUOTA
-        return None
+        return refusal(cost, self.submitter_limit, self.room())
 
     def charge(self, cost: float) -> None:
         """One match of ``cost`` made: the submitter's limit, the group's usage and the
