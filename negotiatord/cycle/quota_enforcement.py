@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 
-from negotiatord.accountant.quota_timers import QuotaTimer
+from negotiatord.accountant.quota_timers import QuotaTimer, over_maximum
 from negotiatord.settings.groups import GroupTree
 
 Amounts = Mapping[str, float]       # lower-cased resource -> amount
@@ -182,7 +182,7 @@ def exceeding_submitter(holdings: Iterable[Holding], maximum: Amounts) -> str | 
     for holding in sorted(holdings, key=lambda h: (h.start, h.job)):
         for resource, amount in holding.resources.items():
             used[resource] += amount
-        if excess(maximum, used):
+        if over_maximum(maximum, used):
             return holding.submitter
     return None
 
@@ -223,7 +223,7 @@ def enforce(tree: GroupTree, group: str, maximum: Amounts, holdings: list[Holdin
     usage, own = group_usage(tree, holdings)
     amount = preemptable(tree, group, maximum, usage)
     if not amount:
-        reason = ONLY_GUARANTEED_LEFT if excess(maximum, usage.get(group, {})) else None
+        reason = ONLY_GUARANTEED_LEFT if over_maximum(maximum, usage.get(group, {})) else None
         return QuotaEnforcement(group, dict(maximum), {}, (), reason)
     subtree = set(_subtree(tree, group))
     mine = [h for h in holdings if h.group in subtree]
