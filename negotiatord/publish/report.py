@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from negotiatord.cycle.result import CycleResult, CycleStats, Match, Preemption
@@ -44,10 +45,8 @@ def preemption_fields(preemption: Preemption) -> dict[str, Any]:
 
 
 def preemption_document(preemption: Preemption) -> dict[str, Any]:
-    return {"victim_job": preemption.victim_job, "slot": preemption.slot,
-            "victim_submitter": preemption.victim_submitter, "victim_group": preemption.victim_group,
-            "job": preemption.job, "submitter": preemption.submitter, "group": preemption.group,
-            "rule": preemption.rule, "strategy": preemption.strategy}
+    """A preemption as the dry run's JSON shows it: its fields, in their order."""
+    return asdict(preemption)
 
 
 def cycle_document(result: CycleResult) -> dict[str, Any]:
