@@ -226,7 +226,7 @@ class AccountantStore:
             raise AccountantStoreError(f"{self.path}: bad customer record: {error}") from error
 
     def quota_timers(self) -> dict[str, QuotaTimer]:
-        """The running quota preemption timers alone, by group (cheap enough for every status read)."""
+        """The running quota preemption timers alone, by group, as last committed."""
         with self._lock:
             rows = self._db.execute(_SELECT_TIMERS).fetchall()
         try:

@@ -38,13 +38,13 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from negotiatord.accountant import AccountantState, AccountantStore, advance
 from negotiatord.accountant.admission import sample_admission_usage
-from negotiatord.accountant.quota_timers import group_resources, updated_timers
+from negotiatord.accountant.quota_timers import QuotaTimer, group_resources, updated_timers
 from negotiatord.cycle.result import CycleResult
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.feed.store import PoolView
@@ -94,6 +94,7 @@ class CycleOutcome:
     submitters: int              # submitters with idle jobs
     candidate_slots: int         # unclaimed slots offered to idle jobs
     holds: list[Hold]            # stand-ins for what was matched, for the ad store
+    quota_timers: Mapping[str, QuotaTimer]   # as committed with the cycle
 
     def after(self, phase: str, seconds: float) -> CycleOutcome:
         """This outcome with ``phase``, which the daemon ran before handing the cycle to the runner
@@ -146,6 +147,7 @@ class CycleRunner:
             phases_s=phases, last_seq=last_seq, publish_error=publish_error, idle_jobs=len(snapshot.jobs),
             submitters=len({job.submitter for job in snapshot.jobs}),
             candidate_slots=int(snapshot.table.candidate.sum()), holds=holds,
+            quota_timers=new_state.quota_timers,
         )
 
     @contextmanager

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import structlog
 from aiohttp import web
@@ -124,7 +124,7 @@ class Daemon:
         self.paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.token = load_token(self.paths.token_file, create=True)
         self.accountant = AccountantStore(self.paths.accountant_db)
-        self.quota_timers = self.accountant.quota_timers()   # as of the last committed cycle
+        self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last committed cycle
         self._last_cycle_time = -math.inf
         self.matchlog = MatchLog(self.paths.match_log)
         self.runner = CycleRunner(self.accountant, self.matchlog)
@@ -316,7 +316,7 @@ class Daemon:
             outcome = outcome.after("pull", pulled_s)
         apply_holds(self.store, outcome.holds)
         outcome.holds.clear()
-        self._note_quota_timers(self.accountant.quota_timers(), now)
+        self._note_quota_timers(outcome.quota_timers, now)
         self.history.add(outcome, started, self.clock.now())
         self.counters.cycles += 1
         self.metrics.cycle_duration.observe(outcome.duration_s)
@@ -345,7 +345,7 @@ class Daemon:
         if paused is not None:
             self.log.info("full garbage collection", seconds=round(paused, 3))
 
-    def _note_quota_timers(self, timers: dict[str, QuotaTimer], now: float) -> None:
+    def _note_quota_timers(self, timers: Mapping[str, QuotaTimer], now: float) -> None:
         """Keep the committed cycle's quota preemption timers for status, and log each one that
         started (or started again) and each one that fell due."""
         previous, self.quota_timers = self.quota_timers, timers
