@@ -23,13 +23,10 @@ from dataclasses import dataclass
 
 from classad2 import ParserType
 
-from .limits import (MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING, clearly_within, expression_fault,
-                     statements_within)
+from .limits import (COMMENT, DOUBLE_QUOTED, MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING, SINGLE_QUOTED,
+                     clearly_within, expression_fault, statements_within)
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
-_DOUBLE_QUOTED = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
-_SINGLE_QUOTED = r"'[^'\\]*+(?:\\.[^'\\]*+)*+'"
-_COMMENT = r"//[^\n]*+|/\*.*?\*/"
 _GAP_TRAILER = ", \t\r\n"  # separators trimmed off stray text before quoting it
 
 
@@ -49,14 +46,14 @@ class Syntax:
 
 NEW_FORM = Syntax(
     ParserType.New,
-    re.compile(rf"(?:[^\"'/{{}}\[\]]++|{_DOUBLE_QUOTED}|{_SINGLE_QUOTED}|{_COMMENT}|/(?![/*]))*+([\[\]{{}}])", re.S),
-    re.compile(rf"(?:\s++|{_COMMENT})*+", re.S),
+    re.compile(rf"(?:[^\"'/{{}}\[\]]++|{DOUBLE_QUOTED}|{SINGLE_QUOTED}|{COMMENT}|/(?![/*]))*+([\[\]{{}}])", re.S),
+    re.compile(rf"(?:\s++|{COMMENT})*+", re.S),
     lists_hold_ads=False,
     name="new-form ClassAd",
 )
 JSON = Syntax(
     ParserType.JSON,
-    re.compile(rf"(?:[^\"{{}}\[\]]++|{_DOUBLE_QUOTED})*+([\[\]{{}}])"),
+    re.compile(rf"(?:[^\"{{}}\[\]]++|{DOUBLE_QUOTED})*+([\[\]{{}}])"),
     re.compile(r"[\s,]*+"),
     lists_hold_ads=True,
     name="JSON object",

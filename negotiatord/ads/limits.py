@@ -49,7 +49,10 @@ _CROWDED = re.compile(rb"[^\n]{%d}" % (MAX_NESTING + 1))   # a line of more open
 # String literals as the old long form reads them (no newline inside; `\"` does not end one), and
 # as the new form and JSON expressions do (C escapes), with the new form's comments.
 LONG_FORM_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*+"')
-NEW_FORM_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|\'[^\'\\]*+(?:\\.[^\'\\]*+)*+\'|//[^\n]*+|/\*.*?\*/', re.S)
+DOUBLE_QUOTED = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+SINGLE_QUOTED = r"'[^'\\]*+(?:\\.[^'\\]*+)*+'"
+COMMENT = r"//[^\n]*+|/\*.*?\*/"
+NEW_FORM_STRING = re.compile(f"{DOUBLE_QUOTED}|{SINGLE_QUOTED}|{COMMENT}", re.S)
 
 
 def expression_fault(value: str, strings: re.Pattern[str]) -> str | None:
