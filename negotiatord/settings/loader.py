@@ -16,7 +16,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 from collections.abc import Callable, Mapping
 
 import classad2
@@ -52,6 +53,8 @@ _SCOPE_PREFIX = "CONCURRENCY_LIMIT_DEFAULT_"
 _CONSUMPTION_PREFIX = "CONSUMPTION_"
 # Resources HTCondor has a built-in CONSUMPTION_<RES> for.
 _STANDARD_RESOURCES = ("CPUS", "MEMORY", "DISK")
+
+_Choice = TypeVar("_Choice", bound=Enum)
 
 
 def load_settings(path: Path) -> Settings:
@@ -183,6 +186,19 @@ class _Params:
             amounts[resource.lower()] = float(value)
         return amounts
 
+    def choice(self, name: str, fallback: _Choice) -> _Choice:
+        """``name``'s value as one of ``fallback``'s enumeration (case-insensitive), ``fallback``
+        if unset; anything else is refused with the values it may take."""
+        text = self.raw(name)
+        if text is None:
+            return fallback
+        kind = type(fallback)
+        try:
+            return kind(text.strip().lower())
+        except ValueError:
+            choices = ", ".join(member.value for member in kind)
+            raise ConfigError(f"{name} = {text!r}: must be one of {choices}") from None
+
     def expression(self, name: str, text: str) -> str:
         """``text`` after checking it parses as a ClassAd expression."""
         try:
@@ -225,7 +241,9 @@ def _build(path: Path, params: _Params) -> Settings:
         consumption=_consumption(params),
         slot_weight=required_expression("SLOT_WEIGHT"),
         use_slot_weights=params.boolean("NEGOTIATOR_USE_SLOT_WEIGHTS"),
-        pslot_loading=_pslot_loading(params),
+        # Filling one p-slot before the next is negotiatord's default; HTCondor in effect spreads
+        # an autocluster's jobs (see PslotLoading).
+        pslot_loading=params.choice("NEGOTIATORD_PSLOT_LOADING", PslotLoading.DEPTH_FIRST),
         pre_job_rank=optional_expression("NEGOTIATOR_PRE_JOB_RANK"),
         post_job_rank=optional_expression("NEGOTIATOR_POST_JOB_RANK"),
         groups=_groups(params, accept_surplus, autoregroup),
@@ -250,7 +268,7 @@ def _build(path: Path, params: _Params) -> Settings:
         remote_prio_factor=params.number("REMOTE_PRIO_FACTOR", fallback=Settings.remote_prio_factor),
         nice_user_prio_factor=params.number("NICE_USER_PRIO_FACTOR", fallback=Settings.nice_user_prio_factor),
         discount_suspended_resources=params.boolean("NEGOTIATOR_DISCOUNT_SUSPENDED_RESOURCES", False),
-        submitter_order=_submitter_order(params),
+        submitter_order=params.choice("NEGOTIATORD_SUBMITTER_ORDER", SubmitterOrder.PRIORITY),
         admission_resource_weights=_admission_resource_weights(params),
         admission_half_life=None if params.raw("NEGOTIATORD_AFS_HALF_LIFE") is None
         else params.number("NEGOTIATORD_AFS_HALF_LIFE", 0),
@@ -320,30 +338,6 @@ def _consumption(params: _Params) -> dict[str, str]:
         if text is not None:
             policy[name[len(_CONSUMPTION_PREFIX):].lower()] = params.expression(name, text)
     return policy
-
-
-def _pslot_loading(params: _Params) -> PslotLoading:
-    text = params.raw("NEGOTIATORD_PSLOT_LOADING")
-    if text is None:
-        # Filling one p-slot before the next is negotiatord's default; HTCondor in effect
-        # spreads an autocluster's jobs (see PslotLoading).
-        return PslotLoading.DEPTH_FIRST
-    try:
-        return PslotLoading(text.strip().lower())
-    except ValueError:
-        choices = ", ".join(m.value for m in PslotLoading)
-        raise ConfigError(f"NEGOTIATORD_PSLOT_LOADING = {text!r}: must be {choices}") from None
-
-
-def _submitter_order(params: _Params) -> SubmitterOrder:
-    text = params.raw("NEGOTIATORD_SUBMITTER_ORDER")
-    if text is None:
-        return SubmitterOrder.PRIORITY
-    try:
-        return SubmitterOrder(text.strip().lower())
-    except ValueError:
-        choices = " or ".join(m.value for m in SubmitterOrder)
-        raise ConfigError(f"NEGOTIATORD_SUBMITTER_ORDER = {text!r}: must be {choices}") from None
 
 
 def _admission_resource_weights(params: _Params) -> Mapping[str, float]:

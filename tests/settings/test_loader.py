@@ -335,7 +335,7 @@ BAD_VALUES = [
     pytest.param("NEGOTIATOR_POST_JOB_RANK = 3 4\n", "NEGOTIATOR_POST_JOB_RANK = '3 4'",
                  id="bad rank"),
     pytest.param("NEGOTIATORD_PSLOT_LOADING = random\n",
-                 "NEGOTIATORD_PSLOT_LOADING = 'random': must be depth_first, breadth_first, one_per_cycle",
+                 "NEGOTIATORD_PSLOT_LOADING = 'random': must be one of depth_first, breadth_first, one_per_cycle",
                  id="unknown loading mode"),
     pytest.param("GROUP_NAMES = group_a, group_b.x\n",
                  "'group_b.x' needs its parent group 'group_b'", id="undeclared parent"),

@@ -34,7 +34,7 @@ def test_defaults_and_configured_values(tmp_path: Path):
 
 
 @pytest.mark.parametrize(("line", "named"), [
-    ("NEGOTIATORD_SUBMITTER_ORDER = fifo", "must be priority or admission_fair_sharing"),
+    ("NEGOTIATORD_SUBMITTER_ORDER = fifo", "must be one of priority, admission_fair_sharing"),
     ("NEGOTIATORD_AFS_RESOURCE_WEIGHTS = Cpus:0", "at least one resource a weight above 0"),
     ("NEGOTIATORD_AFS_RESOURCE_WEIGHTS = Cpus:-1", "'Cpus:-1' is not <resource>:<amount >= 0>"),
     ("NEGOTIATORD_AFS_HALF_LIFE = -5", "must be >= 0"),
