@@ -44,7 +44,7 @@ from negotiatord.cycle.admission_order import AdmissionQueue, held_resources
 from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
-from negotiatord.cycle.claimed import holding
+from negotiatord.cycle.claimed import running_job
 from negotiatord.cycle.fair_share_preemption import FairSharePreemptor
 from negotiatord.cycle.preemption import FAIR_SHARING, QUOTA, RANK, InsertedFigures, PreemptingCandidate, Preemptor
 from negotiatord.cycle.quota_enforcement import due_enforcements
@@ -352,17 +352,17 @@ class _Cycle:
         ``quota``), and why preemption cannot (fully) help goes into the cycle's problems."""
         assert self.now is not None     # negotiate() checks it
         taken = {preemption.slot for preemption in self.preemptions}
-        holdings = [holding(slot, weight, self._account(slot.claim.customer))
-                    for slot, weight in zip(self.table.slots, self.state.weights.tolist())
-                    if slot.claim is not None and weight == weight and slot.kind is not SlotKind.PARTITIONABLE
-                    and slot.name not in taken]
-        for enforcement in due_enforcements(self.tree, self.accountant.quota_timers, holdings, self.now):
+        running = [running_job(slot, weight, self._account(slot.claim.customer))
+                   for slot, weight in zip(self.table.slots, self.state.weights.tolist())
+                   if slot.claim is not None and weight == weight and slot.kind is not SlotKind.PARTITIONABLE
+                   and slot.name not in taken]
+        for enforcement in due_enforcements(self.tree, self.accountant.quota_timers, running, self.now):
             problems = enforcement.problems()
             self.problems.extend(problems)
             self.quota_shortfalls += bool(problems)
             for victim in enforcement.victims:
                 self._charge_usage(victim.submitter, -victim.resources[WEIGHT_UNIT])
-                self.preemptions.append(Preemption(victim.job, victim.slot, victim.submitter, victim.group,
+                self.preemptions.append(Preemption(victim.job_id, victim.slot, victim.submitter, victim.group,
                                                    None, None, None, QUOTA))
 
     # -- pie spins ---------------------------------------------------------------------------------

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
+from negotiatord.cycle.claimed import RunningJob
 from negotiatord.cycle.quota_enforcement import (
     BEST_EFFORT,
     NO_VICTIM_FITS,
     ONLY_GUARANTEED_LEFT,
-    Holding,
     enforce,
     excess,
     group_usage,
@@ -33,14 +33,14 @@ def tree(*groups: tuple[str, dict | None]) -> GroupTree:
                      for name, guaranteed in groups)
 
 
-def job(name: str, group: str, minutes_old: float = 0.0, submitter: str = "app1", priority: float = 0.0,
-        **resources: float) -> Holding:
-    return Holding(name, f"slot-{name}", f"{group}.{submitter}@site", group, resources, priority,
-                   NOW - 60 * minutes_old)
+def job(name: str, group: str, minutes_old: float = 0.0, submitter: str = "app1", priority: int = 0,
+        **resources: float) -> RunningJob:
+    return RunningJob(name, f"{group}.{submitter}@site", group, resources, priority, NOW - 60 * minutes_old,
+                      f"slot-{name}")
 
 
 def victims(enforcement) -> list[str]:
-    return sorted(v.job for v in enforcement.victims)
+    return sorted(v.job_id for v in enforcement.victims)
 
 
 # --- seed 004, "Preemptable Resource calculation" table (root.a.b) ---------------------------
@@ -215,7 +215,7 @@ def test_yunikorn_child_split_table(floor, extra, amount, expected):
     assert all(set(s) == {"cpus"} for s in shares.values())
 
 
-def _parent_case_jobs() -> list[Holding]:
+def _parent_case_jobs() -> list[RunningJob]:
     sized = {
         "parent.leaf1.leaf11.leaf111": [("ask1", 5, 9), ("ask2", 4, 10), ("ask3", 4, 11)],
         "parent.leaf1.leaf12": [("ask4", 5, 9), ("ask5", 4, 11)],
