@@ -703,7 +703,7 @@ class _Cycle:
         if (self.settings.submitter_order is not SubmitterOrder.ADMISSION_FAIR_SHARING
                 and not self.settings.quota_preemption):
             return {}
-        return held_resources(self.table.slots, self.state.weights.tolist(), self.matches)
+        return held_resources(self.table.slots, self.state.weights.tolist(), self.matches, self.preemptions)
 
     def _subtree_totals(self, own: Mapping[str, float]) -> dict[str, float]:
         """Each group's own figure plus its descendants', as :meth:`GroupTree.roll_up` totals usage."""
