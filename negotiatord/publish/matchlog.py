@@ -221,14 +221,12 @@ class MatchLog:
         return [(_match(job, slot, submitter, group, cost, consumed, preemption), job_version, slot_version)
                 for job, slot, submitter, group, cost, consumed, preemption, job_version, slot_version in rows]
 
-    def preempted_since(self, after: float) -> list[tuple[float, Preemption]]:
-        """The published preemptions no job took the slot for, made at ``after`` or later, with
-        their cycle's time, oldest first (for
-        :class:`~negotiatord.publish.preempting.BeingPreempted`, at start-up)."""
+    def quota_preemptions(self) -> list[tuple[float, Preemption]]:
+        """The published preemptions no job took the slot for, with their cycle's time, oldest
+        first (for :class:`~negotiatord.publish.preempting.BeingPreempted`, at start-up)."""
         with self._lock:
-            rows = self._writer.execute(
-                "SELECT time, slot, preemption FROM matches WHERE published = 1 AND job IS NULL AND time >= ? "
-                "ORDER BY seq", (after,)).fetchall()
+            rows = self._writer.execute("SELECT time, slot, preemption FROM matches "
+                                        "WHERE published = 1 AND job IS NULL ORDER BY seq").fetchall()
         return [(at, _preemption(slot, text)) for at, slot, text in rows]
 
     def prune(self, before: float) -> int:

@@ -74,7 +74,7 @@ def test_a_quota_preemption_is_published_in_the_sequence_with_no_job(tmp_path: P
             "group": None, "cost": 0.0, "consumed": {}, "preempts": "carol-schedd#3.0#1",
             "victim_submitter": "group_a.carol@site", "victim_group": "group_a", "rule": "quota", "strategy": None}
         assert set(published[2].document()) == set(published[0].document())   # one shape for both
-        assert log.preempted_since(100.0) == [(100.0, QUOTA)] and log.preempted_since(100.5) == []
+        assert log.quota_preemptions() == [(100.0, QUOTA)]
         assert [m for m, _, _ in log.held_matches()] == []     # no ad versions were staged, and QUOTA holds nothing
     finally:
         log.close()
