@@ -34,7 +34,7 @@ import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -662,7 +662,7 @@ class _Cycle:
         # every submitter with idle jobs is a customer of the cycle, at usage 0 if it holds nothing
         # (self.usage is a defaultdict: the reports above filed it), so the accountant keeps its record
         usage = self.tree.roll_up(self.usage)
-        allocated = self._subtree_totals({a.name: a.allocated for a in allocations.values()})
+        allocated = self.tree.subtree_totals({a.name: a.allocated for a in allocations.values()})
         stats = CycleStats(
             duration_s=duration,
             matches=len(self.matches),
@@ -704,14 +704,6 @@ class _Cycle:
                 and not self.settings.quota_preemption):
             return {}
         return held_resources(self.table.slots, self.state.weights.tolist(), self.matches, self.preemptions)
-
-    def _subtree_totals(self, own: Mapping[str, float]) -> dict[str, float]:
-        """Each group's own figure plus its descendants', as :meth:`GroupTree.roll_up` totals usage."""
-        totals: dict[str, float] = defaultdict(float)
-        for name, amount in own.items():
-            for group in self.tree.lineage(name):
-                totals[group] += amount
-        return totals
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:

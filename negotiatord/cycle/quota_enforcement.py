@@ -76,14 +76,11 @@ class QuotaEnforcement:
 def group_usage(tree: GroupTree, running: Iterable[RunningJob]) -> tuple[dict[str, dict[str, float]],
                                                                       dict[str, dict[str, float]]]:
     """Per group, its subtree's usage and its own submitters' usage, per resource."""
-    subtree: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     own: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for job in running:
         for resource, amount in job.resources.items():
             own[job.group][resource] += amount
-            for group in tree.lineage(job.group):
-                subtree[group][resource] += amount
-    return subtree, own
+    return tree.subtree_resources(own), own
 
 
 def excess(maximum: Amounts, usage: Amounts) -> dict[str, float]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from negotiatord.accountant.quota_timers import group_resources
 from negotiatord.cycle.claimed import RunningJob
 from negotiatord.cycle.quota_enforcement import (
     BEST_EFFORT,
@@ -259,3 +260,24 @@ def test_a_parent_groups_own_submitters_take_a_share_like_a_child():
     jobs = [job("own", "a", cpus=4), job("child", "a.b", cpus=4)]
     usage, own = group_usage(groups, jobs)
     assert split(groups, "a", {"cpus": 4}, usage, own) == {"a": {"cpus": 2.0}, "a.b": {"cpus": 2.0}}
+
+
+def test_group_usage_is_the_group_trees_roll_up_the_timers_measure_too():
+    """A group's usage is its subtree's, ``<none>`` the pool's (GroupTree.roll_up's rule): the
+    enforcement's figures from running jobs, the timers' from what each submitter holds, and the
+    tree's own roll-up of customers' usage agree."""
+    groups = GroupTree((GroupSettings("group_a", None, None, False, False, None),
+                        GroupSettings("group_a.x", None, None, False, False, None),
+                        GroupSettings("group_b", None, None, False, False, None)))
+    running = [RunningJob("1", "group_a.x.alice@site", "group_a.x", {"cpus": 2.0, "gpus": 1.0}, 0, NOW, "s1"),
+               RunningJob("2", "group_a.bob@site", "group_a", {"cpus": 3.0}, 0, NOW, "s2"),
+               RunningJob("3", "carol@site", "<none>", {"cpus": 1.0}, 0, NOW, "s3")]
+    usage, own = group_usage(groups, running)
+    assert usage == {"group_a.x": {"cpus": 2.0, "gpus": 1.0}, "group_a": {"cpus": 5.0, "gpus": 1.0},
+                     "<none>": {"cpus": 6.0, "gpus": 1.0}}
+    assert own["group_a"] == {"cpus": 3.0}
+    held = {job.submitter: dict(job.resources) for job in running}
+    assert group_resources(groups, held) == usage
+    cpus = groups.roll_up({job.submitter: job.resources["cpus"] for job in running})
+    assert groups.subtree_totals({group: amounts["cpus"] for group, amounts in own.items()}) == {
+        group: cpus[group] for group in usage}
