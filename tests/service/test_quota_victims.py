@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 from negotiatord.accountant import AccountantStore
 from negotiatord.accountant.quota_timers import QuotaTimer
@@ -88,6 +89,10 @@ def test_victims_are_named_once_held_as_preempting_and_not_named_again_after_a_r
     async def first_run(daemon: Daemon) -> None:
         await cycle_after(daemon, 1)                 # the start-up cycle, with the timer due
         seen["named"] = _preempted(daemon)
+        seen["metric"] = {sample.labels["rule"]: sample.value
+                          for family in text_string_to_metric_families(daemon.metrics.exposition().decode())
+                          for sample in family.samples if sample.name == "negotiatord_last_cycle_preemptions"}
+        seen["document"] = daemon.history.last_cycle_document()["preemptions"]
         async with aiohttp.ClientSession() as session, session.get(daemon._url + "/v1/matches?after=0") as answer:
             seen["page"] = await answer.json()
         seen["events"] = await _stream_events(daemon._url + "/v1/matches/stream?after=0", 2)
@@ -107,6 +112,7 @@ def test_victims_are_named_once_held_as_preempting_and_not_named_again_after_a_r
 
     # cycle 2 names bob's two jobs, the younger first, with no job taking their slots
     assert seen["named"] == [("s1", None, "quota"), ("s0", None, "quota")]
+    assert seen["metric"]["quota"] == 2 and [p["victim_job"] for p in seen["document"]] == ["bob#1", "bob#0"]
     page = seen["page"]
     assert [(m["slot"], m["job"], m["preempts"], m["rule"]) for m in page["matches"]] == [
         ("s1", None, "bob#1", "quota"), ("s0", None, "bob#0", "quota")]
