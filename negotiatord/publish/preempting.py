@@ -49,6 +49,9 @@ class BeingPreempted:
 
     def __init__(self) -> None:
         self._victims: dict[str, _Victim] = {}
+        # by slot: the ad last shown as Preempting and its stand-in, reused while the ad is unchanged
+        # (a copy of a glidein's slot ad costs about as much as a few hundred dictionary look-ups)
+        self._shown: dict[str, tuple[classad2.ClassAd, classad2.ClassAd]] = {}
 
     def __len__(self) -> int:
         return len(self._victims)
@@ -68,6 +71,7 @@ class BeingPreempted:
         for preemption in preemptions:
             if preemption.job is None and preemption.rule == QUOTA and preemption.victim_job is not None:
                 self._victims[preemption.slot] = _Victim(preemption.victim_job, preemption.victim_group, named)
+                self._shown.pop(preemption.slot, None)
 
     def apply(self, view: PoolView, settings: Settings, now: float) -> PoolView:
         """``view`` with each victim's slot shown as Preempting while its ad still shows the victim
@@ -76,10 +80,17 @@ class BeingPreempted:
         shown: dict[str, classad2.ClassAd] = {}
         for slot, victim in list(self._victims.items()):
             ad = view.slots.get(slot)
-            if ad is not None and _runs(ad, slot, victim.job) and now < victim.named + _delay(settings, victim.group):
-                shown[slot] = _preempting(ad)
-            else:
-                del self._victims[slot]
+            if ad is not None and now < victim.named + _delay(settings, victim.group):
+                before = self._shown.get(slot)
+                if before is not None and before[0] is ad:
+                    shown[slot] = before[1]
+                    continue
+                if _runs(ad, slot, victim.job):
+                    shown[slot] = _preempting(ad)
+                    self._shown[slot] = (ad, shown[slot])
+                    continue
+            del self._victims[slot]
+            self._shown.pop(slot, None)
         return replace(view, slots={**view.slots, **shown}) if shown else view
 
 

@@ -46,6 +46,7 @@ def test_a_victim_is_shown_preempting_while_its_slot_shows_it_running():
     seen = preempting.apply(pool, CONFIG, T0 + 60)
     assert [(seen.slots[s]["State"], seen.slots[s]["Activity"]) for s in ("s1", "s2", "s3")] == [
         ("Preempting", "Vacating"), ("Preempting", "Vacating"), ("Claimed", "Busy")]
+    assert preempting.apply(pool, CONFIG, T0 + 90).slots["s1"] is seen.slots["s1"]   # unchanged ad: same copy
     # a newer ad that still shows the victim (its run time grew) keeps it shown as preempting
     again = preempting.apply(view(running("s1", "bob#1", TotalJobRunTime=120), running("s2", "bob#2")),
                              CONFIG, T0 + 120)
