@@ -351,6 +351,8 @@ class _Cycle:
         above its maximum; the victims' slots are preempted with no job to take them (rule
         ``quota``), and why preemption cannot (fully) help goes into the cycle's problems."""
         assert self.now is not None     # negotiate() checks it
+        if not any(timer.due <= self.now for timer in self.accountant.quota_timers.values()):
+            return                      # nothing is due: the claimed slots need not be read
         taken = {preemption.slot for preemption in self.preemptions}
         running = [running_job(slot, weight, self._account(slot.claim.customer))
                    for slot, weight in zip(self.table.slots, self.state.weights.tolist())
