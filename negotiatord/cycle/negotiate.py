@@ -406,12 +406,15 @@ class _Cycle:
         """NEGOTIATORD_SUBMITTER_ORDER = admission_fair_sharing: one match at a time to the member
         with the lowest admission score (:class:`AdmissionQueue`), until the group's room is spent
         or no member can take a match; a member offered a match it cannot take leaves the queue,
-        since neither its candidates nor the room grow within a cycle."""
+        since neither its candidates nor the room grow within a cycle. When the cycle considers
+        preemption, members are still offered a match once the room is spent, as a pie spin
+        offers each submitter its requests whatever is left: a startd's RANK preempts whatever the
+        submitter's limit, as in HTCondor."""
         queue = AdmissionQueue(members, self.accountant, self.settings, self.entry_penalties)
         for member in members:
             member.share_limit = allocated
         made = 0
-        while room() > EPSILON and (turn := queue.pop()) is not None:
+        while (room() > EPSILON or self.preemptor is not None) and (turn := queue.pop()) is not None:
             self.pie_spins += 1
             if self._negotiate_submitter(turn, group, room(), room, max_matches=1):
                 made += 1

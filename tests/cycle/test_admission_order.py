@@ -117,3 +117,14 @@ def test_a_slot_preempted_this_cycle_is_held_by_its_preemptor_only():
     assert (preemption.slot, preemption.victim_submitter, preemption.rule) == ("s1", "bob@site", "rank")
     assert result.held["alice@site"]["cpus"] == 1.0 and result.held["alice@site"][WEIGHT_UNIT] == 1.0
     assert "bob@site" not in result.held
+
+
+def test_a_startd_rank_preempts_in_a_full_pool_under_admission_fair_sharing_too():
+    """The pool is full (bob holds its one slot), so the group has no room left; the slot's RANK
+    prefers alice's job, which HTCondor lets preempt whatever the submitter's limit (manual, "User
+    Priorities and Negotiation": a claimed slot is taken "with a reason of Rank"). The submitter
+    order decides who goes first, not whether the startd's preference counts."""
+    slot = claimed("s1", "bob@site", Rank=expr('TARGET.Owner == "alice" ? 10 : 0'))
+    for order in (settings(), settings(**AFS)):
+        result = run(order, AccountantState(), [slot], jobs("alice", 1))
+        assert [(p.slot, p.submitter, p.rule) for p in result.preemptions] == [("s1", "alice@site", "rank")]
