@@ -2,7 +2,7 @@
 
 When HTCondor's negotiator or schedd tells a startd to give up a claim, the startd advertises the
 slot as ``Preempting`` (activity ``Vacating``, then ``Killing``) until the job is gone, and the
-negotiator neither charges nor preempts such a slot again. A feed sees none of that until the
+negotiator does not preempt such a slot again. A feed sees none of that until the
 startd advertises, and a consumer of ``/v1/matches`` may take a while to act on a preemption no
 job takes the slot for (rule ``quota``): until then the victim's slot still shows it running, and
 each cycle would name it, and the group's excess would still count it, so further victims would be
@@ -10,7 +10,10 @@ named. So, as YuniKorn's quota preemptor leaves out allocations already preempte
 (``Allocation.IsPreempted``) and subtracts the resources a queue is preempting from its usage
 (``setPreemptableResources``), the daemon shows each victim's slot to later cycles as its startd
 will show it, ``State = "Preempting"``, ``Activity = "Vacating"``, while its ad still shows the
-victim running: it is then charged to nobody, offered to no job and named by no rule.
+victim running: it is then offered to no job and named by no rule, and, as negotiatord reads a
+claim from ``Claimed`` slots only, charged to nobody. (HTCondor's ``Accountant::IsClaimed`` also
+charges a ``Preempting`` slot to its customer; here the victim's usage stops when it is named,
+which is what lets the group's excess count it as released.)
 
 The victim is forgotten as soon as the slot's ad shows anything else (another job, no claim, the
 startd's own Preempting state) or is gone, and once its group's quota preemption delay has passed
