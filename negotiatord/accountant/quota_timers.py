@@ -47,13 +47,12 @@ def timer_document(timer: QuotaTimer, now: float) -> dict[str, object]:
 
 def group_resources(tree: GroupTree, held: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """Each group's subtree usage per resource, from what each submitter holds."""
-    usage: dict[str, dict[str, float]] = {}
+    own: dict[str, dict[str, float]] = {}
     for submitter, resources in held.items():
-        for group in tree.lineage(tree.assigned_group(submitter)):
-            totals = usage.setdefault(group, {})
-            for resource, amount in resources.items():
-                totals[resource] = totals.get(resource, 0.0) + amount
-    return usage
+        mine = own.setdefault(tree.assigned_group(submitter), {})
+        for resource, amount in resources.items():
+            mine[resource] = mine.get(resource, 0.0) + amount
+    return tree.subtree_resources(own)
 
 
 def group_maximum(settings: GroupSettings) -> dict[str, float]:

@@ -18,7 +18,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.accountant.admission import decay_rate, score, weighted
 from negotiatord.cycle.claimed import match_resources, slot_resources
 from negotiatord.cycle.requests import Submitter
-from negotiatord.cycle.result import Match
+from negotiatord.cycle.result import Match, Preemption
 from negotiatord.pool.slots import Slot
 from negotiatord.settings import Settings
 
@@ -61,15 +61,21 @@ class AdmissionQueue:
         self._push(submitter)
 
 
-def held_resources(slots: Iterable[Slot], weights: Iterable[float], matches: Iterable[Match]
-                   ) -> dict[str, dict[str, float]]:
+def held_resources(slots: Iterable[Slot], weights: Iterable[float], matches: Iterable[Match],
+                   preemptions: Iterable[Preemption]) -> dict[str, dict[str, float]]:
     """Per submitter, the resources it holds after the cycle (lower-cased resource -> amount; slot
     weight as :data:`WEIGHT_UNIT`): its claimed slots' and this cycle's matches'. This is the
-    ``current`` the accountant folds into the decayed usage."""
+    ``current`` the accountant folds into the decayed usage and measures quota timers by.
+
+    A claimed slot the cycle preempted (for a job that takes it, or to enforce a quota) no longer
+    counts for its victim: the slot is the preemptor's match, or nobody's, as the cycle's usage
+    moves it (a slot is held once, as YuniKorn's quota preemptor subtracts the resources it is
+    already preempting from a queue's usage)."""
+    preempted = {preemption.slot for preemption in preemptions}
     held: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for slot, weight in zip(slots, weights):
-        if slot.claim is None or math.isnan(weight):    # a slot weight that did not evaluate
-            continue
+        if slot.claim is None or math.isnan(weight) or slot.name in preempted:   # NaN: a slot weight
+            continue                                                             # that did not evaluate
         mine = held[slot.claim.customer]
         for resource, amount in slot_resources(slot, weight).items():
             mine[resource] += amount
@@ -78,4 +84,3 @@ def held_resources(slots: Iterable[Slot], weights: Iterable[float], matches: Ite
         for resource, amount in match_resources(match).items():
             mine[resource] += amount
     return {name: dict(resources) for name, resources in held.items()}
-

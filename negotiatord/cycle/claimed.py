@@ -8,11 +8,26 @@ is published), ``JobPrio`` (0 when missing) and ``JobStart`` (0 when missing: th
 
 from __future__ import annotations
 
-from negotiatord.cycle.fair_sharing import RunningJob
-from negotiatord.cycle.quota_enforcement import Holding
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from negotiatord.cycle.result import Match
 from negotiatord.pool.slots import Slot
 from negotiatord.settings.groups import WEIGHT_UNIT
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """The job on a claimed slot, as the rules that pick victims without a slot to fill (fair
+    sharing, quota enforcement) see it."""
+
+    job_id: str                        # GlobalJobId, else JobId, else the slot's name
+    submitter: str                     # the claim's customer (AccountingGroup, else RemoteUser)
+    group: str                         # the accounting group it is charged to
+    resources: Mapping[str, float]     # what it holds on its slot (and its WEIGHT_UNIT charge)
+    prio: int                          # JobPrio (an integer in HTCondor): lower is preempted first
+    start: float                       # JobStart, epoch seconds: the youngest is preempted first
+    slot: str                          # the claimed slot's name
 
 
 def slot_resources(slot: Slot, weight: float) -> dict[str, float]:
@@ -23,19 +38,11 @@ def slot_resources(slot: Slot, weight: float) -> dict[str, float]:
 
 
 def running_job(slot: Slot, weight: float, group: str) -> RunningJob:
-    """A claimed slot's job as a fair-sharing victim candidate charged to ``group``."""
+    """A claimed slot's job, charged to ``group``, as a victim candidate."""
     claim = slot.claim
     assert claim is not None     # asked of claimed slots only
     return RunningJob(claim.job or slot.name, claim.customer, group, slot_resources(slot, weight),
                       int(claim.job_prio or 0), float(claim.job_start or 0.0), slot.name)
-
-
-def holding(slot: Slot, weight: float, group: str) -> Holding:
-    """A claimed slot's job as a quota-enforcement victim candidate charged to ``group``."""
-    claim = slot.claim
-    assert claim is not None
-    return Holding(claim.job or slot.name, slot.name, claim.customer, group, slot_resources(slot, weight),
-                   float(claim.job_prio or 0.0), float(claim.job_start or 0.0))
 
 
 def match_resources(match: Match) -> dict[str, float]:

@@ -34,7 +34,7 @@ import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +44,7 @@ from negotiatord.cycle.admission_order import AdmissionQueue, held_resources
 from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
-from negotiatord.cycle.claimed import holding
+from negotiatord.cycle.claimed import running_job
 from negotiatord.cycle.fair_share_preemption import FairSharePreemptor
 from negotiatord.cycle.preemption import FAIR_SHARING, QUOTA, RANK, InsertedFigures, PreemptingCandidate, Preemptor
 from negotiatord.cycle.quota_enforcement import due_enforcements
@@ -351,18 +351,20 @@ class _Cycle:
         above its maximum; the victims' slots are preempted with no job to take them (rule
         ``quota``), and why preemption cannot (fully) help goes into the cycle's problems."""
         assert self.now is not None     # negotiate() checks it
+        if not any(timer.due <= self.now for timer in self.accountant.quota_timers.values()):
+            return                      # nothing is due: the claimed slots need not be read
         taken = {preemption.slot for preemption in self.preemptions}
-        holdings = [holding(slot, weight, self._account(slot.claim.customer))
-                    for slot, weight in zip(self.table.slots, self.state.weights.tolist())
-                    if slot.claim is not None and weight == weight and slot.kind is not SlotKind.PARTITIONABLE
-                    and slot.name not in taken]
-        for enforcement in due_enforcements(self.tree, self.accountant.quota_timers, holdings, self.now):
+        running = [running_job(slot, weight, self._account(slot.claim.customer))
+                   for slot, weight in zip(self.table.slots, self.state.weights.tolist())
+                   if slot.claim is not None and weight == weight and slot.kind is not SlotKind.PARTITIONABLE
+                   and slot.name not in taken]
+        for enforcement in due_enforcements(self.tree, self.accountant.quota_timers, running, self.now):
             problems = enforcement.problems()
             self.problems.extend(problems)
             self.quota_shortfalls += bool(problems)
             for victim in enforcement.victims:
                 self._charge_usage(victim.submitter, -victim.resources[WEIGHT_UNIT])
-                self.preemptions.append(Preemption(victim.job, victim.slot, victim.submitter, victim.group,
+                self.preemptions.append(Preemption(victim.job_id, victim.slot, victim.submitter, victim.group,
                                                    None, None, None, QUOTA))
 
     # -- pie spins ---------------------------------------------------------------------------------
@@ -404,12 +406,15 @@ class _Cycle:
         """NEGOTIATORD_SUBMITTER_ORDER = admission_fair_sharing: one match at a time to the member
         with the lowest admission score (:class:`AdmissionQueue`), until the group's room is spent
         or no member can take a match; a member offered a match it cannot take leaves the queue,
-        since neither its candidates nor the room grow within a cycle."""
+        since neither its candidates nor the room grow within a cycle. When the cycle considers
+        preemption, members are still offered a match once the room is spent, as a pie spin
+        offers each submitter its requests whatever is left: a startd's RANK preempts whatever the
+        submitter's limit, as in HTCondor."""
         queue = AdmissionQueue(members, self.accountant, self.settings, self.entry_penalties)
         for member in members:
             member.share_limit = allocated
         made = 0
-        while room() > EPSILON and (turn := queue.pop()) is not None:
+        while (room() > EPSILON or self.preemptor is not None) and (turn := queue.pop()) is not None:
             self.pie_spins += 1
             if self._negotiate_submitter(turn, group, room(), room, max_matches=1):
                 made += 1
@@ -662,7 +667,7 @@ class _Cycle:
         # every submitter with idle jobs is a customer of the cycle, at usage 0 if it holds nothing
         # (self.usage is a defaultdict: the reports above filed it), so the accountant keeps its record
         usage = self.tree.roll_up(self.usage)
-        allocated = self._subtree_totals({a.name: a.allocated for a in allocations.values()})
+        allocated = self.tree.subtree_totals({a.name: a.allocated for a in allocations.values()})
         stats = CycleStats(
             duration_s=duration,
             matches=len(self.matches),
@@ -703,15 +708,7 @@ class _Cycle:
         if (self.settings.submitter_order is not SubmitterOrder.ADMISSION_FAIR_SHARING
                 and not self.settings.quota_preemption):
             return {}
-        return held_resources(self.table.slots, self.state.weights.tolist(), self.matches)
-
-    def _subtree_totals(self, own: Mapping[str, float]) -> dict[str, float]:
-        """Each group's own figure plus its descendants', as :meth:`GroupTree.roll_up` totals usage."""
-        totals: dict[str, float] = defaultdict(float)
-        for name, amount in own.items():
-            for group in self.tree.lineage(name):
-                totals[group] += amount
-        return totals
+        return held_resources(self.table.slots, self.state.weights.tolist(), self.matches, self.preemptions)
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:

@@ -14,7 +14,7 @@ Follows YuniKorn's design "Quota Enforcement through Preemption" and its quota p
    whose usage made the group exceed its maximum, lower job priority first, youngest first; they
    are taken greedily while their total stays within the amount (no overshoot), best effort.
 
-Everything here is pure: holdings and timers in, victims and reasons out.
+Everything here is pure: running and timers in, victims and reasons out.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 
 from negotiatord.accountant.quota_timers import QuotaTimer, over_maximum
+from negotiatord.cycle.claimed import RunningJob
 from negotiatord.settings.groups import GroupTree
 
 Amounts = Mapping[str, float]       # lower-cased resource -> amount
@@ -36,25 +37,12 @@ PROBLEM_PREFIX = "quota of group"    # how each of :meth:`QuotaEnforcement.probl
 
 
 @dataclass(frozen=True)
-class Holding:
-    """A running job: what it holds, whose it is, and what orders it as a victim."""
-
-    job: str
-    slot: str
-    submitter: str
-    group: str                  # the submitter's assigned group
-    resources: Amounts
-    priority: float = 0.0       # JobPrio: lower is preempted first
-    start: float = 0.0          # JobStart: the youngest (latest) is preempted first
-
-
-@dataclass(frozen=True)
 class GroupShare:
     """What one group (a leaf of the split) is asked to release, and what it releases."""
 
     group: str
     target: Amounts
-    victims: tuple[Holding, ...]
+    victims: tuple[RunningJob, ...]
     claimed: Amounts
     reason: str | None          # why it releases less than its target; None when it releases it all
 
@@ -70,7 +58,7 @@ class QuotaEnforcement:
     reason: str | None = None   # why nothing can be preempted at all
 
     @property
-    def victims(self) -> tuple[Holding, ...]:
+    def victims(self) -> tuple[RunningJob, ...]:
         return tuple(victim for share in self.shares for victim in share.victims)
 
     def problems(self) -> list[str]:
@@ -85,17 +73,14 @@ class QuotaEnforcement:
         return lines
 
 
-def group_usage(tree: GroupTree, holdings: Iterable[Holding]) -> tuple[dict[str, dict[str, float]],
-                                                                       dict[str, dict[str, float]]]:
+def group_usage(tree: GroupTree, running: Iterable[RunningJob]) -> tuple[dict[str, dict[str, float]],
+                                                                      dict[str, dict[str, float]]]:
     """Per group, its subtree's usage and its own submitters' usage, per resource."""
-    subtree: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     own: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for holding in holdings:
-        for resource, amount in holding.resources.items():
-            own[holding.group][resource] += amount
-            for group in tree.lineage(holding.group):
-                subtree[group][resource] += amount
-    return subtree, own
+    for job in running:
+        for resource, amount in job.resources.items():
+            own[job.group][resource] += amount
+    return tree.subtree_resources(own), own
 
 
 def excess(maximum: Amounts, usage: Amounts) -> dict[str, float]:
@@ -175,36 +160,36 @@ def split(tree: GroupTree, group: str, amount: Amounts, usage: Mapping[str, Amou
     return shares
 
 
-def exceeding_submitter(holdings: Iterable[Holding], maximum: Amounts) -> str | None:
+def exceeding_submitter(running: Iterable[RunningJob], maximum: Amounts) -> str | None:
     """The submitter whose usage made the group exceed ``maximum``: adding the group's running jobs
     oldest first, the one whose job first takes a resource type over it."""
     used: dict[str, float] = defaultdict(float)
-    for holding in sorted(holdings, key=lambda h: (h.start, h.job)):
-        for resource, amount in holding.resources.items():
+    for job in sorted(running, key=lambda j: (j.start, j.job_id)):
+        for resource, amount in job.resources.items():
             used[resource] += amount
         if over_maximum(maximum, used):
-            return holding.submitter
+            return job.submitter
     return None
 
 
-def victim_order(holdings: Iterable[Holding], exceeding: str | None) -> list[Holding]:
+def victim_order(running: Iterable[RunningJob], exceeding: str | None) -> list[RunningJob]:
     """The design document's preference: other submitters' jobs before the exceeding submitter's,
     lower priority first, then youngest first (job id breaks remaining ties)."""
-    return sorted(holdings, key=lambda h: (h.submitter == exceeding, h.priority, -h.start, h.job))
+    return sorted(running, key=lambda j: (j.submitter == exceeding, j.prio, -j.start, j.job_id))
 
 
-def select_victims(group: str, holdings: Iterable[Holding], target: Amounts, exceeding: str | None) -> GroupShare:
-    """Victims among ``holdings`` (group ``group``'s) releasing as much of ``target`` as fits without overshoot.
+def select_victims(group: str, running: Iterable[RunningJob], target: Amounts, exceeding: str | None) -> GroupShare:
+    """Victims among ``running`` (group ``group``'s) releasing as much of ``target`` as fits without overshoot.
 
     Only jobs holding at least one resource type ``target`` names are considered (YuniKorn's
     filterAllocations ``MatchAny``); in :func:`victim_order`, a job is taken when, added to those
     taken, it keeps every targeted type within ``target`` (preemptVictims), else skipped.
     """
     wanted = {r: amount for r, amount in target.items() if amount > 0}
-    holding = [h for h in holdings if any(h.resources.get(r, 0.0) > 0 for r in wanted)]
+    candidates = [h for h in running if any(h.resources.get(r, 0.0) > 0 for r in wanted)]
     claimed = dict.fromkeys(wanted, 0.0)
     victims = []
-    for candidate in victim_order(holding, exceeding):
+    for candidate in victim_order(candidates, exceeding):
         if all(claimed[r] + candidate.resources.get(r, 0.0) <= wanted[r] for r in wanted):
             victims.append(candidate)
             for r in wanted:
@@ -218,15 +203,15 @@ def select_victims(group: str, holdings: Iterable[Holding], target: Amounts, exc
     return GroupShare(group, dict(target), tuple(victims), claimed, reason)
 
 
-def enforce(tree: GroupTree, group: str, maximum: Amounts, holdings: list[Holding]) -> QuotaEnforcement:
+def enforce(tree: GroupTree, group: str, maximum: Amounts, running: list[RunningJob]) -> QuotaEnforcement:
     """The victims that bring ``group`` back within ``maximum``, and why not all of the excess if so."""
-    usage, own = group_usage(tree, holdings)
+    usage, own = group_usage(tree, running)
     amount = preemptable(tree, group, maximum, usage)
     if not amount:
         reason = ONLY_GUARANTEED_LEFT if over_maximum(maximum, usage.get(group, {})) else None
         return QuotaEnforcement(group, dict(maximum), {}, (), reason)
     subtree = set(_subtree(tree, group))
-    mine = [h for h in holdings if h.group in subtree]
+    mine = [h for h in running if h.group in subtree]
     exceeding = exceeding_submitter(mine, maximum)
     shares = []
     for member, target in sorted(split(tree, group, amount, usage, own).items()):
@@ -240,18 +225,18 @@ def enforce(tree: GroupTree, group: str, maximum: Amounts, holdings: list[Holdin
                             None if shares else ONLY_GUARANTEED_LEFT)
 
 
-def due_enforcements(tree: GroupTree, timers: Mapping[str, QuotaTimer], holdings: Iterable[Holding],
+def due_enforcements(tree: GroupTree, timers: Mapping[str, QuotaTimer], running: Iterable[RunningJob],
                      now: float) -> tuple[QuotaEnforcement, ...]:
     """Every group whose timer is due at ``now``, deepest groups first (the design document lets a
     leaf go before its parent, whose excess the leaf's victims may already remove); each group's
     victims are left out of the groups enforced after it."""
-    remaining = list(holdings)
+    remaining = list(running)
     done = []
     for timer in sorted((t for t in timers.values() if t.due <= now),
                         key=lambda t: (-len(tree.lineage(t.group)), t.group)):
         enforcement = enforce(tree, timer.group, timer.maximum, remaining)
-        taken = {victim.job for victim in enforcement.victims}
-        remaining = [h for h in remaining if h.job not in taken]
+        taken = {victim.job_id for victim in enforcement.victims}
+        remaining = [h for h in remaining if h.job_id not in taken]
         done.append(enforcement)
     return tuple(done)
 

@@ -85,7 +85,7 @@ def slot_after_matches(name: str, slot: classad2.ClassAd, matches: Sequence[Matc
     if slot.get("PartitionableSlot") is True:
         extras = tuple((f"{name}#{m.job}", _dynamic_slot(slot, m, job_ad(m.job))) for m in matches)
         return _what_is_left(slot, matches), extras
-    return _claimed(_copy(slot), matches[0], job_ad(matches[0].job)), ()
+    return _claimed(copy_ad(slot), matches[0], job_ad(matches[0].job)), ()
 
 
 def apply_holds(store: AdStore, holds: Iterable[Hold]) -> None:
@@ -144,7 +144,8 @@ class RestoredHolds:
         return len(holds)
 
 
-def _copy(ad: classad2.ClassAd) -> classad2.ClassAd:
+def copy_ad(ad: classad2.ClassAd) -> classad2.ClassAd:
+    """A copy of ``ad`` whose changes leave ``ad`` (and whoever else reads it) as it was."""
     copy = classad2.ClassAd()
     for name in ad.keys():
         copy[name] = ad.lookup(name)
@@ -176,7 +177,7 @@ def _claimed(slot: classad2.ClassAd, match: Match, job: classad2.ClassAd | None)
 def _what_is_left(slot: classad2.ClassAd, matches: Sequence[Match]) -> classad2.ClassAd | None:
     """The p-slot less what ``matches`` consumed; integer assets stay integers when the result is
     whole (HTCondor's ``assign_preserve_integers``). None if an asset is not a number."""
-    left = _copy(slot)
+    left = copy_ad(slot)
     consumed: dict[str, float] = defaultdict(float)
     for match in matches:
         for asset, amount in match.consumed.items():

@@ -16,6 +16,11 @@ Each match also keeps the version (:func:`~negotiatord.feed.store.ad_version`) o
 ads it was matched against: what a restarted daemon needs to hold them again
 (:class:`~negotiatord.publish.holds.RestoredHolds`) until newer ads arrive.
 
+A preemption with no job to take the slot (rule ``quota``) is published in the same sequence, as
+a row without a job, submitter or group: the consumers of ``/v1/matches`` and its stream learn of
+every preemption from one cursor, and a restarted daemon knows which victims are already being
+preempted (:class:`~negotiatord.publish.preempting.BeingPreempted`).
+
 Sequence numbers come from ``AUTOINCREMENT`` and are never reused; only one cycle is staged at a
 time and it holds the highest numbers, so the published matches are always a prefix of the
 sequence (with gaps where a crash dropped a staged cycle): a reader resuming after sequence N
@@ -36,33 +41,31 @@ from collections.abc import Iterable, Iterator, Sequence
 from negotiatord.cycle.result import Match, Preemption
 from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.holds import Hold
-from negotiatord.publish.report import match_document, preemption_fields
+from negotiatord.publish.report import match_document, preemption_entry, preemption_fields
 
-SCHEMA_VERSION = 3
-_SCHEMA = """
-CREATE TABLE schema_version (version INTEGER NOT NULL);
+SCHEMA_VERSION = 4
+_TABLE = """
 CREATE TABLE matches (
     seq       INTEGER PRIMARY KEY AUTOINCREMENT,
     cycle_id  INTEGER NOT NULL,
     time      REAL NOT NULL,
-    job       TEXT NOT NULL,
+    job       TEXT,               -- NULL: a preemption no job takes the slot for
     slot      TEXT NOT NULL,
-    submitter TEXT NOT NULL,
-    grp       TEXT NOT NULL,
+    submitter TEXT,
+    grp       TEXT,
     cost      REAL NOT NULL,
     consumed  TEXT NOT NULL,
     published INTEGER NOT NULL DEFAULT 0,
     job_version  TEXT,
     slot_version TEXT,
     preemption   TEXT
-);
-CREATE INDEX matches_by_cycle ON matches (cycle_id);
-"""
+)"""
+_INDEX = "CREATE INDEX matches_by_cycle ON matches (cycle_id)"
 # Schema 1 had no ad versions: its matches hold nothing after a restart. Schema 2 had no
-# preemptions: its matches preempted nothing.
-_FROM_VERSION_1 = ("ALTER TABLE matches ADD COLUMN job_version TEXT",
-                   "ALTER TABLE matches ADD COLUMN slot_version TEXT")
-_FROM_VERSION_2 = ("ALTER TABLE matches ADD COLUMN preemption TEXT",)
+# preemptions: its matches preempted nothing. Schema 3 required a job on every row. An older table
+# is copied into the current one, sequence numbers and the highest number ever used kept.
+_STORED = ("seq", "cycle_id", "time", "job", "slot", "submitter", "grp", "cost", "consumed", "published",
+           "job_version", "slot_version", "preemption")
 _COLUMNS = "seq, cycle_id, time, job, slot, submitter, grp, cost, consumed, preemption"
 
 
@@ -72,13 +75,17 @@ class MatchLogError(Exception):
 
 @dataclass(frozen=True)
 class PublishedMatch:
+    """A published row: a match, or a preemption no job takes the slot for (rule ``quota``)."""
+
     seq: int
     cycle: int
     time: float
-    match: Match
+    match: Match | Preemption
 
     def document(self) -> dict[str, Any]:
-        return {"seq": self.seq, "cycle": self.cycle, "time": self.time, **match_document(self.match)}
+        entry = self.match
+        body = match_document(entry) if isinstance(entry, Match) else preemption_entry(entry)
+        return {"seq": self.seq, "cycle": self.cycle, "time": self.time, **body}
 
 
 class MatchLog:
@@ -101,23 +108,41 @@ class MatchLog:
             tables = {row[0] for row in self._writer.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
             if not tables:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._writer.execute(statement)
+                self._writer.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+                self._writer.execute(_TABLE)
+                self._writer.execute(_INDEX)
                 self._writer.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 return
             version = None
             if "schema_version" in tables:
                 version = self._writer.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-            if "matches" in tables and version in (1, 2):
-                for statement in (*(_FROM_VERSION_1 if version == 1 else ()), *_FROM_VERSION_2):
-                    self._writer.execute(statement)
+            if "matches" in tables and version in (1, 2, 3):
+                self._upgrade()
                 self._writer.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
                 return
             if "matches" not in tables or version != SCHEMA_VERSION:
                 raise MatchLogError(f"{self.path}: not a negotiatord match log of schema version "
                                     f"{SCHEMA_VERSION} (tables: {', '.join(sorted(tables))}, "
                                     f"version {version!r})")
+
+    def _upgrade(self) -> None:
+        """Copy an older ``matches`` table into the current schema (SQLite cannot drop a NOT NULL
+        in place): columns it lacks are NULL, and the sequence goes on from the highest number it
+        ever gave, so a reader's cursor stays valid."""
+        db = self._writer
+        present = {row[1] for row in db.execute("PRAGMA table_info(matches)")}
+        used = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'matches'").fetchone()
+        db.execute("ALTER TABLE matches RENAME TO matches_before")
+        db.execute("DROP INDEX IF EXISTS matches_by_cycle")
+        db.execute(_TABLE)
+        db.execute(_INDEX)
+        columns = ", ".join(_STORED)
+        kept = ", ".join(column if column in present else "NULL" for column in _STORED)
+        db.execute(f"INSERT INTO matches ({columns}) SELECT {kept} FROM matches_before")
+        db.execute("DROP TABLE matches_before")
+        if used is not None:
+            db.execute("DELETE FROM sqlite_sequence WHERE name = 'matches'")
+            db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('matches', ?)", (used[0],))
 
     @contextmanager
     def _transaction(self, doing: str) -> Iterator[None]:
@@ -135,13 +160,18 @@ class MatchLog:
 
     # -- the cycle thread -----------------------------------------------------------------------
 
-    def stage(self, cycle_id: int, time: float, matches: Iterable[Match], holds: Sequence[Hold] = ()) -> None:
+    def stage(self, cycle_id: int, time: float, matches: Iterable[Match], holds: Sequence[Hold] = (),
+              preemptions: Iterable[Preemption] = ()) -> None:
         """Write a cycle's matches unpublished, with the versions of the ads ``holds`` are about,
-        replacing what an earlier, failed attempt at the same cycle id may have left staged."""
+        then its ``preemptions`` that no match makes (those of a match go with it), replacing what
+        an earlier, failed attempt at the same cycle id may have left staged."""
         versions = {(hold.kind, hold.key): hold.version for hold in holds}
-        rows = [(cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed),
-                 versions.get((AdKind.JOB, m.job)), versions.get((AdKind.SLOT, m.slot)), _preemption_text(m))
-                for m in matches]
+        rows: list[tuple[object, ...]] = [
+            (cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed),
+             versions.get((AdKind.JOB, m.job)), versions.get((AdKind.SLOT, m.slot)), _preemption_text(m.preemption))
+            for m in matches]
+        rows += [(cycle_id, time, None, p.slot, None, None, 0.0, "{}", None, None, _preemption_text(p))
+                 for p in preemptions if p.job is None]
         with self._transaction(f"staging the matches of cycle {cycle_id}"):
             self._writer.execute("DELETE FROM matches WHERE cycle_id = ? AND published = 0", (cycle_id,))
             self._writer.executemany(
@@ -176,7 +206,7 @@ class MatchLog:
         each slot's matches against the version of that slot its last match saw."""
         with self._lock:
             rows = self._writer.execute("""
-                WITH kept AS (SELECT * FROM matches WHERE published = 1),
+                WITH kept AS (SELECT * FROM matches WHERE published = 1 AND job IS NOT NULL),
                      last_job AS (SELECT MAX(seq) AS seq FROM kept WHERE job_version IS NOT NULL GROUP BY job),
                      last_slot AS (SELECT slot, slot_version FROM kept WHERE seq IN (
                          SELECT MAX(seq) FROM kept WHERE slot_version IS NOT NULL GROUP BY slot))
@@ -191,6 +221,14 @@ class MatchLog:
         return [(_match(job, slot, submitter, group, cost, consumed, preemption), job_version, slot_version)
                 for job, slot, submitter, group, cost, consumed, preemption, job_version, slot_version in rows]
 
+    def quota_preemptions(self) -> list[tuple[float, Preemption]]:
+        """The published preemptions no job took the slot for, with their cycle's time, oldest
+        first (for :class:`~negotiatord.publish.preempting.BeingPreempted`, at start-up)."""
+        with self._lock:
+            rows = self._writer.execute("SELECT time, slot, preemption FROM matches "
+                                        "WHERE published = 1 AND job IS NULL ORDER BY seq").fetchall()
+        return [(at, _preemption(slot, text)) for at, slot, text in rows]
+
     def prune(self, before: float) -> int:
         """Forget published matches made before ``before`` (NEGOTIATORD_MATCH_RETENTION)."""
         with self._transaction("pruning old matches"):
@@ -204,7 +242,7 @@ class MatchLog:
         rows = self._reader.execute(
             f"SELECT {_COLUMNS} FROM matches WHERE published = 1 AND seq > ? ORDER BY seq LIMIT ?",
             (after, limit)).fetchall()
-        return [PublishedMatch(seq, cycle, at, _match(job, slot, submitter, group, cost, consumed, preemption))
+        return [PublishedMatch(seq, cycle, at, _row(job, slot, submitter, group, cost, consumed, preemption))
                 for seq, cycle, at, job, slot, submitter, group, cost, consumed, preemption in rows]
 
     def bounds(self) -> tuple[int, int]:
@@ -224,20 +262,34 @@ class MatchLog:
             self._reader.close()
 
 
-def _preemption_text(match: Match) -> str | None:
-    """What the match log keeps of the job a match preempts: the victim, whose it was, the rule."""
-    preemption = match.preemption
+def _preemption_text(preemption: Preemption | None) -> str | None:
+    """What the match log keeps of a preemption beside its slot (and its match's job, submitter
+    and group): the victim, whose it was, the rule."""
     if preemption is None:
         return None
     return json.dumps({"victim_job": preemption.victim_job, **preemption_fields(preemption)})
 
 
+def _preemption(slot: str, text: str, job: str | None = None, submitter: str | None = None,
+                group: str | None = None) -> Preemption:
+    """A preemption as the log kept it (:func:`_preemption_text`)."""
+    kept = json.loads(text)
+    return Preemption(kept["victim_job"], slot, kept["victim_submitter"], kept["victim_group"],
+                      job, submitter, group, kept["rule"], kept["strategy"])
+
+
 def _match(job: str, slot: str, submitter: str, group: str, cost: float, consumed: str,
            preemption: str | None) -> Match:
-    """A match as the log kept it (:func:`_preemption_text`)."""
-    preempted = None
-    if preemption is not None:
-        kept = json.loads(preemption)
-        preempted = Preemption(kept["victim_job"], slot, kept["victim_submitter"], kept["victim_group"],
-                               job, submitter, group, kept["rule"], kept["strategy"])
+    """A match as the log kept it."""
+    preempted = None if preemption is None else _preemption(slot, preemption, job, submitter, group)
     return Match(job, slot, submitter, group, cost, json.loads(consumed), preempted)
+
+
+def _row(job: str | None, slot: str, submitter: str | None, group: str | None, cost: float, consumed: str,
+         preemption: str | None) -> Match | Preemption:
+    """A published row: a match, or (no job) a preemption no job takes the slot for."""
+    if job is None:
+        assert preemption is not None      # a row without a job is a preemption (stage)
+        return _preemption(slot, preemption)
+    assert submitter is not None and group is not None
+    return _match(job, slot, submitter, group, cost, consumed, preemption)

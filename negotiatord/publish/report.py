@@ -38,6 +38,14 @@ def match_document(match: Match) -> dict[str, Any]:
     return document
 
 
+def preemption_entry(preemption: Preemption) -> dict[str, Any]:
+    """A preemption no job takes the slot for (rule ``quota``), as the daemon publishes it beside
+    the matches: a match's document with no job, submitter or group, costing and consuming
+    nothing, so one reader handles both."""
+    return {"job": None, "slot": preemption.slot, "submitter": None, "group": None, "cost": 0.0, "consumed": {},
+            "preempts": preemption.victim_job, **preemption_fields(preemption)}
+
+
 def preemption_fields(preemption: Preemption) -> dict[str, Any]:
     """What a match adds about the job it preempts (the match names the job, slot and submitter)."""
     return {"victim_submitter": preemption.victim_submitter, "victim_group": preemption.victim_group,

@@ -164,7 +164,7 @@ class CycleRunner:
         with self._commit:
             if self._abandoned:
                 raise CycleAbandoned(f"cycle {cycle_id} abandoned before its commit")
-            self.matches.stage(cycle_id, now, result.matches, holds)
+            self.matches.stage(cycle_id, now, result.matches, holds, result.preemptions)
             try:
                 committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges)
             except BaseException:

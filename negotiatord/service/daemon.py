@@ -36,6 +36,7 @@ from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.publish.holds import RestoredHolds, apply_holds
 from negotiatord.publish.matchlog import MatchLog
+from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import HeapKeeper, load_fast_path
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
@@ -147,6 +148,7 @@ class Daemon:
         self.last_seq = 0
         self.publication: PendingPublication | None = None
         self.restored = RestoredHolds()   # holds of the previous run, for ads not filed yet
+        self.preempting = BeingPreempted()   # quota victims named by committed cycles, on their way out
         self.reload_state: dict[str, Any] = {"ok": True, "time": None, "error": None}
         self.pull_state: dict[str, Any] = {"time": None, "error": None, "reason": None, "problems": 0}
         self.stopping = asyncio.Event()
@@ -165,6 +167,7 @@ class Daemon:
                              last_committed_cycle=self.accountant.last_cycle_id())
         self.last_seq = self.matchlog.bounds()[1]
         self.restored = RestoredHolds.from_log(self.matchlog.held_matches())
+        self.preempting = BeingPreempted.from_log(self.matchlog.quota_preemptions())
         self._preload()
         self._restore_holds()
         started = time.perf_counter()
@@ -296,8 +299,8 @@ class Daemon:
                 pulled_s = time.perf_counter() - mark
             self._expire()
             self._restore_holds()
-            view = self.store.view()
             now = int(self.clock.now())
+            view = self.preempting.apply(self.store.view(), settings, now)
             prune_before = now - settings.service.match_retention
             outcome = await _in_daemon_thread(self.runner.run, view, settings, now, prune_before)
         except CycleAbandoned:
@@ -316,6 +319,7 @@ class Daemon:
             outcome = outcome.after("pull", pulled_s)
         apply_holds(self.store, outcome.holds)
         outcome.holds.clear()
+        self.preempting.add(outcome.time, outcome.result.preemptions)
         self._note_quota_timers(outcome.quota_timers, now)
         self.history.add(outcome, started, self.clock.now())
         self.counters.cycles += 1
@@ -468,6 +472,7 @@ class Daemon:
             "reload": self.reload_state,
             "collector": {"host": self.settings.service.collector_host, **self.pull_state},
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
+            "quota_victims_being_preempted": len(self.preempting),
         }
 
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
 from negotiatord.service.accounting import accountant_document
 
@@ -113,7 +114,8 @@ class _ServiceApi:
         })
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
-        """Server-sent events, one ``match`` event per match, ``id`` = its sequence number.
+        """Server-sent events, one ``match`` event per match and one ``preemption`` event per
+        preemption no job takes the slot for (rule ``quota``), ``id`` = its sequence number.
 
         Starts after ``?after=N`` or the ``Last-Event-ID`` header (an EventSource reconnecting);
         with neither, after the newest match (live matches only).
@@ -136,7 +138,8 @@ class _ServiceApi:
                 rows = daemon.matchlog.since(cursor, MATCH_PAGE)
                 for row in rows:
                     data = json.dumps(row.document(), separators=(",", ":"))
-                    await response.write(f"id: {row.seq}\nevent: match\ndata: {data}\n\n".encode())
+                    event = "match" if isinstance(row.match, Match) else "preemption"
+                    await response.write(f"id: {row.seq}\nevent: {event}\ndata: {data}\n\n".encode())
                     cursor = row.seq
                 if rows:
                     continue

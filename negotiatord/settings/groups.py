@@ -182,12 +182,36 @@ class GroupTree:
         lineages: dict[str, tuple[str, ...]] = {}
         for customer, amount in usage.items():
             totals[customer] = totals.get(customer, 0.0) + amount
-            group = self.assigned_group(customer)
-            if group not in lineages:
-                lineages[group] = self.lineage(group)
-            for ancestor in lineages[group]:
-                totals[ancestor] = totals.get(ancestor, 0.0) + amount
+            self._add_up(totals, self.assigned_group(customer), amount, lineages)
         return totals
+
+    def subtree_totals(self, own: Mapping[str, float]) -> dict[str, float]:
+        """Each group's subtree total of a figure given per group (its own submitters' allocation,
+        say): a group's figure also counts for each ancestor, ``<none>`` included, as
+        :meth:`roll_up` counts a customer's usage for its group's lineage."""
+        totals: dict[str, float] = {}
+        lineages: dict[str, tuple[str, ...]] = {}
+        for group, amount in own.items():
+            self._add_up(totals, group, amount, lineages)
+        return totals
+
+    def subtree_resources(self, own: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+        """:meth:`subtree_totals` of figures per resource (group -> resource -> amount)."""
+        totals: dict[str, dict[str, float]] = {}
+        for resource in dict.fromkeys(r for amounts in own.values() for r in amounts):
+            of_resource = {group: amounts[resource] for group, amounts in own.items() if resource in amounts}
+            for group, total in self.subtree_totals(of_resource).items():
+                totals.setdefault(group, {})[resource] = total
+        return totals
+
+    def _add_up(self, totals: dict[str, float], group: str, amount: float,
+                lineages: dict[str, tuple[str, ...]]) -> None:
+        """Add ``amount`` to the totals of ``group`` and each ancestor (lineages cached per caller)."""
+        lineage = lineages.get(group)
+        if lineage is None:
+            lineage = lineages[group] = self.lineage(group)
+        for member in lineage:
+            totals[member] = totals.get(member, 0.0) + amount
 
 
 def _check_quotas(group: GroupSettings) -> None:

@@ -14,7 +14,9 @@ from negotiatord.accountant.admission import AdmissionUsage, decay_rate, sample_
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import SubmitterOrder
-from tests.builders import jobs, pslot, settings, static_slot
+from negotiatord.settings.groups import WEIGHT_UNIT
+from tests.builders import expr, jobs, pslot, settings, static_slot
+from tests.cycle.test_preemption import claimed
 
 NOW = 1_700_000_000
 AFS = dict(consumption_policy=True, submitter_order=SubmitterOrder.ADMISSION_FAIR_SHARING,
@@ -101,3 +103,28 @@ def test_the_cycle_reports_what_submitters_hold_for_the_accountants_sample():
     assert result.held["alice@site"]["cpus"] == 6.0
     after = sample_admission_usage(accountant, NOW, result.held, config.admission_half_life_s)
     assert after.admission_usage("alice@site").resources["cpus"] == pytest.approx(4.0)
+
+
+def test_a_slot_preempted_this_cycle_is_held_by_its_preemptor_only():
+    """bob's slot, whose startd RANK prefers alice's job (HTCondor manual, "User Priorities and
+    Negotiation": a claimed slot is preempted "with a reason of Rank"), goes to alice: after the
+    cycle the slot's cpu and weight are hers, not both hers and bob's. (What submitters hold is
+    reported for the quota timers as for admission fair sharing.)"""
+    config = settings(quota_preemption=True)
+    slot = claimed("s1", "bob@site", Rank=expr('TARGET.Owner == "alice" ? 10 : 0'))
+    result = run(config, AccountantState(), [slot], jobs("alice", 1))
+    (preemption,) = result.preemptions
+    assert (preemption.slot, preemption.victim_submitter, preemption.rule) == ("s1", "bob@site", "rank")
+    assert result.held["alice@site"]["cpus"] == 1.0 and result.held["alice@site"][WEIGHT_UNIT] == 1.0
+    assert "bob@site" not in result.held
+
+
+def test_a_startd_rank_preempts_in_a_full_pool_under_admission_fair_sharing_too():
+    """The pool is full (bob holds its one slot), so the group has no room left; the slot's RANK
+    prefers alice's job, which HTCondor lets preempt whatever the submitter's limit (manual, "User
+    Priorities and Negotiation": a claimed slot is taken "with a reason of Rank"). The submitter
+    order decides who goes first, not whether the startd's preference counts."""
+    slot = claimed("s1", "bob@site", Rank=expr('TARGET.Owner == "alice" ? 10 : 0'))
+    for order in (settings(), settings(**AFS)):
+        result = run(order, AccountantState(), [slot], jobs("alice", 1))
+        assert [(p.slot, p.submitter, p.rule) for p in result.preemptions] == [("s1", "alice@site", "rank")]

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import pytest
 
+from negotiatord.accountant.quota_timers import group_resources
+from negotiatord.cycle.claimed import RunningJob
 from negotiatord.cycle.quota_enforcement import (
     BEST_EFFORT,
     NO_VICTIM_FITS,
     ONLY_GUARANTEED_LEFT,
-    Holding,
     enforce,
     excess,
     group_usage,
@@ -33,14 +34,14 @@ def tree(*groups: tuple[str, dict | None]) -> GroupTree:
                      for name, guaranteed in groups)
 
 
-def job(name: str, group: str, minutes_old: float = 0.0, submitter: str = "app1", priority: float = 0.0,
-        **resources: float) -> Holding:
-    return Holding(name, f"slot-{name}", f"{group}.{submitter}@site", group, resources, priority,
-                   NOW - 60 * minutes_old)
+def job(name: str, group: str, minutes_old: float = 0.0, submitter: str = "app1", priority: int = 0,
+        **resources: float) -> RunningJob:
+    return RunningJob(name, f"{group}.{submitter}@site", group, resources, priority, NOW - 60 * minutes_old,
+                      f"slot-{name}")
 
 
 def victims(enforcement) -> list[str]:
-    return sorted(v.job for v in enforcement.victims)
+    return sorted(v.job_id for v in enforcement.victims)
 
 
 # --- seed 004, "Preemptable Resource calculation" table (root.a.b) ---------------------------
@@ -215,7 +216,7 @@ def test_yunikorn_child_split_table(floor, extra, amount, expected):
     assert all(set(s) == {"cpus"} for s in shares.values())
 
 
-def _parent_case_jobs() -> list[Holding]:
+def _parent_case_jobs() -> list[RunningJob]:
     sized = {
         "parent.leaf1.leaf11.leaf111": [("ask1", 5, 9), ("ask2", 4, 10), ("ask3", 4, 11)],
         "parent.leaf1.leaf12": [("ask4", 5, 9), ("ask5", 4, 11)],
@@ -259,3 +260,24 @@ def test_a_parent_groups_own_submitters_take_a_share_like_a_child():
     jobs = [job("own", "a", cpus=4), job("child", "a.b", cpus=4)]
     usage, own = group_usage(groups, jobs)
     assert split(groups, "a", {"cpus": 4}, usage, own) == {"a": {"cpus": 2.0}, "a.b": {"cpus": 2.0}}
+
+
+def test_group_usage_is_the_group_trees_roll_up_the_timers_measure_too():
+    """A group's usage is its subtree's, ``<none>`` the pool's (GroupTree.roll_up's rule): the
+    enforcement's figures from running jobs, the timers' from what each submitter holds, and the
+    tree's own roll-up of customers' usage agree."""
+    groups = GroupTree((GroupSettings("group_a", None, None, False, False, None),
+                        GroupSettings("group_a.x", None, None, False, False, None),
+                        GroupSettings("group_b", None, None, False, False, None)))
+    running = [RunningJob("1", "group_a.x.alice@site", "group_a.x", {"cpus": 2.0, "gpus": 1.0}, 0, NOW, "s1"),
+               RunningJob("2", "group_a.bob@site", "group_a", {"cpus": 3.0}, 0, NOW, "s2"),
+               RunningJob("3", "carol@site", "<none>", {"cpus": 1.0}, 0, NOW, "s3")]
+    usage, own = group_usage(groups, running)
+    assert usage == {"group_a.x": {"cpus": 2.0, "gpus": 1.0}, "group_a": {"cpus": 5.0, "gpus": 1.0},
+                     "<none>": {"cpus": 6.0, "gpus": 1.0}}
+    assert own["group_a"] == {"cpus": 3.0}
+    held = {job.submitter: dict(job.resources) for job in running}
+    assert group_resources(groups, held) == usage
+    cpus = groups.roll_up({job.submitter: job.resources["cpus"] for job in running})
+    assert groups.subtree_totals({group: amounts["cpus"] for group, amounts in own.items()}) == {
+        group: cpus[group] for group in usage}

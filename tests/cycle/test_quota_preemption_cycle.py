@@ -54,6 +54,8 @@ def test_a_due_timer_preempts_the_excess_other_submitters_first():
         ("bob#0", "s0", "group_a.bob@site", "group_a", None, None, None, "quota")]
     assert result.matches == () and result.preemptions_by_rule()["quota"] == 2
     assert result.usage["group_a.bob@site"] == 0.0 and result.usage["group_a.alice@site"] == 2.0
+    # the victims' slots are released in what the quota timers measure next, not held by bob still
+    assert "group_a.bob@site" not in result.held and result.held["group_a.alice@site"]["cpus"] == 2.0
     assert cycle_document(result)["preemptions"][0]["job"] is None
     assert "quota" in cycle_table(result)
     assert result.stats.quota_shortfalls == 0

@@ -46,6 +46,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from negotiatord.cycle.claimed import RunningJob
 from negotiatord.cycle.fair_sharing.shares import (
     GroupUsage,
     Share,
@@ -61,19 +62,6 @@ from negotiatord.settings.groups import WEIGHT_UNIT
 RECLAIM = "reclaim"
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
-
-
-@dataclass(frozen=True)
-class RunningJob:
-    """A running job that could be a victim, as its claimed slot's ad describes it."""
-
-    job_id: str                        # "cluster.proc"
-    submitter: str                     # the slot's RemoteUser / AccountingGroup customer
-    group: str                         # the accounting group it is charged to
-    resources: Mapping[str, float]     # what it holds on its slot (and its WEIGHT_UNIT charge)
-    prio: int                          # JobPrio
-    start: float                       # JobStart, epoch seconds
-    slot: str                          # its partitionable slot's name, or the static slot's
 
 
 @dataclass(frozen=True)
