@@ -11,6 +11,32 @@ kernel the first time it is called, holding the GIL for a few hundred millisecon
 it, on an install's very first start); :func:`load_fast_path` has that happen over a built-in
 two-slot pool, before a daemon serves, rather than inside its first real cycle.
 
+**A child process per cycle.** :func:`run_cycle_in_child` runs :func:`run_cycle` in a child
+forked for the one cycle. The child sees the parent's memory copy-on-write, so the snapshot and the
+ads behind it reach it without being copied or serialised; it sends back the
+:class:`~negotiatord.cycle.result.CycleResult` (pickled, through a pipe) and ends with
+``os._exit``. The parent waits on the pipe without holding the GIL, so its other threads (the
+daemon's event loop, parsing ads) keep a core of their own while the cycle computes. Forking a
+process that runs threads is safe here because of what the child does and does not do:
+
+* it only computes: it logs nothing, opens no database, runs no event loop, and closes every
+  file descriptor it inherited but its end of the pipe (a listening socket or a database file
+  held open by a child would outlive a daemon that stops);
+* classad2 never releases the GIL, and the fork happens with the GIL held, so no other thread is
+  inside the ClassAd library at that moment (its state is whole in the child);
+* numba's kernels are compiled, or loaded from the on-disk cache, by the parent before it serves
+  (:func:`load_fast_path`), and they run single-threaded (no parallel threading layer);
+* the child ends with ``os._exit``: no ``atexit`` handler, no flush of buffers it shares with
+  the parent, no destructor of objects it shares.
+
+The child's death by a signal (a crash in a native library, the kernel's OOM killer) or an
+exception it raised fails that cycle only, with :class:`CycleProcessFailed` saying which.
+
+What the child learns is lost with it: the descriptions it reads of new ads
+(:class:`~negotiatord.fastpath.compiler.descriptions.AdDescriptions`) and kernels of new type
+signatures. Reading them again each cycle costs less than sharing a core with the parse of
+ads (``benchmarks/load_bench.py`` measures both ways).
+
 **Garbage collection.** A full collection walks every container object the process holds: with an
 OSPool-sized pool in memory (45k slot ads, 255k jobs, their records and autoclusters; ~900k
 tracked objects in a daemon holding 45k slots and 50k jobs) one takes 0.3-0.7 s while holding the
@@ -38,11 +64,15 @@ collection only when the last one ends, and only if it was enabled when the firs
 from __future__ import annotations
 
 import gc
+import os
+import pickle
+import signal
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import NoReturn
 
 import classad2
 
@@ -92,6 +122,88 @@ def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Setting
         if evaluator is None:
             evaluator = FastEvaluator(snapshot.table, settings, now, descriptions)
         return negotiate(snapshot, accountant, settings, evaluator, now)
+
+
+class CycleProcessFailed(Exception):
+    """The child process negotiating a cycle ended without a result: killed by a signal, or it
+    raised an exception. Nothing of that cycle exists anywhere but in this error."""
+
+    def __init__(self, pid: int, reason: str) -> None:
+        super().__init__(f"the cycle's child process {pid} {reason}")
+        self.pid = pid
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ChildCycle:
+    """A cycle run in a child process: its result, and the memory the child made its own."""
+
+    result: CycleResult
+    pid: int
+    private_bytes: int | None     # the child's pages not shared with the parent at its end (its USS)
+
+
+def run_cycle_in_child(snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
+                       descriptions: AdDescriptions | None = None,
+                       started: Callable[[int], None] | None = None) -> ChildCycle:
+    """:func:`run_cycle` in a child process forked for it; ``started`` is told the child's pid
+    (a caller that stops may kill it). Raises :class:`CycleProcessFailed` if the child ends
+    without a result."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:    # the child: never returns
+        os.close(reader)
+        _negotiate_in_child(writer, snapshot, accountant, settings, now, descriptions)
+    os.close(writer)
+    if started is not None:
+        started(pid)
+    with open(reader, "rb") as pipe:
+        payload = pipe.read()       # until the child closes its end: exits or dies
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        raise CycleProcessFailed(pid, f"was killed by signal {number} ({signal.Signals(number).name})")
+    try:
+        answer = pickle.loads(payload)
+    except Exception:  # cut short: the child died writing it
+        raise CycleProcessFailed(pid, f"exited with status {os.WEXITSTATUS(status)} without a result") from None
+    if isinstance(answer, str):
+        raise CycleProcessFailed(pid, f"failed: {answer}")
+    result, private_bytes = answer
+    return ChildCycle(result, pid, private_bytes)
+
+
+def _negotiate_in_child(writer: int, snapshot: Snapshot, accountant: AccountantState, settings: Settings,
+                        now: int, descriptions: AdDescriptions | None) -> NoReturn:
+    """The child's whole life: negotiate, send the result (or the error) down ``writer``, exit."""
+    status = 1
+    try:
+        signal.set_wakeup_fd(-1)    # the parent's event loop reads that one: a signal here is not its own
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_DFL)
+        os.closerange(3, writer)
+        os.closerange(writer + 1, os.sysconf("SC_OPEN_MAX"))
+        try:
+            answer: object = (run_cycle(snapshot, accountant, settings, now, descriptions=descriptions),
+                              _private_bytes())
+        except Exception as error:
+            answer = f"{type(error).__name__}: {error}"
+        payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        with open(writer, "wb") as pipe:
+            pipe.write(payload)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _private_bytes() -> int | None:
+    """This process's private memory (``Private_Clean`` + ``Private_Dirty``), Linux only."""
+    try:
+        with open("/proc/self/smaps_rollup") as rollup:
+            fields = dict(line.split(":", 1) for line in rollup if line.startswith("Private_"))
+    except OSError:
+        return None
+    return sum(int(value.split()[0]) for value in fields.values()) * 1024
 
 
 def load_fast_path(settings: Settings) -> CycleResult:
