@@ -141,6 +141,7 @@ class ChildCycle:
     result: CycleResult
     pid: int
     private_bytes: int | None     # the child's pages not shared with the parent at its end (its USS)
+    overhead_s: float             # forking the child and taking its result back, beyond run_cycle's own time
 
 
 def run_cycle_in_child(snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
@@ -150,6 +151,7 @@ def run_cycle_in_child(snapshot: Snapshot, accountant: AccountantState, settings
     (a caller that stops may kill it). Raises :class:`CycleProcessFailed` if the child ends
     without a result."""
     reader, writer = os.pipe()
+    forked = time.perf_counter()
     pid = os.fork()
     if pid == 0:    # the child: never returns
         os.close(reader)
@@ -169,8 +171,8 @@ def run_cycle_in_child(snapshot: Snapshot, accountant: AccountantState, settings
         raise CycleProcessFailed(pid, f"exited with status {os.WEXITSTATUS(status)} without a result") from None
     if isinstance(answer, str):
         raise CycleProcessFailed(pid, f"failed: {answer}")
-    result, private_bytes = answer
-    return ChildCycle(result, pid, private_bytes)
+    result, private_bytes, seconds = answer
+    return ChildCycle(result, pid, private_bytes, max(0.0, time.perf_counter() - forked - seconds))
 
 
 def _negotiate_in_child(writer: int, snapshot: Snapshot, accountant: AccountantState, settings: Settings,
@@ -184,8 +186,9 @@ def _negotiate_in_child(writer: int, snapshot: Snapshot, accountant: AccountantS
         os.closerange(3, writer)
         os.closerange(writer + 1, os.sysconf("SC_OPEN_MAX"))
         try:
-            answer: object = (run_cycle(snapshot, accountant, settings, now, descriptions=descriptions),
-                              _private_bytes())
+            started = time.perf_counter()
+            result = run_cycle(snapshot, accountant, settings, now, descriptions=descriptions)
+            answer: object = (result, _private_bytes(), time.perf_counter() - started)
         except Exception as error:
             answer = f"{type(error).__name__}: {error}"
         payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)

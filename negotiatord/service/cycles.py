@@ -165,11 +165,10 @@ class CycleRunner:
     def _negotiate(self, snapshot: Snapshot, state: AccountantState, settings: Settings, now: int,
                    phases: dict[str, float]) -> tuple[CycleResult, int | None]:
         """The pure cycle over ``snapshot``, here or in a child process (NEGOTIATORD_CYCLE_WORKER),
-        with the child's private memory. The child's cost beyond the cycle's own phases (forking,
-        sending the result back) is filed as the phase ``child_process``."""
+        with the child's private memory. What the child costs beyond the cycle itself (forking it,
+        taking its result back) is filed as the phase ``child_process``."""
         if settings.service.cycle_worker is CycleWorker.THREAD:
             return run_cycle(snapshot, state, settings, now, descriptions=self.descriptions), None
-        mark = time.perf_counter()
         try:
             child = run_cycle_in_child(snapshot, state, settings, now, self.descriptions, self._child_started)
         except CycleProcessFailed as error:
@@ -179,9 +178,8 @@ class CycleRunner:
         finally:
             with self._commit:
                 self._child = None
-        result = child.result
-        phases["child_process"] = max(0.0, time.perf_counter() - mark - sum(result.stats.phase_s.values()))
-        return result, child.private_bytes
+        phases["child_process"] = child.overhead_s
+        return child.result, child.private_bytes
 
     @property
     def child_pid(self) -> int | None:
