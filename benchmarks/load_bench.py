@@ -7,11 +7,18 @@ Starts ``negotiatord run`` on a loopback port with an OSPool-shaped pool from
    (what any ingestion built on classad2 pays per ad);
 2. status latency (``GET /v1/status``) with the daemon idle;
 3. ingestion: every slot and job ad posted in batches (first load), then the slot ads posted
-   again (updates that replace ads), as fast as the daemon takes them;
+   again as the startds' next periodic update (``MyCurrentTime`` later, a new ``LoadAvg``, some
+   claimed slots switched between Busy and Idle: every update replaces its ad), as fast as the
+   daemon takes them;
 4. during negotiation cycles over the whole pool, run back to back: status latency probed every
-   10 ms, first alone, then while slot updates keep coming, and the rate of those updates (each
-   window lasts --window-seconds); and the cycle time in each window: cycles that ran wholly
-   within it, idle (status requests only) against under update load.
+   10 ms, first alone, then while slot updates keep coming (a quarter of the slots, round after
+   round of periodic updates), and the rate of those updates (each window lasts
+   --window-seconds); and the cycle time in each window: cycles that ran wholly within it, idle
+   (status requests only) against under update load, with the median of each of the cycle's
+   phases.
+
+``--cycle-worker thread`` runs the daemon with ``NEGOTIATORD_CYCLE_WORKER = thread`` (the cycle on
+a thread of the daemon) instead of the default, a child process forked for each cycle.
 
 Figures are printed with the targets (>= 20,000 ad updates/s without a cycle; >= 7,500 slot
 updates/s, 50x the OSPool's rate, while cycles run; status p99 < 50 ms during a cycle; a cycle
@@ -21,6 +28,7 @@ Loopback only; bounded by --max-seconds per phase. Small by default (5k slots / 
 
     .venv/bin/python benchmarks/load_bench.py                 # 5,000 slots, 5,000 jobs
     .venv/bin/python benchmarks/load_bench.py --big           # 45,000 slots, 50,000 jobs
+    .venv/bin/python benchmarks/load_bench.py --cycle-worker thread    # the cycle on a thread
     .venv/bin/python benchmarks/load_bench.py --slots 20k --jobs 20k --batch 500
 """
 
