@@ -17,8 +17,8 @@ Starts ``negotiatord run`` on a loopback port with an OSPool-shaped pool from
    (status requests only) against under update load, with the median of each of the cycle's
    phases.
 
-``--cycle-worker thread`` runs the daemon with ``NEGOTIATORD_CYCLE_WORKER = thread`` (the cycle on
-a thread of the daemon) instead of the default, a child process forked for each cycle.
+``--cycle-worker fork`` runs the daemon with ``NEGOTIATORD_CYCLE_WORKER = fork`` (each cycle
+negotiated in a child process forked for it) instead of the default, a thread of the daemon.
 
 Figures are printed with the targets (>= 20,000 ad updates/s without a cycle; >= 7,500 slot
 updates/s, 50x the OSPool's rate, while cycles run; status p99 < 50 ms during a cycle; a cycle
@@ -28,7 +28,7 @@ Loopback only; bounded by --max-seconds per phase. Small by default (5k slots / 
 
     .venv/bin/python benchmarks/load_bench.py                 # 5,000 slots, 5,000 jobs
     .venv/bin/python benchmarks/load_bench.py --big           # 45,000 slots, 50,000 jobs
-    .venv/bin/python benchmarks/load_bench.py --cycle-worker thread    # the cycle on a thread
+    .venv/bin/python benchmarks/load_bench.py --cycle-worker fork      # the cycle in a child process
     .venv/bin/python benchmarks/load_bench.py --slots 20k --jobs 20k --batch 500
 """
 
@@ -327,8 +327,8 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=1000, help="ads per request")
     parser.add_argument("--concurrency", type=int, default=2, help="requests in flight")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cycle-worker", choices=("fork", "thread"), default="fork",
-                        help="NEGOTIATORD_CYCLE_WORKER: negotiate in a forked child (the default) or on a thread")
+    parser.add_argument("--cycle-worker", choices=("thread", "fork"), default="thread",
+                        help="NEGOTIATORD_CYCLE_WORKER: negotiate on a thread (the default) or in a forked child")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="bound on each phase")
     parser.add_argument("--window-seconds", type=float, default=10.0,
                         help="length of each measurement window during cycles (default 10)")

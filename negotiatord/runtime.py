@@ -37,7 +37,7 @@ What the fast path reads of an ad (its
 next by the daemon, for the ads that did not change. The child reads the ads that are new to it and
 would take that with it; it sends back what it read, by the record's place in the snapshot, and the
 parent files it under its own records (the same objects: the snapshot was built before the fork).
-Without that, every cycle would read every slot ad again (at 45k slots, 1.9x the cycle's time).
+Without that, every cycle would read every slot ad again (at 45k slots it took 1.9x as long).
 Kernels of a type signature the warm-up did not call are loaded from numba's on-disk cache by each
 child again (milliseconds).
 

@@ -15,14 +15,14 @@ Times are monotonic seconds, so a stepped wall clock cannot stall or rush cycles
 
 **How**, in :class:`CycleRunner`, on a worker thread. The order matters: load the accountant's
 state; build the snapshot and negotiate (the pure cycle, run by
-:func:`negotiatord.runtime.run_cycle`, by default in a child process forked for it: see
-:func:`negotiatord.runtime.run_cycle_in_child`; ``NEGOTIATORD_CYCLE_WORKER = thread`` runs it on
-this thread); advance the state to the cycle's time with this cycle's
-usage (running work plus the new matches); make the stand-ins that hold the matched jobs and slots
-until they are re-advertised (:mod:`negotiatord.publish.holds`); then stage the matches, commit the
-state and the charges in one accountant transaction keyed by the cycle id, and publish the matches
-(see :mod:`negotiatord.publish.matchlog` for why this cannot double-charge or publish an
-uncommitted match).
+:func:`negotiatord.runtime.run_cycle` on this thread, or with ``NEGOTIATORD_CYCLE_WORKER = fork``
+in a child process forked for it: see :func:`negotiatord.runtime.run_cycle_in_child`); advance
+the state to the cycle's time with this cycle's usage (running work plus the new matches); make
+the stand-ins that hold the matched jobs and slots until they are re-advertised
+(:mod:`negotiatord.publish.holds`); then stage the matches, commit the state and the charges in
+one accountant transaction keyed by the cycle id, and publish the matches (see
+:mod:`negotiatord.publish.matchlog` for why this cannot double-charge or publish an uncommitted
+match).
 
 Once the accountant has committed, the cycle is done: its charges stand. Publishing is a second
 write, to the match log, and may fail on its own (a lock held past the busy timeout, a full disk,
@@ -31,9 +31,9 @@ an I/O error); the outcome then says so, and the daemon retries the publication
 negotiated again meanwhile: the holds apply from the commit on, and recovery at start-up publishes
 what is still staged.
 
-The snapshot is built in the daemon, where the builder keeps what it read of unchanged ads from
-one cycle to the next; a child process would lose that with itself. Only the negotiation, which
-reads the snapshot and changes nothing the next cycle reuses, runs in the child.
+With a child process, the snapshot is still built here, where the builder keeps what it read of
+unchanged ads from one cycle to the next; a child would lose that with itself. Only the
+negotiation runs in the child.
 
 The runner works off the event loop. The only state shared with it is :attr:`CycleRunner.phase`
 (read for status) and :meth:`CycleRunner.abandon` (called at shutdown), which also kills a child

@@ -1,9 +1,9 @@
 """The daemon: wires feed, cycles, match log, accountant, HTTP and systemd, and runs them.
 
 One asyncio event loop serves HTTP, files ads, expires them and schedules cycles; each cycle runs
-on its own worker thread (:mod:`~.cycles`), which by default hands the negotiation to a child
-process forked for it, so ingestion and queries stay responsive while it negotiates: parsing ads
-and negotiating then each have a core (a GIL) of their own. Signals: SIGHUP re-reads the config
+on its own worker thread (:mod:`~.cycles`) so ingestion and queries stay responsive while it
+negotiates (``NEGOTIATORD_CYCLE_WORKER = fork``: the thread hands the negotiation to a child
+process forked for it, so that parsing and negotiating do not share the GIL). Signals: SIGHUP re-reads the config
 (a broken one is reported and the old one stays in force); SIGTERM and SIGINT stop the daemon,
 abandoning a cycle that has not begun to commit.
 """

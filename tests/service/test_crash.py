@@ -127,7 +127,8 @@ def test_a_crash_of_the_cycles_child_process_fails_that_cycle_only(tmp_path):
     # negotiates the next one as usual.
     jobs = tmp_path / "jobs.ads"
     jobs.write_text(_slow_jobs())
-    settings = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0"}
+    settings = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0",
+                "NEGOTIATORD_CYCLE_WORKER": "fork"}
     daemon = DaemonProcess(tmp_path / "a", settings=settings,
                            args=["--now", str(NOW), "--preload-slots", str(POOL), "--preload-jobs", str(jobs)])
     daemon.start()

@@ -187,10 +187,10 @@ def _with_worker(settings: Settings, worker: CycleWorker) -> Settings:
 
 
 def test_a_cycle_negotiated_in_a_child_process_is_the_cycle_negotiated_on_a_thread(tmp_path, sample_view):
-    # NEGOTIATORD_CYCLE_WORKER = fork (the default) and thread run the same pure cycle over the
+    # NEGOTIATORD_CYCLE_WORKER = thread (the default) and fork run the same pure cycle over the
     # same view: the same matches, charges and accountant state come out and are committed.
     view, settings = sample_view
-    assert settings.service.cycle_worker is CycleWorker.FORK
+    assert settings.service.cycle_worker is CycleWorker.THREAD
     outcomes, states = {}, {}
     for worker in CycleWorker:
         (tmp_path / worker.value).mkdir()
@@ -217,7 +217,7 @@ def test_a_cycle_abandoned_while_its_child_process_negotiates_kills_the_child(tm
     runner = CycleRunner(accountant, log)
     runner.abandon()
     with pytest.raises(CycleAbandoned) as abandoned:
-        runner.run(view, settings, 1790000000, prune_before=0.0)
+        runner.run(view, _with_worker(settings, CycleWorker.FORK), 1790000000, prune_before=0.0)
     killed = abandoned.value.__cause__
     assert isinstance(killed, CycleProcessFailed) and "signal 9 (SIGKILL)" in killed.reason
     with pytest.raises(ChildProcessError):

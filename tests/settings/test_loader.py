@@ -467,7 +467,7 @@ def test_bad_resource_amounts_name_the_knob_and_entry(tmp_path, line, named):
     assert line.split(" = ")[0] in str(err.value) and named in str(err.value)
 
 
-def test_the_cycle_runs_in_a_forked_child_unless_the_config_asks_for_a_thread(tmp_path):
-    assert load_settings(_write(tmp_path, "")).service.cycle_worker is CycleWorker.FORK
-    chosen = load_settings(_write(tmp_path, "NEGOTIATORD_CYCLE_WORKER = Thread\n", "thread.conf"))
-    assert chosen.service.cycle_worker is CycleWorker.THREAD
+def test_the_cycle_runs_on_a_thread_unless_the_config_asks_for_a_forked_child(tmp_path):
+    assert load_settings(_write(tmp_path, "")).service.cycle_worker is CycleWorker.THREAD
+    chosen = load_settings(_write(tmp_path, "NEGOTIATORD_CYCLE_WORKER = Fork\n", "fork.conf"))
+    assert chosen.service.cycle_worker is CycleWorker.FORK
