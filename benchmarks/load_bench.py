@@ -78,6 +78,7 @@ def batches(ads: list, size: int) -> list[str]:
 UPDATE_INTERVAL_S = 300
 UPDATE_ROUNDS = 6          # distinct rounds posted during the cycles, then posted again in turn
 _CLOCK_LINE = re.compile(r"^MyCurrentTime = (\d+)$", re.MULTILINE)
+_CLAIMED = re.compile(r'^State = "Claimed"$', re.MULTILINE)
 _CLAIMED_ACTIVITY = re.compile(r'^Activity = "(Busy|Idle)"$', re.MULTILINE)
 
 
@@ -97,7 +98,10 @@ def periodic_update(texts: list[str], round_number: int, seed: int) -> list[str]
             return line.group(0)
         return f'Activity = "{"Idle" if line.group(1) == "Busy" else "Busy"}"'
 
-    return [_CLAIMED_ACTIVITY.sub(activity, _CLOCK_LINE.sub(clock, text)) for text in texts]
+    def switched(ad: str) -> str:
+        return _CLAIMED_ACTIVITY.sub(activity, ad) if _CLAIMED.search(ad) else ad
+
+    return ["\n\n".join(map(switched, _CLOCK_LINE.sub(clock, text).split("\n\n"))) for text in texts]
 
 
 def free_port() -> int:
