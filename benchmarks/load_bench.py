@@ -7,11 +7,18 @@ Starts ``negotiatord run`` on a loopback port with an OSPool-shaped pool from
    (what any ingestion built on classad2 pays per ad);
 2. status latency (``GET /v1/status``) with the daemon idle;
 3. ingestion: every slot and job ad posted in batches (first load), then the slot ads posted
-   again (updates that replace ads), as fast as the daemon takes them;
+   again as the startds' next periodic update (``MyCurrentTime`` later, a new ``LoadAvg``, some
+   claimed slots switched between Busy and Idle: every update replaces its ad), as fast as the
+   daemon takes them;
 4. during negotiation cycles over the whole pool, run back to back: status latency probed every
-   10 ms, first alone, then while slot updates keep coming, and the rate of those updates (each
-   window lasts --window-seconds); and the cycle time in each window: cycles that ran wholly
-   within it, idle (status requests only) against under update load.
+   10 ms, first alone, then while slot updates keep coming (a quarter of the slots, round after
+   round of periodic updates), and the rate of those updates (each window lasts
+   --window-seconds); and the cycle time in each window: cycles that ran wholly within it, idle
+   (status requests only) against under update load, with the median of each of the cycle's
+   phases.
+
+``--cycle-worker fork`` runs the daemon with ``NEGOTIATORD_CYCLE_WORKER = fork`` (each cycle
+negotiated in a child process forked for it) instead of the default, a thread of the daemon.
 
 Figures are printed with the targets (>= 20,000 ad updates/s without a cycle; >= 7,500 slot
 updates/s, 50x the OSPool's rate, while cycles run; status p99 < 50 ms during a cycle; a cycle
@@ -21,6 +28,7 @@ Loopback only; bounded by --max-seconds per phase. Small by default (5k slots / 
 
     .venv/bin/python benchmarks/load_bench.py                 # 5,000 slots, 5,000 jobs
     .venv/bin/python benchmarks/load_bench.py --big           # 45,000 slots, 50,000 jobs
+    .venv/bin/python benchmarks/load_bench.py --cycle-worker fork      # the cycle in a child process
     .venv/bin/python benchmarks/load_bench.py --slots 20k --jobs 20k --batch 500
 """
 
@@ -28,6 +36,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
+import random
+import re
 import shutil
 import signal
 import socket
@@ -62,6 +73,37 @@ def batches(ads: list, size: int) -> list[str]:
     return ["\n".join(ad.printOld() for ad in ads[i:i + size]) for i in range(0, len(ads), size)]
 
 
+# A startd's periodic update (every UPDATE_INTERVAL, 300 s by default) advertises the same slot with
+# its clock, load and, for a claimed slot, activity as they are now.
+UPDATE_INTERVAL_S = 300
+UPDATE_ROUNDS = 6          # distinct rounds posted during the cycles, then posted again in turn
+_CLOCK_LINE = re.compile(r"^MyCurrentTime = (\d+)$", re.MULTILINE)
+_CLAIMED = re.compile(r'^State = "Claimed"$', re.MULTILINE)
+_CLAIMED_ACTIVITY = re.compile(r'^Activity = "(Busy|Idle)"$', re.MULTILINE)
+
+
+def periodic_update(texts: list[str], round_number: int, seed: int) -> list[str]:
+    """``texts`` (long-form slot batches) as the startds' ``round_number``-th periodic update
+    sends them: ``MyCurrentTime`` later by as many update intervals, a new ``LoadAvg``, and one
+    in ten claimed slots switched between Busy and Idle. Every ad differs from the one filed
+    before it, so every post replaces an ad, as a real update does."""
+    rng = random.Random(seed * 1000 + round_number)
+
+    def clock(line: re.Match[str]) -> str:
+        return (f"MyCurrentTime = {int(line.group(1)) + round_number * UPDATE_INTERVAL_S}\n"
+                f"LoadAvg = {rng.uniform(0, 1.5):.3f}")
+
+    def activity(line: re.Match[str]) -> str:
+        if rng.random() >= 0.1:
+            return line.group(0)
+        return f'Activity = "{"Idle" if line.group(1) == "Busy" else "Busy"}"'
+
+    def switched(ad: str) -> str:
+        return _CLAIMED_ACTIVITY.sub(activity, ad) if _CLAIMED.search(ad) else ad
+
+    return ["\n\n".join(map(switched, _CLOCK_LINE.sub(clock, text).split("\n\n"))) for text in texts]
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -69,7 +111,7 @@ def free_port() -> int:
 
 
 class Daemon:
-    def __init__(self, home: Path, now: int) -> None:
+    def __init__(self, home: Path, now: int, cycle_worker: str) -> None:
         shutil.copy(CONFIG_PATH, home / CONFIG_PATH.name)
         self.port = free_port()
         self.config = home / "negotiatord.conf"
@@ -78,10 +120,12 @@ class Daemon:
             f"NEGOTIATORD_STATE_DIR = {home / 'state'}",
             f"NEGOTIATORD_HTTP_PORT = {self.port}",
             "NEGOTIATORD_MAX_BODY_BYTES = 256 * 1024 * 1024",
+            f"NEGOTIATORD_CYCLE_WORKER = {cycle_worker}",
             "CLASSAD_LIFETIME = 86400",
             # cycles only when the benchmark asks for one
             "NEGOTIATOR_INTERVAL = 86400", "NEGOTIATOR_CYCLE_DELAY = 0", "NEGOTIATOR_MIN_INTERVAL = 0", ""]))
-        self.log = (home / "daemon.log").open("w")
+        self.log_path = home / "daemon.log"
+        self.log = self.log_path.open("w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "negotiatord", "run", "--config", str(self.config), "--now", str(now)],
             cwd=ROOT, stdout=self.log, stderr=self.log)
@@ -138,6 +182,16 @@ async def post_all(session: aiohttp.ClientSession, url: str, kind: AdKind, texts
     return accepted
 
 
+def print_phases(idle: list[dict], loaded: list[dict]) -> None:
+    """The median of each phase of the daemon's cycle, idle against under slot updates."""
+    names = dict.fromkeys(name for figures in idle + loaded for name in figures
+                          if name.startswith("Phase") and name.endswith("Duration"))
+    for name in names:
+        quiet = percentile([figures.get(name, 0.0) for figures in idle], .5)
+        busy = percentile([figures.get(name, 0.0) for figures in loaded], .5)
+        print(f"    {name[len('Phase'):-len('Duration')]:<22} idle {quiet:6.2f} s   under slot updates {busy:6.2f} s")
+
+
 async def run(args: argparse.Namespace) -> None:
     print(f"generating {args.slots} slots and {args.jobs} idle jobs (pool_generator, seed {args.seed}) ...")
     pool = generate_pool(args.slots, args.jobs, args.seed)
@@ -152,7 +206,7 @@ async def run(args: argparse.Namespace) -> None:
     print(f"parse floor (take_in_text in-process, same batches): {floor:,.0f} slot ads/s")
 
     with tempfile.TemporaryDirectory(prefix="negotiatord-load-") as home:
-        daemon = Daemon(Path(home), pool.now)
+        daemon = Daemon(Path(home), pool.now, args.cycle_worker)
         try:
             timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
             async with aiohttp.ClientSession(timeout=timeout) as session:
@@ -177,7 +231,7 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
     print(f"first load:                  {loaded:,} ads in {elapsed:.1f} s = {loaded / elapsed:,.0f} ads/s")
 
     rates = {}
-    for kind, texts in ((AdKind.SLOT, slot_batches), (AdKind.JOB, job_batches)):
+    for kind, texts in ((AdKind.SLOT, periodic_update(slot_batches, 1, args.seed)), (AdKind.JOB, job_batches)):
         started = time.perf_counter()
         updated = await post_all(session, url, kind, texts, token, args.concurrency,
                                  time.monotonic() + args.max_seconds)
@@ -185,7 +239,7 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
         print(f"{kind.my_type.lower()} updates, no cycle:   {updated:,} = {rates[kind]:,.0f} updates/s"
               + (f" ({rates[kind] / floor:.2f}x the parse floor)" if kind is AdKind.SLOT else ""))
 
-    async def probe(until: float, latencies: list[float], cycles: dict[int, float]) -> None:
+    async def probe(until: float, latencies: list[float], cycles: dict[int, dict]) -> None:
         """Status every 10 ms until ``until``, counting the answers given while a cycle ran; when
         none runs, ask for the next one (back-to-back cycles, as on a busy central manager). Each
         cycle seen to end is filed with its duration."""
@@ -195,16 +249,22 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
                 latencies.append(latency)
             else:
                 if body["last_cycle"]:
-                    cycles[body["last_cycle"]["Id"]] = body["last_cycle"]["Duration"]
+                    cycles[body["last_cycle"]["Id"]] = body["last_cycle"]
                 async with session.post(url + "/v1/reschedule",
                                         headers={"Authorization": f"Bearer {token}"}) as answer:
                     assert answer.status == 202
             await asyncio.sleep(0.01)
 
+    # a quarter of the slots, updated round after round (each round's ads made before the windows)
+    chunk = slot_batches[:max(1, len(slot_batches) // 4)]
+    rounds = [periodic_update(chunk, number, args.seed) for number in range(2, 2 + UPDATE_ROUNDS)]
+
     async def update(counted: list[int], until: float) -> None:
-        chunk = slot_batches[:max(1, len(slot_batches) // 4)]
-        while time.monotonic() < until:
-            counted[0] += await post_all(session, url, AdKind.SLOT, chunk, token, args.concurrency, until)
+        for number in itertools.count():
+            if time.monotonic() >= until:
+                return
+            counted[0] += await post_all(session, url, AdKind.SLOT, rounds[number % len(rounds)], token,
+                                         args.concurrency, until)
 
     async def cycle_id() -> int:
         """The id of the cycle running now or, if none runs, of the next one."""
@@ -215,7 +275,7 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
     # cycles back to back: first with status requests only, then with slot updates as well; the
     # cycles of a window are those that started after it began
     quiet: list[float] = []
-    cycles: dict[int, float] = {}
+    cycles: dict[int, dict] = {}
     first_quiet = await cycle_id() + 1
     await probe(time.monotonic() + args.window_seconds, quiet, cycles)
     loaded: list[float] = []
@@ -231,8 +291,10 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
         await asyncio.sleep(0.2)
         last = (await status(session, url))[1]
     cycle = last["last_cycle"] or {}
-    idle_cycles = [cycles[i] for i in sorted(cycles) if first_quiet <= i < first_loaded - 1]
-    loaded_cycles = [cycles[i] for i in sorted(cycles) if first_loaded <= i <= last_loaded]
+    idle_figures = [cycles[i] for i in sorted(cycles) if first_quiet <= i < first_loaded - 1]
+    loaded_figures = [cycles[i] for i in sorted(cycles) if first_loaded <= i <= last_loaded]
+    idle_cycles = [figures["Duration"] for figures in idle_figures]
+    loaded_cycles = [figures["Duration"] for figures in loaded_figures]
     print(f"during cycles ({len(cycles)} cycles; the last took {cycle.get('Duration', float('nan')):.1f} s over "
           f"{cycle.get('TotalSlots')} slots, {cycle.get('NumIdleJobs')} idle jobs, {cycle.get('Matches')} matches):")
     for label, latencies in (("status only", quiet), ("with slot updates", loaded)):
@@ -246,6 +308,7 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
     cycle_ratio = loaded_cycle / idle_cycle
     print(f"  cycle time, median:        idle {idle_cycle:.2f} s ({len(idle_cycles)} cycles), under slot updates "
           f"{loaded_cycle:.2f} s ({len(loaded_cycles)} cycles) = {cycle_ratio:.2f}x idle")
+    print_phases(idle_figures, loaded_figures)
     print()
     for kind, rate in rates.items():
         print(f"target >= {TARGET_UPDATES_PER_S:,} updates/s, {kind.value} without a cycle: {rate:,.0f}/s "
@@ -268,6 +331,8 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=1000, help="ads per request")
     parser.add_argument("--concurrency", type=int, default=2, help="requests in flight")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cycle-worker", choices=("thread", "fork"), default="thread",
+                        help="NEGOTIATORD_CYCLE_WORKER: negotiate on a thread (the default) or in a forked child")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="bound on each phase")
     parser.add_argument("--window-seconds", type=float, default=10.0,
                         help="length of each measurement window during cycles (default 10)")

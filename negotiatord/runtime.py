@@ -11,6 +11,36 @@ kernel the first time it is called, holding the GIL for a few hundred millisecon
 it, on an install's very first start); :func:`load_fast_path` has that happen over a built-in
 two-slot pool, before a daemon serves, rather than inside its first real cycle.
 
+**A child process per cycle.** :func:`run_cycle_in_child` runs :func:`run_cycle` in a child
+forked for the one cycle. The child sees the parent's memory copy-on-write, so the snapshot and the
+ads behind it reach it without being copied or serialised; it sends back the
+:class:`~negotiatord.cycle.result.CycleResult` (pickled, through a pipe) and ends with
+``os._exit``. The parent waits on the pipe without holding the GIL, so its other threads (the
+daemon's event loop, parsing ads) keep a core of their own while the cycle computes. Forking a
+process that runs threads is safe here because of what the child does and does not do:
+
+* it only computes: it logs nothing, opens no database, runs no event loop, and closes every
+  file descriptor it inherited but its end of the pipe (a listening socket or a database file
+  held open by a child would outlive a daemon that stops);
+* classad2 never releases the GIL, and the fork happens with the GIL held, so no other thread is
+  inside the ClassAd library at that moment (its state is whole in the child);
+* numba's kernels are compiled, or loaded from the on-disk cache, by the parent before it serves
+  (:func:`load_fast_path`), and they run single-threaded (no parallel threading layer);
+* the child ends with ``os._exit``: no ``atexit`` handler, no flush of buffers it shares with
+  the parent, no destructor of objects it shares.
+
+The child's death by a signal (a crash in a native library, the kernel's OOM killer) or an
+exception it raised fails that cycle only, with :class:`CycleProcessFailed` saying which.
+
+What the fast path reads of an ad (its
+:class:`~negotiatord.fastpath.compiler.descriptions.AdDescriptions`) is kept from one cycle to the
+next by the daemon, for the ads that did not change. The child reads the ads that are new to it and
+would take that with it; it sends back what it read, by the record's place in the snapshot, and the
+parent files it under its own records (the same objects: the snapshot was built before the fork).
+Without that, every cycle would read every slot ad again (at 45k slots it took 1.9x as long).
+Kernels of a type signature the warm-up did not call are loaded from numba's on-disk cache by each
+child again (milliseconds).
+
 **Garbage collection.** A full collection walks every container object the process holds: with an
 OSPool-sized pool in memory (45k slot ads, 255k jobs, their records and autoclusters; ~900k
 tracked objects in a daemon holding 45k slots and 50k jobs) one takes 0.3-0.7 s while holding the
@@ -38,11 +68,15 @@ collection only when the last one ends, and only if it was enabled when the firs
 from __future__ import annotations
 
 import gc
+import os
+import pickle
+import signal
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import NoReturn
 
 import classad2
 
@@ -50,7 +84,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import PairEvaluator
-from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions, Description
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.pool.snapshot import Snapshot
@@ -92,6 +126,126 @@ def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Setting
         if evaluator is None:
             evaluator = FastEvaluator(snapshot.table, settings, now, descriptions)
         return negotiate(snapshot, accountant, settings, evaluator, now)
+
+
+class CycleProcessFailed(Exception):
+    """The child process negotiating a cycle ended without a result: killed by a signal, or it
+    raised an exception. Nothing of that cycle exists anywhere but in this error."""
+
+    def __init__(self, pid: int, reason: str) -> None:
+        super().__init__(f"the cycle's child process {pid} {reason}")
+        self.pid = pid
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ChildCycle:
+    """A cycle run in a child process: its result, and the memory the child made its own."""
+
+    result: CycleResult
+    pid: int
+    private_bytes: int | None     # the child's pages not shared with the parent at its end (its USS)
+    overhead_s: float             # forking the child and taking its result back, beyond run_cycle's own time
+
+
+def run_cycle_in_child(snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
+                       descriptions: AdDescriptions | None = None,
+                       started: Callable[[int], None] | None = None) -> ChildCycle:
+    """:func:`run_cycle` in a child process forked for it; ``started`` is told the child's pid
+    (a caller that stops may kill it). Raises :class:`CycleProcessFailed` if the child ends
+    without a result."""
+    reader, writer = os.pipe()
+    forked = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:    # the child: never returns
+        os.close(reader)
+        _negotiate_in_child(writer, snapshot, accountant, settings, now, descriptions)
+    os.close(writer)
+    if started is not None:
+        started(pid)
+    with open(reader, "rb") as pipe:
+        payload = pipe.read()       # until the child closes its end: done, or dead
+    try:
+        answer = pickle.loads(payload)
+    except Exception:  # nothing, or cut short: the child died
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            raise CycleProcessFailed(pid, f"was killed by signal {number} ({signal.Signals(number).name})") from None
+        raise CycleProcessFailed(pid, f"exited with status {os.WEXITSTATUS(status)} without a result") from None
+    # A child that has sent its answer only exits: unmapping its copy of the daemon's memory takes a
+    # while (~0.2 s at 45k slots), which the cycle need not wait for.
+    threading.Thread(target=os.waitpid, args=(pid, 0), name=f"reaper-{pid}", daemon=True).start()
+    if isinstance(answer, str):
+        raise CycleProcessFailed(pid, f"failed: {answer}")
+    result, private_bytes, seconds, learnt = answer
+    if descriptions is not None:
+        records = _described_records(snapshot)
+        for index, read in learnt:
+            descriptions.of(records[index]).update(read)
+    return ChildCycle(result, pid, private_bytes, max(0.0, time.perf_counter() - forked - seconds))
+
+
+def _negotiate_in_child(writer: int, snapshot: Snapshot, accountant: AccountantState, settings: Settings,
+                        now: int, descriptions: AdDescriptions | None) -> NoReturn:
+    """The child's whole life: negotiate, send the answer (or the error) down ``writer``, exit."""
+    status = 1
+    try:
+        signal.set_wakeup_fd(-1)    # the parent's event loop reads that one: a signal here is not its own
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_DFL)
+        os.closerange(3, writer)
+        os.closerange(writer + 1, os.sysconf("SC_OPEN_MAX"))
+        try:
+            started = time.perf_counter()
+            records = _described_records(snapshot) if descriptions is not None else []
+            known = _read_so_far(records, descriptions)
+            result = run_cycle(snapshot, accountant, settings, now, descriptions=descriptions)
+            learnt = _read_since(records, known, descriptions)
+            answer: object = (result, _private_bytes(), time.perf_counter() - started, learnt)
+        except Exception as error:
+            answer = f"{type(error).__name__}: {error}"
+        payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        with open(writer, "wb") as pipe:
+            pipe.write(payload)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _described_records(snapshot: Snapshot) -> list[object]:
+    """The records the fast path files its descriptions under: each slot, and each autocluster's
+    representative job."""
+    return [*snapshot.table.slots, *(autocluster.representative for autocluster in snapshot.autoclusters)]
+
+
+def _read_so_far(records: list[object], descriptions: AdDescriptions | None) -> list[int]:
+    """How many attributes of each record's ad are described already."""
+    return [] if descriptions is None else [len(descriptions.of(record)) for record in records]
+
+
+def _read_since(records: list[object], known: list[int],
+                descriptions: AdDescriptions | None) -> list[tuple[int, list[tuple[str, Description]]]]:
+    """The descriptions read since :func:`_read_so_far` counted ``known``, by record index
+    (a description, once read, is never replaced: what was read after ``known`` is at its end)."""
+    if descriptions is None:
+        return []
+    learnt = []
+    for index, (record, count) in enumerate(zip(records, known)):
+        read = descriptions.of(record)
+        if len(read) > count:
+            learnt.append((index, list(read.items())[count:]))
+    return learnt
+
+
+def _private_bytes() -> int | None:
+    """This process's private memory (``Private_Clean`` + ``Private_Dirty``), Linux only."""
+    try:
+        with open("/proc/self/smaps_rollup") as rollup:
+            fields = dict(line.split(":", 1) for line in rollup if line.startswith("Private_"))
+    except OSError:
+        return None
+    return sum(int(value.split()[0]) for value in fields.values()) * 1024
 
 
 def load_fast_path(settings: Settings) -> CycleResult:

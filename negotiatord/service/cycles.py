@@ -15,12 +15,14 @@ Times are monotonic seconds, so a stepped wall clock cannot stall or rush cycles
 
 **How**, in :class:`CycleRunner`, on a worker thread. The order matters: load the accountant's
 state; build the snapshot and negotiate (the pure cycle, run by
-:func:`negotiatord.runtime.run_cycle`); advance the state to the cycle's time with this cycle's
-usage (running work plus the new matches); make the stand-ins that hold the matched jobs and slots
-until they are re-advertised (:mod:`negotiatord.publish.holds`); then stage the matches, commit the
-state and the charges in one accountant transaction keyed by the cycle id, and publish the matches
-(see :mod:`negotiatord.publish.matchlog` for why this cannot double-charge or publish an
-uncommitted match).
+:func:`negotiatord.runtime.run_cycle` on this thread, or with ``NEGOTIATORD_CYCLE_WORKER = fork``
+in a child process forked for it: see :func:`negotiatord.runtime.run_cycle_in_child`); advance
+the state to the cycle's time with this cycle's usage (running work plus the new matches); make
+the stand-ins that hold the matched jobs and slots until they are re-advertised
+(:mod:`negotiatord.publish.holds`); then stage the matches, commit the state and the charges in
+one accountant transaction keyed by the cycle id, and publish the matches (see
+:mod:`negotiatord.publish.matchlog` for why this cannot double-charge or publish an uncommitted
+match).
 
 Once the accountant has committed, the cycle is done: its charges stand. Publishing is a second
 write, to the match log, and may fail on its own (a lock held past the busy timeout, a full disk,
@@ -29,13 +31,20 @@ an I/O error); the outcome then says so, and the daemon retries the publication
 negotiated again meanwhile: the holds apply from the commit on, and recovery at start-up publishes
 what is still staged.
 
+With a child process, the snapshot is still built here, where the builder keeps what it read of
+unchanged ads from one cycle to the next; a child would lose that with itself. Only the
+negotiation runs in the child.
+
 The runner works off the event loop. The only state shared with it is :attr:`CycleRunner.phase`
-(read for status) and :meth:`CycleRunner.abandon` (called at shutdown).
+(read for status) and :meth:`CycleRunner.abandon` (called at shutdown), which also kills a child
+process still negotiating.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -51,8 +60,9 @@ from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.publish.holds import Hold, holds_for
 from negotiatord.publish.matchlog import MatchLog
-from negotiatord.runtime import run_cycle
-from negotiatord.settings import Settings, SubmitterOrder
+from negotiatord.pool.snapshot import Snapshot
+from negotiatord.runtime import CycleProcessFailed, run_cycle, run_cycle_in_child
+from negotiatord.settings import CycleWorker, Settings, SubmitterOrder
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,7 @@ class CycleOutcome:
     candidate_slots: int         # unclaimed slots offered to idle jobs
     holds: list[Hold]            # stand-ins for what was matched, for the ad store
     quota_timers: Mapping[str, QuotaTimer]   # as committed with the cycle
+    child_private_bytes: int | None = None   # memory the cycle's child process made its own; None: none
 
     def after(self, phase: str, seconds: float) -> CycleOutcome:
         """This outcome with ``phase``, which the daemon ran before handing the cycle to the runner
@@ -111,6 +122,7 @@ class CycleRunner:
         self.phase = "idle"
         self._commit = threading.Lock()
         self._abandoned = False
+        self._child: int | None = None       # the pid of the child process negotiating now
 
     def run(self, view: PoolView, settings: Settings, now: int, prune_before: float) -> CycleOutcome:
         """Negotiate over ``view`` at time ``now``; matches made before ``prune_before`` are pruned."""
@@ -123,7 +135,7 @@ class CycleRunner:
                 snapshot = self.snapshots.build(view.slots.values(), view.jobs.records(), settings)
 
             self.phase = "negotiate"      # timed by the cycle itself, phase by phase
-            result = run_cycle(snapshot, state, settings, now, descriptions=self.descriptions)
+            result, child_private_bytes = self._negotiate(snapshot, state, settings, now, phases)
             # the stand-ins for held matches are negotiated over, but they are no slots of the pool
             result = replace(result, stats=replace(result.stats, slots=result.stats.slots - view.stand_in_slots))
             phases.update(result.stats.phase_s)
@@ -147,8 +159,38 @@ class CycleRunner:
             phases_s=phases, last_seq=last_seq, publish_error=publish_error, idle_jobs=len(snapshot.jobs),
             submitters=len({job.submitter for job in snapshot.jobs}),
             candidate_slots=int(snapshot.table.candidate.sum()), holds=holds,
-            quota_timers=new_state.quota_timers,
+            quota_timers=new_state.quota_timers, child_private_bytes=child_private_bytes,
         )
+
+    def _negotiate(self, snapshot: Snapshot, state: AccountantState, settings: Settings, now: int,
+                   phases: dict[str, float]) -> tuple[CycleResult, int | None]:
+        """The pure cycle over ``snapshot``, here or in a child process (NEGOTIATORD_CYCLE_WORKER),
+        with the child's private memory. What the child costs beyond the cycle itself (forking it,
+        taking its result back) is filed as the phase ``child_process``."""
+        if settings.service.cycle_worker is CycleWorker.THREAD:
+            return run_cycle(snapshot, state, settings, now, descriptions=self.descriptions), None
+        try:
+            child = run_cycle_in_child(snapshot, state, settings, now, self.descriptions, self._child_started)
+        except CycleProcessFailed as error:
+            if self._abandoned:
+                raise CycleAbandoned(f"cycle abandoned while {error}") from error
+            raise
+        finally:
+            with self._commit:
+                self._child = None
+        phases["child_process"] = child.overhead_s
+        return child.result, child.private_bytes
+
+    @property
+    def child_pid(self) -> int | None:
+        """The pid of the child process negotiating the cycle now, if one is."""
+        return self._child
+
+    def _child_started(self, pid: int) -> None:
+        with self._commit:
+            self._child = pid
+            if self._abandoned:
+                os.kill(pid, signal.SIGKILL)
 
     @contextmanager
     def _phase(self, name: str, phases: dict[str, float]) -> Iterator[None]:
@@ -185,9 +227,12 @@ class CycleRunner:
         return last_seq
 
     def abandon(self) -> None:
-        """Let no cycle commit from now on; waits for a commit in progress to finish."""
+        """Let no cycle commit from now on; waits for a commit in progress to finish, and kills
+        the child process negotiating a cycle, if one is."""
         with self._commit:
             self._abandoned = True
+            if self._child is not None:
+                os.kill(self._child, signal.SIGKILL)
 
 
 def _advanced(state: AccountantState, result: CycleResult, settings: Settings, now: int) -> AccountantState:

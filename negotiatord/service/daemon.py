@@ -2,8 +2,10 @@
 
 One asyncio event loop serves HTTP, files ads, expires them and schedules cycles; each cycle runs
 on its own worker thread (:mod:`~.cycles`) so ingestion and queries stay responsive while it
-negotiates. Signals: SIGHUP re-reads the config (a broken one is reported and the old one stays in
-force); SIGTERM and SIGINT stop the daemon, abandoning a cycle that has not begun to commit.
+negotiates (``NEGOTIATORD_CYCLE_WORKER = fork``: the thread hands the negotiation to a child
+process forked for it, so that parsing and negotiating do not share the GIL). Signals: SIGHUP re-reads the config
+(a broken one is reported and the old one stays in force); SIGTERM and SIGINT stop the daemon,
+abandoning a cycle that has not begun to commit.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from negotiatord.publish.holds import RestoredHolds, apply_holds
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
-from negotiatord.runtime import HeapKeeper, load_fast_path
+from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
@@ -305,6 +307,10 @@ class Daemon:
             outcome = await _in_daemon_thread(self.runner.run, view, settings, now, prune_before)
         except CycleAbandoned:
             return
+        except CycleProcessFailed as error:   # a crash there, in a native library, ends only that cycle
+            self.counters.cycle_failures += 1
+            self.log.error("cycle process failed; nothing was committed", pid=error.pid, reason=error.reason)
+            return
         except Exception as error:  # a failed cycle is reported; the next one may succeed
             self.counters.cycle_failures += 1
             self.log.error("cycle failed; nothing was committed", error=f"{type(error).__name__}: {error}")
@@ -338,7 +344,9 @@ class Daemon:
                    "phases_s": {k: round(v, 4) for k, v in outcome.phases_s.items()}}
         self.log.info("cycle", cycle=outcome.cycle_id, candidate_slots=outcome.candidate_slots,
                       idle_jobs=outcome.idle_jobs, submitters=outcome.submitters,
-                      published=outcome.last_seq is not None, **figures)
+                      published=outcome.last_seq is not None, **figures,
+                      **({} if outcome.child_private_bytes is None
+                         else {"child_private_mib": round(outcome.child_private_bytes / 2**20, 1)}))
         problems = outcome.result.problems
         if problems:
             self.log.warning("left out of the cycle", count=len(problems), first=list(problems[:_SHOWN_PROBLEMS]))
@@ -462,7 +470,7 @@ class Daemon:
             "now": self.clock.now(),
             "ads": self.store.counts(),
             "held": self.store.held(),
-            "cycle": {"running": self.cycle_running, "phase": self.runner.phase,
+            "cycle": {"running": self.cycle_running, "phase": self.runner.phase, "child_pid": self.runner.child_pid,
                       "rescheduled": self.rescheduled,
                       "next_in_s": None if self.cycle_running else round(max(0.0, next_start - time.monotonic()), 3)},
             "last_cycle": summary(last) if last else None,

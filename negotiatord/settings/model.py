@@ -23,6 +23,19 @@ DEFAULT_PREEMPTION_RANK = (
 )
 
 
+class CycleWorker(str, Enum):
+    """Where the daemon runs a cycle's negotiation (NEGOTIATORD_CYCLE_WORKER).
+
+    ``THREAD`` (the default): on a thread of the daemon, sharing the GIL with the parsing of ads.
+    ``FORK``: in a child process forked for the cycle, which sees the ads copy-on-write and sends
+    back the result, so parsing ads in the daemon does not share the GIL with the negotiation; it
+    pays for the fork and for the pages the child copies, and needs a core of its own to gain.
+    """
+
+    FORK = "fork"
+    THREAD = "thread"
+
+
 class PslotLoading(str, Enum):
     """How a partitionable slot with room left is ordered for the next job of a request.
 
@@ -83,6 +96,7 @@ class ServiceSettings:
     classad_lifetime: float = 900.0             # CLASSAD_LIFETIME (the collector's, in seconds)
     collector_host: str | None = None           # COLLECTOR_HOST: pull ads from a real collector
     cycle_stats_length: int = 3                 # NEGOTIATION_CYCLE_STATS_LENGTH
+    cycle_worker: CycleWorker = CycleWorker.THREAD  # NEGOTIATORD_CYCLE_WORKER
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,15 @@ negotiating a second, longer one (hundreds of distinct requests). The databases 
 after the kill and again after a restart: cycle 1's charges and published matches are exactly as
 served before the kill, the killed cycle left no charge and no match, and the restarted daemon
 commits the next cycle under the killed cycle's id, once.
+
+The child process a cycle negotiates in may crash on its own (a signal): that cycle fails, with
+nothing committed, and the daemon goes on.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import classad2
@@ -104,3 +109,47 @@ def test_sigkill_mid_cycle_keeps_every_committed_charge_and_no_more(tmp_path):
             elapsed = after.last_update_time - before.last_update_time
             assert after.accumulated_usage == pytest.approx(before.accumulated_usage + before.weighted_usage * elapsed)
     assert _published(second) == expected
+
+
+def _wait_for_child(daemon: DaemonProcess) -> int:
+    """The pid of the child process negotiating the running cycle, once it has one."""
+    deadline = time.monotonic() + 30
+    while (pid := daemon.status()["cycle"]["child_pid"]) is None:
+        assert time.monotonic() < deadline, daemon.log_text()
+        time.sleep(0.01)
+    return pid
+
+
+def test_a_crash_of_the_cycles_child_process_fails_that_cycle_only(tmp_path):
+    # A segmentation fault in a native library (classad2, a numba kernel) or the kernel's OOM
+    # killer ends the child process that negotiates a cycle; the kernel delivers the same signal
+    # to it here. The daemon names the child and the signal, commits nothing of that cycle, and
+    # negotiates the next one as usual.
+    jobs = tmp_path / "jobs.ads"
+    jobs.write_text(_slow_jobs())
+    settings = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0",
+                "NEGOTIATORD_CYCLE_WORKER": "fork"}
+    daemon = DaemonProcess(tmp_path / "a", settings=settings,
+                           args=["--now", str(NOW), "--preload-slots", str(POOL), "--preload-jobs", str(jobs)])
+    daemon.start()
+    try:
+        child = _wait_for_child(daemon)
+        assert child != daemon.process.pid
+        os.kill(child, signal.SIGSEGV)
+        deadline = time.monotonic() + 30
+        while not (failed := [e for e in daemon.log_events() if e["event"].startswith("cycle process failed")]):
+            assert time.monotonic() < deadline, daemon.log_text()
+            time.sleep(0.05)
+        assert failed[0]["pid"] == child and "signal 11 (SIGSEGV)" in failed[0]["reason"]
+        assert failed[0]["level"] == "error"
+        status = daemon.status()
+        assert status["last_cycle"] is None and status["counters"]["cycle_failures"] == 1
+        with AccountantStore(daemon.state / "accountant.sqlite") as store:
+            assert store.last_cycle_id() == 0
+        assert _published(daemon) == []
+
+        assert daemon.reschedule() == 1                 # the next cycle commits, under the failed one's id
+        assert daemon.status()["last_cycle"]["Matches"] > 0
+        assert _published(daemon)
+    finally:
+        daemon.stop()

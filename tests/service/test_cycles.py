@@ -8,6 +8,8 @@ committing and publishing is simulated by closing the databases there and reopen
 from __future__ import annotations
 
 import math
+import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,9 @@ from negotiatord.ads import read_ads
 from negotiatord.cycle.result import Match
 from negotiatord.feed import AdKind, AdStore, take_in
 from negotiatord.publish.matchlog import MatchLog, MatchLogError
+from negotiatord.runtime import CycleProcessFailed
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
-from negotiatord.settings import load_settings
+from negotiatord.settings import CycleWorker, Settings, load_settings
 
 from tests.service_harness import ROOT
 
@@ -175,3 +178,49 @@ def test_a_cycle_without_a_usable_accountant_publishes_nothing(tmp_path, sample_
     with pytest.raises(Exception, match="closed"):
         CycleRunner(accountant, log).run(view, settings, 1790000000, prune_before=0.0)
     assert log.bounds() == (0, 0) and log.recover(0) == (0, 0)
+
+
+# --- where the negotiation runs --------------------------------------------------------------
+
+def _with_worker(settings: Settings, worker: CycleWorker) -> Settings:
+    return replace(settings, service=replace(settings.service, cycle_worker=worker))
+
+
+def test_a_cycle_negotiated_in_a_child_process_is_the_cycle_negotiated_on_a_thread(tmp_path, sample_view):
+    # NEGOTIATORD_CYCLE_WORKER = thread (the default) and fork run the same pure cycle over the
+    # same view: the same matches, charges and accountant state come out and are committed.
+    view, settings = sample_view
+    assert settings.service.cycle_worker is CycleWorker.THREAD
+    outcomes, states = {}, {}
+    for worker in CycleWorker:
+        (tmp_path / worker.value).mkdir()
+        accountant, log = _open(tmp_path / worker.value)
+        outcome = CycleRunner(accountant, log).run(view, _with_worker(settings, worker), 1790000000, prune_before=0.0)
+        outcomes[worker], states[worker] = outcome, (accountant.charges(1), accountant.load())
+        assert [p.match for p in log.since(0, 10000)] == list(outcome.result.matches)
+    forked, threaded = outcomes[CycleWorker.FORK], outcomes[CycleWorker.THREAD]
+    assert forked.result.matches and forked.result.matches == threaded.result.matches
+    assert forked.result.charges == threaded.result.charges and forked.result.problems == threaded.result.problems
+    assert states[CycleWorker.FORK] == states[CycleWorker.THREAD]
+    assert [h.key for h in forked.holds] == [h.key for h in threaded.holds]
+    # the child's own memory is measured (Linux); a thread has none of its own
+    assert forked.child_private_bytes is not None and forked.child_private_bytes > 0
+    assert threaded.child_private_bytes is None
+    assert "child_process" in forked.phases_s and "child_process" not in threaded.phases_s
+
+
+def test_a_cycle_abandoned_while_its_child_process_negotiates_kills_the_child(tmp_path, sample_view):
+    # a daemon that stops (abandon) kills the child negotiating for it: it would otherwise run
+    # its cycle to the end for nobody, holding its share of the daemon's memory
+    view, settings = sample_view
+    accountant, log = _open(tmp_path)
+    runner = CycleRunner(accountant, log)
+    runner.abandon()
+    with pytest.raises(CycleAbandoned) as abandoned:
+        runner.run(view, _with_worker(settings, CycleWorker.FORK), 1790000000, prune_before=0.0)
+    killed = abandoned.value.__cause__
+    assert isinstance(killed, CycleProcessFailed) and "signal 9 (SIGKILL)" in killed.reason
+    with pytest.raises(ChildProcessError):
+        os.waitpid(killed.pid, 0)                     # reaped, not left running
+    assert runner.child_pid is None
+    assert accountant.last_cycle_id() == 0 and log.bounds() == (0, 0) and log.recover(0) == (0, 0)

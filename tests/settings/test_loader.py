@@ -21,6 +21,7 @@ import pytest
 from negotiatord.settings import (
     ROOT_GROUP,
     ConfigError,
+    CycleWorker,
     GroupSettings,
     GroupTree,
     PslotLoading,
@@ -337,6 +338,8 @@ BAD_VALUES = [
     pytest.param("NEGOTIATORD_PSLOT_LOADING = random\n",
                  "NEGOTIATORD_PSLOT_LOADING = 'random': must be one of depth_first, breadth_first, one_per_cycle",
                  id="unknown loading mode"),
+    pytest.param("NEGOTIATORD_CYCLE_WORKER = process\n",
+                 "NEGOTIATORD_CYCLE_WORKER = 'process': must be fork, thread", id="unknown cycle worker"),
     pytest.param("GROUP_NAMES = group_a, group_b.x\n",
                  "'group_b.x' needs its parent group 'group_b'", id="undeclared parent"),
     pytest.param("GROUP_NAMES = group_a, GROUP_A\n",
@@ -462,3 +465,9 @@ def test_bad_resource_amounts_name_the_knob_and_entry(tmp_path, line, named):
     with pytest.raises(ConfigError) as err:
         load_settings(_write(tmp_path, f"GROUP_NAMES = a\n{line}\n"))
     assert line.split(" = ")[0] in str(err.value) and named in str(err.value)
+
+
+def test_the_cycle_runs_on_a_thread_unless_the_config_asks_for_a_forked_child(tmp_path):
+    assert load_settings(_write(tmp_path, "")).service.cycle_worker is CycleWorker.THREAD
+    chosen = load_settings(_write(tmp_path, "NEGOTIATORD_CYCLE_WORKER = Fork\n", "fork.conf"))
+    assert chosen.service.cycle_worker is CycleWorker.FORK
