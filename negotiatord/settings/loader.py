@@ -28,7 +28,6 @@ from negotiatord.settings.model import (
     ADMISSION_RESOURCE_WEIGHTS,
     DEFAULT_PREEMPTION_RANK,
     FAIR_SHARING_STRATEGIES,
-    CycleWorker,
     PslotLoading,
     ServiceSettings,
     Settings,
@@ -324,19 +323,8 @@ def _service(params: _Params, config_dir: Path) -> ServiceSettings:
         collector_host=(params.raw("COLLECTOR_HOST") or "").strip() or None,
         cycle_stats_length=whole("NEGOTIATION_CYCLE_STATS_LENGTH", defaults.cycle_stats_length, 0,
                                  _MAX_CYCLE_STATS),
-        cycle_worker=_cycle_worker(params, defaults.cycle_worker),
+        cycle_worker=params.choice("NEGOTIATORD_CYCLE_WORKER", defaults.cycle_worker),
     )
-
-
-def _cycle_worker(params: _Params, default: CycleWorker) -> CycleWorker:
-    text = params.raw("NEGOTIATORD_CYCLE_WORKER")
-    if text is None:
-        return default
-    try:
-        return CycleWorker(text.strip().lower())
-    except ValueError:
-        choices = ", ".join(m.value for m in CycleWorker)
-        raise ConfigError(f"NEGOTIATORD_CYCLE_WORKER = {text!r}: must be {choices}") from None
 
 
 def _consumption(params: _Params) -> dict[str, str]:

@@ -339,7 +339,7 @@ BAD_VALUES = [
                  "NEGOTIATORD_PSLOT_LOADING = 'random': must be one of depth_first, breadth_first, one_per_cycle",
                  id="unknown loading mode"),
     pytest.param("NEGOTIATORD_CYCLE_WORKER = process\n",
-                 "NEGOTIATORD_CYCLE_WORKER = 'process': must be fork, thread", id="unknown cycle worker"),
+                 "NEGOTIATORD_CYCLE_WORKER = 'process': must be one of fork, thread", id="unknown cycle worker"),
     pytest.param("GROUP_NAMES = group_a, group_b.x\n",
                  "'group_b.x' needs its parent group 'group_b'", id="undeclared parent"),
     pytest.param("GROUP_NAMES = group_a, GROUP_A\n",
