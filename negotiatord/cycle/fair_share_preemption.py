@@ -26,12 +26,12 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from negotiatord.cycle.claimed import match_resources, running_job
+from negotiatord.cycle.claimed import match_resources, partitionable_parents, running_job
 from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.fair_sharing import GroupUsage, RunningJob, choose_victims, nominal_shares
 from negotiatord.cycle.fair_sharing.shares import borrowing_on
 from negotiatord.cycle.preemption import FAIR_SHARING, PreemptingCandidate
-from negotiatord.cycle.result import Match
+from negotiatord.cycle.result import Match, Preemption
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.slots import SlotKind
@@ -43,10 +43,13 @@ from negotiatord.settings.groups import WEIGHT_UNIT
 class FairSharePreemptor:
     """The claimed slots fair sharing may take this cycle, and the groups' usage as it moves."""
 
-    def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings, evaluator: PairEvaluator,
-                 group_of: Callable[[str], str], pool_size: float, hgq_quota: Mapping[str, float],
-                 matches: list[Match]) -> None:
+    def __init__(self, table: SlotTable, weights: np.ndarray, amounts: np.ndarray, settings: Settings,
+                 evaluator: PairEvaluator, group_of: Callable[[str], str], pool_size: float,
+                 hgq_quota: Mapping[str, float], matches: list[Match], preemptions: list[Preemption]) -> None:
+        """``amounts`` are the cycle's slot amounts as its matches left them (read as they move);
+        ``matches`` and ``preemptions`` are what the cycle decided so far."""
         self._table = table
+        self._amounts = amounts
         self._evaluator = evaluator
         self._strategies = settings.fair_sharing_strategies
         self._group_of = group_of
@@ -54,23 +57,33 @@ class FairSharePreemptor:
         pool = {asset.lower(): float(np.nansum(table.amounts[:, column])) for column, asset in enumerate(table.assets)}
         pool[WEIGHT_UNIT] = pool_size
         self.usage = GroupUsage(tree, nominal_shares(tree, pool, hgq_quota))
+        # ALLOW_PSLOT_PREEMPTION: a dynamic slot's job is preempted through its partitionable
+        # slot, with as many of the p-slot's other dynamic slots as the preemptor needs
+        parents = partitionable_parents(table) if settings.allow_pslot_preemption else {}
         held: dict[str, tuple[int, RunningJob]] = {}     # slot name -> its row and the job on it
         self._running: dict[int, RunningJob] = {}        # row -> a job fair sharing may preempt
+        self._children: dict[int, list[int]] = {}        # p-slot row -> its rows in _running
+        self._partitionable: dict[int, int] = {}         # a row in _running -> its p-slot's row
         for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist())):
             if slot.claim is None or weight != weight:
                 continue
-            job = running_job(slot, weight, group_of(slot.claim.customer))
+            parent = parents.get(row)
+            job = running_job(slot, weight, group_of(slot.claim.customer),
+                              None if parent is None else table.slots[parent].name)
             held[slot.name] = row, job
             self.usage.admit(job.group, job.resources)
             if slot.kind is not SlotKind.PARTITIONABLE and (
                     not slot.claim.retiring or settings.consider_early_preemption):
                 self._running[row] = job
+                if parent is not None:
+                    self._children.setdefault(parent, []).append(row)
+                    self._partitionable[row] = parent
         for match in matches:
             self.usage.admit(group_of(match.submitter), match_resources(match))
-            if match.preemption is not None:
-                row, victim = held[match.slot]
-                self.usage.remove(victim.group, victim.resources)
-                self._running.pop(row, None)
+        for preemption in preemptions:
+            row, victim = held[preemption.slot]
+            self.usage.remove(victim.group, victim.resources)
+            self._release(row)
         self.claimed = len(self._running)            # claimed slots considered
         self._columns: dict[tuple[str, ...], list[tuple[str, int]]] = {}   # a slot's assets -> lower-cased, column
         self._refused: set[int] = set()
@@ -81,46 +94,77 @@ class FairSharePreemptor:
 
     def best(self, autocluster: Autocluster, group: str) -> PreemptingCandidate | None:
         """The claimed slot a job of ``autocluster`` (of ``group``) takes under fair sharing, or
-        None; a None is remembered for the cycle."""
+        None; a None is remembered for the cycle. A candidate that is a partitionable slot names
+        the dynamic slots whose jobs go (:attr:`PreemptingCandidate.victims`)."""
         if autocluster.id in self._refused or not self._running:
             return None
         # only jobs of other groups whose leaf borrows can be victims (choose_victims's own
         # first filter): left out here, a pool where few groups borrow is walked quickly
         own = self.usage.leaf(group)
         victims_of: dict[str, bool] = {}
+
+        def open_to(job: RunningJob) -> bool:
+            found = victims_of.get(job.group)
+            if found is None:
+                leaf = self.usage.leaf(job.group)
+                found = victims_of[job.group] = leaf is not own and borrowing_on(leaf, self.usage.resources)
+            return found
+
         for request, candidates in self._candidates(autocluster).items():
-            by_slot = {}
+            by_slot: dict[str, Candidate] = {}
+            running: list[RunningJob] = []
+            free: dict[str, dict[str, float]] = {}
+            rows: dict[int, int] = {}                    # id(job) -> its slot's row
             for candidate in candidates:
-                job = self._running.get(candidate.row)
-                if job is None:
+                children = self._children.get(candidate.row)
+                if children is None:
+                    job = self._running.get(candidate.row)
+                    jobs = [(candidate.row, job)] if job is not None and open_to(job) else []
+                else:
+                    jobs = [(row, self._running[row]) for row in children if open_to(self._running[row])]
+                if not jobs:
                     continue
-                open_to = victims_of.get(job.group)
-                if open_to is None:
-                    leaf = self.usage.leaf(job.group)
-                    open_to = victims_of[job.group] = leaf is not own and borrowing_on(leaf, self.usage.resources)
-                if open_to:
-                    by_slot[self._table.slots[candidate.row].name] = candidate
-            running = [self._running[c.row] for c in by_slot.values()]
-            found = choose_victims(self.usage, group, dict(request), {}, running, self._strategies) \
+                name = jobs[0][1].slot
+                by_slot[name] = candidate
+                for row, job in jobs:
+                    rows[id(job)] = row
+                    running.append(job)
+                if children is not None:
+                    free[name] = self._free(candidate.row)
+            found = choose_victims(self.usage, group, dict(request), free, running, self._strategies) \
                 if running else None
             if found is not None:
                 chosen = by_slot[found.slot]
-                claim = self._table.slots[chosen.row].claim
+                victims = tuple((rows[id(victim.job)], victim.strategy) for victim in found.victims)
+                claim = self._table.slots[victims[0][0]].claim
                 assert claim is not None
                 return PreemptingCandidate(chosen.row, chosen.rank, chosen.cost, chosen.consumption, 0, claim=claim,
-                                           rule=FAIR_SHARING, strategy=found.victims[0].strategy)
+                                           rule=FAIR_SHARING, strategy=found.victims[0].strategy,
+                                           victims=victims if chosen.row in self._children else ())
         self._refused.add(autocluster.id)
         return None
 
+    def _free(self, row: int) -> dict[str, float]:
+        """What partitionable slot ``row`` has left, by lower-cased asset."""
+        return {name: float(self._amounts[row, column]) for name, column in self._asset_columns(row)}
+
     def _candidates(self, autocluster: Autocluster) -> dict[tuple[tuple[str, float], ...], list[Candidate]]:
         """The claimed slots ``autocluster`` matches, best ranked first, by what a match there takes.
-        Assessed once per autocluster in the cycle: a claimed slot's ad and amounts do not change
-        within it, and the slots other rules take are left out when asked (:meth:`best`)."""
+        A partitionable slot whose dynamic slots fair sharing may preempt is assessed as it would
+        be with all of them preempted (HTCondor's pslotMultiMatch gives a p-slot its dynamic
+        slots' resources back before it asks whether the job matches); which of them must go is
+        :func:`choose_victims`'s answer. Assessed once per autocluster in the cycle: a claimed
+        slot's ad and amounts do not change within it, and the slots other rules take are left
+        out when asked (:meth:`best`)."""
         found = self._assessed.get(autocluster.id)
         if found is not None:
             return found
-        rows = np.fromiter(self._running, dtype=np.int64, count=len(self._running))
-        assessment = self._evaluator.assess(autocluster, rows, self._table.amounts[rows])
+        alone = [row for row in self._running if row not in self._partitionable]
+        rows = np.array(alone + list(self._children), dtype=np.int64)
+        amounts = self._table.amounts[rows]
+        for position, children in enumerate(self._children.values(), start=len(alone)):
+            amounts[position] = self._amounts[rows[position]] + np.nansum(self._table.amounts[children], axis=0)
+        assessment = self._evaluator.assess(autocluster, rows, amounts)
         matched = np.flatnonzero(assessment.matched)
         found = self._assessed[autocluster.id] = {}
         for position in matched[best_first(assessment.rows[matched], assessment.rank[matched])].tolist():
@@ -132,17 +176,30 @@ class FairSharePreemptor:
         return found
 
     def take(self, candidate: PreemptingCandidate, group: str) -> None:
-        """Move usage from the victim's group to ``group``, whose job took the slot."""
-        victim = self._running.pop(candidate.row)
-        self.usage.remove(victim.group, victim.resources)
+        """Move usage from the victims' groups to ``group``, whose job took the slot."""
+        for row in candidate.victim_rows:
+            victim = self._running[row]
+            self.usage.remove(victim.group, victim.resources)
+            self._release(row)
         self.usage.admit(group, dict(self._request(candidate.consumption, candidate.cost, candidate.row)))
+
+    def _release(self, row: int) -> None:
+        """``row``'s job is preempted: no longer a candidate."""
+        self._running.pop(row, None)
+        parent = self._partitionable.pop(row, None)
+        if parent is not None:
+            self._children[parent].remove(row)
 
     def _request(self, consumption: np.ndarray, cost: float, row: int) -> tuple[tuple[str, float], ...]:
         """What a match on ``row`` takes: the slot's assets as the assessment consumes them, and its cost."""
+        return tuple((name, float(consumption[column])) for name, column in self._asset_columns(row)) \
+            + ((WEIGHT_UNIT, cost),)
+
+    def _asset_columns(self, row: int) -> list[tuple[str, int]]:
+        """``row``'s assets, lower-cased and sorted, with their table columns."""
         assets = self._table.slots[row].assets
         columns = self._columns.get(assets)
         if columns is None:
             columns = self._columns[assets] = sorted((asset.lower(), self._table.asset_column(asset))
                                                      for asset in assets)
-        return tuple((name, float(consumption[column])) for name, column in columns) + ((WEIGHT_UNIT, cost),)
-
+        return columns

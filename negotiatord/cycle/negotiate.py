@@ -327,8 +327,9 @@ class _Cycle:
         fair-sharing rule lets them. Neither a submitter's limit nor a group's allocation caps
         these preemptions (the rule's shares decide); concurrency limits still do."""
         self.fair_sharing = FairSharePreemptor(
-            self.table, self.state.weights, self.settings, self.evaluator, self._account, pool_size,
-            {name: allocation.quota for name, allocation in allocations.items()}, self.matches)
+            self.table, self.state.weights, self.state.amounts, self.settings, self.evaluator, self._account,
+            pool_size, {name: allocation.quota for name, allocation in allocations.items()}, self.matches,
+            self.preemptions)
         if not len(self.fair_sharing):
             return
         for name in self.group_sequence:
@@ -586,6 +587,11 @@ class _Cycle:
         preemption = None
         if isinstance(candidate, PreemptingCandidate):
             preemption = self._preempt(job, submitter, group, candidate)
+            if candidate.victims:
+                # ALLOW_PSLOT_PREEMPTION: the victims' resources go back to their p-slot, which
+                # the job's dynamic slot is then carved from
+                self.state.release(candidate.victim_rows, candidate.row, self.table.amounts)
+                self.state.take(candidate.row, candidate.consumption, cost)
         else:
             self.state.take(candidate.row, candidate.consumption, cost)
             match_list.taken()
@@ -596,19 +602,24 @@ class _Cycle:
 
     def _preempt(self, job: Job, submitter: Submitter, group: str, candidate: PreemptingCandidate) -> Preemption:
         """Give a claimed slot to ``job``: the slot is not offered again this cycle, and its usage
-        moves from the victim's customer to the preemptor's."""
+        moves from the victims' customers to the preemptor's. Returns the first victim's
+        preemption (the one the match names)."""
         if self.preemptor is not None:
             self.preemptor.take(candidate)
         if self.fair_sharing is not None and candidate.rule == FAIR_SHARING:
             self.fair_sharing.take(candidate, group)
-        claim = candidate.claim
-        self._charge_usage(claim.customer, -float(self.state.weights[candidate.row]))
-        preemption = Preemption(
-            claim.job, self.table.slots[candidate.row].name, claim.customer, self._account(claim.customer),
-            job.id, submitter.name, group, candidate.rule, candidate.strategy,
-        )
-        self.preemptions.append(preemption)
-        return preemption
+        strategies = dict(candidate.victims) if candidate.victims else {candidate.row: candidate.strategy}
+        made = []
+        for row, strategy in strategies.items():
+            claim = self.table.slots[row].claim
+            assert claim is not None     # victims are claimed slots
+            self._charge_usage(claim.customer, -float(self.state.weights[row]))
+            made.append(Preemption(
+                claim.job, self.table.slots[row].name, claim.customer, self._account(claim.customer),
+                job.id, submitter.name, group, candidate.rule, strategy,
+            ))
+        self.preemptions.extend(made)
+        return made[0]
 
     def _charge_usage(self, customer: str, weight: float) -> None:
         """Usage counts for the customer and for its group's own submitters, which is what the

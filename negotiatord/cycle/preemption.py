@@ -56,11 +56,22 @@ class PreemptState(IntEnum):
 
 @dataclass
 class PreemptingCandidate(Candidate):
-    """A claimed slot offered to a job: taking it preempts ``claim``'s job under ``rule``."""
+    """A claimed slot offered to a job: taking it preempts ``claim``'s job under ``rule``.
+
+    With ALLOW_PSLOT_PREEMPTION the slot (``row``) may be a partitionable slot instead: then
+    ``victims`` are the rows of its dynamic slots whose jobs go, each with the strategy that
+    allowed it, ``claim`` being the first's; their resources go back to the p-slot, from which
+    the job's dynamic slot is carved as from any p-slot."""
 
     claim: Claim
     rule: str
     strategy: str | None
+    victims: tuple[tuple[int, str | None], ...] = ()
+
+    @property
+    def victim_rows(self) -> tuple[int, ...]:
+        """The rows of the claimed slots whose jobs taking this candidate preempts."""
+        return tuple(row for row, _ in self.victims) if self.victims else (self.row,)
 
 
 class ClaimedSlots:
@@ -292,7 +303,8 @@ class Preemptor:
         return best is not None and (idle_rank is None or best > idle_rank)
 
     def take(self, candidate: PreemptingCandidate) -> None:
-        self.claimed.take(candidate.row)
+        for row in candidate.victim_rows:
+            self.claimed.take(row)
 
     def _list(self, autocluster: Autocluster) -> PreemptionList:
         found = self._lists.get(autocluster.id)
