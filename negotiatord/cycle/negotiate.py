@@ -211,7 +211,7 @@ class _Cycle:
                   allocate_quotas(self.tree, pool_size, self.own_usage, accept_surplus_root=True).items()}
         figures = InsertedFigures(self.table, self.settings, priority, self._account, self.usage,
                                   self.own_usage, quotas)
-        return Preemptor(self.table, self.state.weights, self.settings, self.evaluator, figures)
+        return Preemptor(self.table, self.state, self.settings, self.evaluator, figures)
 
     def _submitters(self) -> dict[str, Submitter]:
         """The submitters with idle jobs, in the order their first jobs came in."""
@@ -571,8 +571,10 @@ class _Cycle:
             return self._refusal(cost, limit, room)
         if candidate.rule == RANK:
             return None
-        if self._account(candidate.claim.customer) == group:
-            room += float(self.state.weights[candidate.row])
+        for row in candidate.victim_rows:
+            claim = self.table.slots[row].claim
+            if claim is not None and self._account(claim.customer) == group:
+                room += float(self.state.weights[row])
         return self._refusal(cost, limit, room)
 
     def _refusal(self, cost: float, limit: float, room: float) -> str | None:

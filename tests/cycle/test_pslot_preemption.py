@@ -1,13 +1,15 @@
-"""ALLOW_PSLOT_PREEMPTION under fair sharing: a job may need several dynamic slots of one
-partitionable slot; their resources go back to the p-slot, which the job's dynamic slot is
-carved from.
+"""ALLOW_PSLOT_PREEMPTION: a job may need several dynamic slots of one partitionable slot; their
+resources go back to the p-slot, which the job's dynamic slot is carved from.
 
-HTCondor's matchmaker.cpp ``pslotMultiMatch`` (with ALLOW_PSLOT_PREEMPTION, default False) gives
-a p-slot its dynamic slots' resources back one by one until the job matches, the p-slot's
-``ChildName`` list naming its dynamic slots. Fair sharing picks the set as Kueue picks victims
-(``pkg/scheduler/preemption``): lower ``JobPrio`` first, then the most recently started
-(``JobStart``), greedy, then minimal (Kueue's ``fillBackWorkloads``), never preempting when the
-job still would not fit.
+HTCondor's matchmaker.cpp ``pslotMultiMatch`` (with ALLOW_PSLOT_PREEMPTION, default False, and a
+job saying ``WantPslotPreemption = True``) gives a p-slot its dynamic slots' resources back one
+by one, lowest CurrentRank first, until the job matches, the p-slot's ``ChildName`` list naming
+its dynamic slots; a dynamic slot goes by startd RANK (its Rank for the job above its
+CurrentRank) or, at equal rank, by PREEMPTION_REQUIREMENTS when another customer runs it. Its
+``matchmakingAlgorithm`` then offers no rolled-up dynamic slot on its own. Fair sharing picks
+the set as Kueue picks victims (``pkg/scheduler/preemption``): lower ``JobPrio`` first, then the
+most recently started (``JobStart``), greedy, then minimal (Kueue's ``fillBackWorkloads``),
+never preempting when the job still would not fit.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import classad2
 
 from negotiatord.cycle.result import CycleResult
 from negotiatord.settings import Settings
-from tests.builders import jobs, pslot, settings
+from tests.builders import expr, jobs, pslot, settings
 from tests.cycle.test_preemption import NOW, claimed, cycle
 from tests.fair_sharing_pools import fair_group
 
@@ -112,3 +114,50 @@ def test_the_rule_keeps_victims_within_what_the_job_takes():
     preemptor takes, so a 3-CPU job does not free two 2-CPU dynamic slots."""
     slots = node([dynamic(1, "b"), dynamic(2, "b"), dynamic(3, "b"), dynamic(4, "b")])
     assert cycle(slots, jobs("user", 1, group="a", cpus=3), fair()).preemptions == ()
+
+
+# -- HTCondor's own rules: pslotMultiMatch ------------------------------------------------------
+
+VIP_RANK = expr('ifThenElse(TARGET.Owner == "vip", 10, 0)')
+
+
+def htcondor(**changes: object) -> Settings:
+    return settings(**{"allow_pslot_preemption": True, "consumption_policy": True, **changes})
+
+
+def test_startd_rank_frees_dynamic_slots_lowest_current_rank_first():
+    """pslotMultiMatch sorts the dynamic slots by CurrentRank and gives them back in that order
+    until the p-slot matches: the vip's 4-CPU job takes slot1_2 and slot1_3 (CurrentRank 0),
+    not slot1_1 (CurrentRank 5, still below the vip's 10), by startd RANK with
+    PREEMPTION_REQUIREMENTS at HTCondor's default False."""
+    slots = node([dynamic(1, "b", Rank=VIP_RANK, CurrentRank=5.0), dynamic(2, "b", Rank=VIP_RANK),
+                  dynamic(3, "b", Rank=VIP_RANK), dynamic(4, "b", Rank=VIP_RANK)])
+    result = cycle(slots, jobs("vip", 1, cpus=4, WantPslotPreemption=True), htcondor())
+    assert [(p.victim_job, p.rule) for p in result.preemptions] == [("b#2", "rank"), ("b#3", "rank")]
+    (match,) = result.matches
+    assert match.slot == f"slot1@{NODE}" and match.preempts == "b#2" and match.consumed["Cpus"] == 4
+    assert result.usage["vip@site"] == 4.0 and result.usage["b.user@site"] == 4.0
+
+
+def test_a_job_must_want_pslot_preemption_and_rolled_up_dynamic_slots_are_not_offered_alone():
+    """Without ``WantPslotPreemption`` pslotMultiMatch is not tried, and with the knob on
+    matchmakingAlgorithm skips the rolled-up dynamic slots: even a 2-CPU job preempts nothing.
+    With the knob off (HTCondor's default) that job takes one dynamic slot by RANK."""
+    slots = node([dynamic(n, "b", Rank=VIP_RANK) for n in range(1, 5)])
+    assert cycle(slots, jobs("vip", 1, cpus=4), htcondor()).preemptions == ()
+    assert cycle(slots, jobs("vip", 1, cpus=2), htcondor()).preemptions == ()
+    result = cycle(slots, jobs("vip", 1, cpus=2), htcondor(allow_pslot_preemption=False))
+    assert [(p.victim_job, p.rule) for p in result.preemptions] == [("b#1", "rank")]
+
+
+def test_priority_preemption_skips_the_submitters_own_dynamic_slots():
+    """At equal rank a dynamic slot goes only when PREEMPTION_REQUIREMENTS holds with it as MY
+    and its customer is not the submitter: user's own slot1_1 stays, slot1_2 and slot1_3 go,
+    and the candidate is a priority preemption."""
+    slots = node([dynamic(1, "user"), dynamic(2, "b"), dynamic(3, "b"), dynamic(4, "b")])
+    slots[1]["AccountingGroup"] = "user@site"
+    slots[1]["RemoteUser"] = "user@site"
+    result = cycle(slots, jobs("user", 1, cpus=4, WantPslotPreemption=True),
+                   htcondor(preemption_requirements="True"))
+    assert [(p.victim_job, p.rule) for p in result.preemptions] == [("b#2", "priority"), ("b#3", "priority")]
+    assert result.matches[0].slot == f"slot1@{NODE}"
