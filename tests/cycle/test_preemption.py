@@ -382,3 +382,18 @@ def test_a_constant_rank_not_above_current_rank_is_never_considered(current, con
     result = cycle([slot], jobs("alice", 1), settings())
     assert result.stats.claimed_slots == considered
     assert [p.rule for p in result.preemptions] == ["rank"] * considered
+
+
+def test_a_rank_reading_only_the_job_is_asked_once_per_request():
+    """The OSPool's startds publish ``Rank = (TARGET.RequestGPUs ?: 0)``: its value is the same
+    for every slot, so with priority preemption impossible (PREEMPTION_REQUIREMENTS False) it is
+    evaluated once per request and compared with each slot's CurrentRank; a Rank that reads the
+    slot is asked slot by slot. The answers are HTCondor's either way (``MY.Rank >
+    MY.CurrentRank``): the GPU job preempts the slots whose CurrentRank is below its 1."""
+    def pool(rank: str) -> list:
+        return [claimed(f"s{n}", "bob@site", Rank=expr(rank), CurrentRank=float(n % 2), cpus=2)
+                for n in range(6)]
+    by_job = cycle(pool("(TARGET.RequestGPUs ?: 0)"), jobs("alice", 6, RequestGPUs=1), settings())
+    by_slot = cycle(pool("(TARGET.RequestGPUs ?: 0) + MY.Cpus - 2"), jobs("alice", 6, RequestGPUs=1), settings())
+    assert preempted(by_job) == preempted(by_slot) == [(f"s{n}", "alice@site", "rank") for n in (0, 2, 4)]
+    assert by_job.stats.classad_fallbacks < by_slot.stats.classad_fallbacks
