@@ -85,9 +85,16 @@ class FairSharePreemptor:
             self.usage.remove(victim.group, victim.resources)
             self._release(row)
         self.claimed = len(self._running)            # claimed slots considered
+        self._group_rows: dict[str, list[int]] = {}   # group -> its rows in _running not on a p-slot
+        for row, job in self._running.items():
+            if row not in self._partitionable:
+                self._group_rows.setdefault(job.group, []).append(row)
+        for row in self._partitionable:
+            self._group_rows.setdefault(self._running[row].group, [])
         self._columns: dict[tuple[str, ...], list[tuple[str, int]]] = {}   # a slot's assets -> lower-cased, column
         self._refused: set[int] = set()
-        self._assessed: dict[int, dict[tuple[tuple[str, float], ...], list[Candidate]]] = {}
+        self._group_assessments: dict[tuple[int, str | None], tuple[np.ndarray, ...]] = {}
+        self._assessed: dict[tuple[int, tuple[str, ...]], dict[tuple[tuple[str, float], ...], list[Candidate]]] = {}
 
     def __len__(self) -> int:
         return len(self._running)
@@ -101,16 +108,14 @@ class FairSharePreemptor:
         # only jobs of other groups whose leaf borrows can be victims (choose_victims's own
         # first filter): left out here, a pool where few groups borrow is walked quickly
         own = self.usage.leaf(group)
-        victims_of: dict[str, bool] = {}
+        victims_of = {name: leaf is not own and borrowing_on(leaf, self.usage.resources)
+                      for name, leaf in ((name, self.usage.leaf(name)) for name in self._group_rows)}
 
         def open_to(job: RunningJob) -> bool:
-            found = victims_of.get(job.group)
-            if found is None:
-                leaf = self.usage.leaf(job.group)
-                found = victims_of[job.group] = leaf is not own and borrowing_on(leaf, self.usage.resources)
-            return found
+            return victims_of[job.group]
 
-        for request, candidates in self._candidates(autocluster).items():
+        open_groups = tuple(name for name, victim in victims_of.items() if victim)
+        for request, candidates in self._candidates(autocluster, open_groups).items():
             by_slot: dict[str, Candidate] = {}
             running: list[RunningJob] = []
             free: dict[str, dict[str, float]] = {}
@@ -148,31 +153,57 @@ class FairSharePreemptor:
         """What partitionable slot ``row`` has left, by lower-cased asset."""
         return {name: float(self._amounts[row, column]) for name, column in self._asset_columns(row)}
 
-    def _candidates(self, autocluster: Autocluster) -> dict[tuple[tuple[str, float], ...], list[Candidate]]:
-        """The claimed slots ``autocluster`` matches, best ranked first, by what a match there takes.
-        A partitionable slot whose dynamic slots fair sharing may preempt is assessed as it would
-        be with all of them preempted (HTCondor's pslotMultiMatch gives a p-slot its dynamic
-        slots' resources back before it asks whether the job matches); which of them must go is
-        :func:`choose_victims`'s answer. Assessed once per autocluster in the cycle: a claimed
-        slot's ad and amounts do not change within it, and the slots other rules take are left
-        out when asked (:meth:`best`)."""
-        found = self._assessed.get(autocluster.id)
+    def _candidates(self, autocluster: Autocluster,
+                    groups: tuple[str, ...]) -> dict[tuple[tuple[str, float], ...], list[Candidate]]:
+        """The claimed slots ``autocluster`` matches that run jobs of ``groups`` (the groups whose
+        jobs may be victims now), best ranked first, by what a match there takes; partitionable
+        slots with dynamic slots fair sharing may preempt come in whatever their groups.
+        Remembered per autocluster and set of groups for the cycle: a claimed slot's ad and
+        amounts do not change within it, and the slots other rules take are left out when asked
+        (:meth:`best`)."""
+        key = (autocluster.id, groups)
+        found = self._assessed.get(key)
         if found is not None:
             return found
-        alone = [row for row in self._running if row not in self._partitionable]
-        rows = np.array(alone + list(self._children), dtype=np.int64)
-        amounts = self._table.amounts[rows]
-        for position, children in enumerate(self._children.values(), start=len(alone)):
-            amounts[position] = self._amounts[rows[position]] + np.nansum(self._table.amounts[children], axis=0)
+        parts = [self._assessment(autocluster, name) for name in groups]
+        if self._children:
+            parts.append(self._assessment(autocluster, None))
+        rows = np.concatenate([part[0] for part in parts]) if parts else np.zeros(0, dtype=np.int64)
+        found = self._assessed[key] = {}
+        if not len(rows):
+            return found
+        rank, cost, consumption = (np.concatenate([part[i] for part in parts]) for i in (1, 2, 3))
+        for position in best_first(rows, rank).tolist():
+            row, slot_cost = int(rows[position]), float(cost[position])
+            slot_rank = rank[position]
+            found.setdefault(self._request(consumption[position], slot_cost, row), []).append(Candidate(
+                row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), slot_cost,
+                consumption[position], 0))
+        return found
+
+    def _assessment(self, autocluster: Autocluster, group: str | None) -> tuple[np.ndarray, ...]:
+        """The rows, ranks, costs and consumptions of the claimed slots ``autocluster`` matches
+        among ``group``'s running jobs not on a p-slot (None: the p-slots with dynamic slots fair
+        sharing may preempt, each assessed as it would be with all of them preempted, as HTCondor's
+        pslotMultiMatch gives a p-slot its dynamic slots' resources back before it asks whether
+        the job matches; which of them must go is :func:`choose_victims`'s answer). Assessed once
+        per autocluster and group in the cycle."""
+        key = (autocluster.id, group)
+        found = self._group_assessments.get(key)
+        if found is not None:
+            return found
+        if group is None:
+            rows = np.fromiter(self._children, dtype=np.int64, count=len(self._children))
+            amounts = self._table.amounts[rows]
+            for position, children in enumerate(self._children.values()):
+                amounts[position] = self._amounts[rows[position]] + np.nansum(self._table.amounts[children], axis=0)
+        else:
+            rows = np.array([row for row in self._group_rows[group] if row in self._running], dtype=np.int64)
+            amounts = self._table.amounts[rows]
         assessment = self._evaluator.assess(autocluster, rows, amounts)
         matched = np.flatnonzero(assessment.matched)
-        found = self._assessed[autocluster.id] = {}
-        for position in matched[best_first(assessment.rows[matched], assessment.rank[matched])].tolist():
-            row, cost, consumption = int(assessment.rows[position]), float(assessment.cost[position]), \
-                assessment.consumption[position]
-            slot_rank = assessment.rank[position]
-            found.setdefault(self._request(consumption, cost, row), []).append(Candidate(
-                row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), cost, consumption, 0))
+        found = self._group_assessments[key] = (assessment.rows[matched], assessment.rank[matched],
+                                                assessment.cost[matched], assessment.consumption[matched])
         return found
 
     def take(self, candidate: PreemptingCandidate, group: str) -> None:
