@@ -72,6 +72,8 @@ def scenario(pool: GeneratedPool, settings: Settings, state: AccountantState, ev
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--large", action="store_true", help="the 45,000-slot / 255,000-job pool")
+    parser.add_argument("--size", choices=("small", "medium"), default="small",
+                        help="the pool without --large: small (5,000 / 25,000) or medium (15,000 / 85,000)")
     parser.add_argument("--evaluator", choices=sorted(EVALUATORS), default="fast")
     parser.add_argument("--budget", type=float, default=600.0,
                         help="seconds each scenario may take before it is stopped (default 600)")
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS),
                         help="the scenarios to run (default: all; off is the baseline of the ratios)")
     args = parser.parse_args(argv)
-    slots, jobs = SIZES["large" if args.large else "small"]
+    slots, jobs = SIZES["large" if args.large else args.size]
     settings = load_settings(CONFIG_PATH)
     pool = generate_pool(slots, jobs, args.seed)
     state = accountant(pool, args.seed)

@@ -27,19 +27,22 @@ considered, as HTCondor's ``cache_still_valid`` re-checks its cached candidates.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
+import classad2
 import numpy as np
 
 from negotiatord.cycle.claimed import partitionable_parents
 from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.result import PREEMPTION_RULES
 from negotiatord.evaluation.loading import PoolColumns
+from negotiatord.evaluation.preemption import names_only_target, rank_for_every_slot
 from negotiatord.evaluation.protocol import PairEvaluator, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
-from negotiatord.pool.slots import Claim, may_be_preempted
+from negotiatord.pool.slots import Claim, considers_priority_preemption, may_be_preempted
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
 
@@ -120,10 +123,60 @@ class ClaimedSlots:
         self.rows.setflags(write=False)
         self.amounts = table.amounts[self.rows]
         self.amounts.setflags(write=False)
+        # with no priority preemption possible, only slots whose Rank could beat their
+        # CurrentRank matter: where the Rank has one value for a job on every slot, that is
+        # one comparison per slot, made before the slots are assessed (:meth:`could_outrank`)
+        self._ranks: dict[str, tuple[classad2.ExprTree, np.ndarray, np.ndarray]] = {}
+        self._other = np.arange(len(rows))
+        self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
+        if not considers_priority_preemption(settings):
+            self._group_by_rank(table)
         self.open = np.zeros(len(table), dtype=bool)
         self.open[self.rows] = True
         self.open[list(self._parent)] = True
         self.open[list(self.children)] = True
+
+    def _group_by_rank(self, table: SlotTable) -> None:
+        """Positions in :attr:`rows` by the text of a Rank that names only TARGET attributes,
+        with their CurrentRank (PreemptingRank while a claim waits); the rest in ``_other``."""
+        by_text: dict[str, tuple[classad2.ExprTree, list[int], list[float]]] = {}
+        other = []
+        for position, row in enumerate(self.rows.tolist()):
+            slot = table.slots[row]
+            rank = slot.ad.lookup("Rank") if "Rank" in slot.ad else None
+            current = slot.claim.rank_to_beat if slot.claim is not None else None
+            if rank is None or current is None or not names_only_target(rank):
+                other.append(position)
+                continue
+            entry = by_text.setdefault(str(rank), (rank, [], []))
+            entry[1].append(position)
+            entry[2].append(current)
+        self._ranks = {text: (rank, np.array(positions, dtype=np.int64), np.array(currents))
+                       for text, (rank, positions, currents) in by_text.items()}
+        self._other = np.array(other, dtype=np.int64)
+
+    def could_outrank(self, autocluster: Autocluster, inserts: Inserts) -> tuple[np.ndarray, np.ndarray]:
+        """The rows (and their amounts) a job of ``autocluster`` could take: all of them, or,
+        with no priority preemption possible, those whose Rank may exceed their CurrentRank; a
+        Rank with one value for the job on every slot (:func:`rank_for_every_slot`, with the
+        figures HTCondor inserts into the job) is compared here, as ``MY.Rank > MY.CurrentRank``."""
+        if not self._ranks:
+            return self.rows, self.amounts
+        job = copy.deepcopy(autocluster.ad)
+        inserted = inserts(autocluster, np.zeros(0, dtype=np.int64)).submitter
+        job.update(inserted)
+        # unstable answers are asked again with the figures of the moment: a Rank reading them
+        # cannot be decided now
+        varying = () if self._stable else {name.lower() for name in inserted}
+        kept = [self._other]
+        for rank, positions, currents in self._ranks.values():
+            decidable, value = rank_for_every_slot(rank, job, varying)
+            if not decidable:
+                kept.append(positions)
+            elif value is not None:
+                kept.append(positions[currents < value])
+        positions = np.sort(np.concatenate(kept))
+        return self.rows[positions], self.amounts[positions]
 
     def __len__(self) -> int:
         return len(self.rows) + len(self._parent)
@@ -147,7 +200,8 @@ class PreemptionList:
         self._claimed = claimed
         self._pool = pool
         self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
-        assessment = evaluator.assess(autocluster, claimed.rows, claimed.amounts)
+        asked_rows, asked_amounts = claimed.could_outrank(autocluster, inserts)
+        assessment = evaluator.assess(autocluster, asked_rows, asked_amounts)
         matched = np.flatnonzero(assessment.matched)
         rows, rank = assessment.rows[matched], assessment.rank[matched]
         cost, consumption = assessment.cost[matched], assessment.consumption[matched]

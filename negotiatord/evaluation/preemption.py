@@ -22,7 +22,7 @@ are left to classad2 (counted as fallback evaluations).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 
 import classad2
@@ -84,7 +84,7 @@ class PreemptionQuestions:
         rank_at_least = np.zeros(n, dtype=bool)
         requirements = np.zeros(n, dtype=bool)
         preemption_rank = np.full(n, UNRANKED)
-        ranks_for_job: dict[str, float | None] = {}     # a TARGET-only Rank's text -> its value for the job
+        ranks_for_job: dict[str, tuple[bool, float | None]] = {}   # Rank text -> rank_for_every_slot
         for i, row in enumerate(np.asarray(rows).tolist()):
             remote, other_customer = inserts.remote[i], bool(inserts.other_customer[i])
             if not (self._priority and other_customer):
@@ -124,12 +124,12 @@ class PreemptionQuestions:
         return above, at_least, holds, rank
 
     def _rank_only(self, row: int, remote: Mapping[str, object], job: classad2.ClassAd,
-                   ranks_for_job: dict[str, float | None]) -> tuple[bool, bool] | None:
+                   ranks_for_job: dict[str, tuple[bool, float | None]]) -> tuple[bool, bool] | None:
         """The two rank conditions without the slot's ad, when only they can decide (no priority
-        preemption is possible for this slot) and the slot's ``Rank`` reads nothing but
-        ``TARGET`` attributes and its CurrentRank is a number: the Rank's value for the job is
-        then one per request and Rank text (the OSPool's ``TARGET.RequestGPUs ?: 0``), not one
-        per slot. None when the slot's ad must be asked."""
+        preemption is possible for this slot), the slot's ``Rank`` has one value for the job on
+        every slot (:func:`rank_for_every_slot`: the OSPool's ``TARGET.RequestGPUs ?: 0``) and
+        its CurrentRank is a number: the Rank is then evaluated once per request and Rank text,
+        not once per slot. None when the slot's ad must be asked."""
         rank = self._job_ranks[row] if row in self._job_ranks else self._job_rank(row)
         claim = self._table.slots[row].claim
         current = remote.get("CurrentRank", None if claim is None else claim.current_rank)
@@ -138,17 +138,18 @@ class PreemptionQuestions:
         text = str(rank)
         if text not in ranks_for_job:
             self.evaluations += 1
-            value = evaluated(rank, classad2.ClassAd(), job)
-            ranks_for_job[text] = None if isinstance(value, bool) else as_number(value)
-        value = ranks_for_job[text]
-        return None if value is None else (value > current, value >= current)
+            ranks_for_job[text] = rank_for_every_slot(rank, job)
+        decidable, value = ranks_for_job[text]
+        if not decidable:
+            return None
+        return (False, False) if value is None else (value > current, value >= current)
 
     def _job_rank(self, row: int) -> classad2.ExprTree | None:
-        """``row``'s Rank, frozen, if it reads only TARGET attributes (else None)."""
+        """``row``'s Rank, frozen, if it names only TARGET attributes (else None)."""
         ad = self._table.slots[row].ad
         rank = ad.lookup("Rank") if "Rank" in ad else None
         found = self._job_ranks[row] = (frozen_expr(rank, self._now)
-                                        if rank is not None and _reads_only_target(str(rank)) else None)
+                                        if rank is not None and _target_names(str(rank)) is not None else None)
         return found
 
     def _rank_conditions(self, slot: classad2.ClassAd, job: classad2.ClassAd) -> tuple[bool, bool]:
@@ -206,25 +207,47 @@ def _job_values(read: tuple[str, ...] | None, autocluster: Autocluster, inserted
                  for name in read)
 
 
+def rank_for_every_slot(rank: classad2.ExprTree, job: classad2.ClassAd,
+                        varying: Collection[str] = ()) -> tuple[bool, float | None]:
+    """Whether a slot's ``rank`` has the same value for ``job`` on every slot, and that value
+    (None when it is no number: ``MY.Rank > MY.CurrentRank`` then never holds). It has when the
+    expression names attributes only as ``TARGET.<name>``, calls no function, and each job
+    attribute it names is missing or a literal (an expression could read the slot) and not one
+    of ``varying`` (lower-case names whose values may change before the answer is used)."""
+    names = _target_names(str(rank))
+    if names is None or any(name.lower() in varying or isinstance(job.get(name), classad2.ExprTree)
+                            for name in names):
+        return False, None
+    value = evaluated(rank, classad2.ClassAd(), job)
+    return True, None if isinstance(value, bool) else as_number(value)
+
+
+def names_only_target(expression: classad2.ExprTree) -> bool:
+    """Whether ``expression`` names attributes only as ``TARGET.<name>`` and calls no function."""
+    return _target_names(str(expression)) is not None
+
+
 @lru_cache(maxsize=256)
-def _reads_only_target(text: str) -> bool:
-    """Whether the expression ``text`` names attributes only as ``TARGET.<name>`` and calls no
-    function: its value with a slot as MY is then the same for every slot."""
+def _target_names(text: str) -> tuple[str, ...] | None:
+    """The attributes the expression ``text`` names, if it names them only as ``TARGET.<name>``
+    and calls no function; else None."""
     try:
         tree = parse(text)
     except ParseError:
-        return False
-    return _target_only(tree)
+        return None
+    names: list[str] = []
+    return tuple(names) if _target_only(tree, names) else None
 
 
-def _target_only(node: object) -> bool:
+def _target_only(node: object, names: list[str]) -> bool:
     if not isinstance(node, tuple) or not node or node[0] == "lit":
         return True
     if node[0] == "attr":
+        names.append(str(node[2]))
         return isinstance(node[1], str) and node[1].lower() == "target"
     if node[0] in ("call", "sel", "sub", "rec", "inexact"):
         return False
-    return all(_target_only(child) for child in node[1:] if isinstance(child, tuple))
+    return all(_target_only(child, names) for child in node[1:] if isinstance(child, tuple))
 
 
 def _frozen(text: str | None, now: int) -> classad2.ExprTree | None:
