@@ -201,10 +201,14 @@ class PreemptionList:
         self._pool = pool
         self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
         asked_rows, asked_amounts = claimed.could_outrank(autocluster, inserts)
-        assessment = evaluator.assess(autocluster, asked_rows, asked_amounts)
-        matched = np.flatnonzero(assessment.matched)
-        rows, rank = assessment.rows[matched], assessment.rank[matched]
-        cost, consumption = assessment.cost[matched], assessment.consumption[matched]
+        if len(asked_rows):
+            assessment = evaluator.assess(autocluster, asked_rows, asked_amounts)
+            matched = np.flatnonzero(assessment.matched)
+            rows, rank = assessment.rows[matched], assessment.rank[matched]
+            cost, consumption = assessment.cost[matched], assessment.consumption[matched]
+        else:
+            rows, rank = asked_rows, np.zeros((0, 3))
+            cost, consumption = np.zeros(0), np.zeros((0, claimed.amounts.shape[1]))
         self._partitionable: dict[int, _PartitionableEntry] = {}    # p-slot row -> its dynamic slots' preemption
         if claimed.children and autocluster.ad.get("WantPslotPreemption") is True:
             entries = self._partitionable_entries(inserts)
