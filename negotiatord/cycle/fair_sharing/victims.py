@@ -123,13 +123,23 @@ def choose_victims(
     for job in running:
         by_slot.setdefault(job.slot, []).append(job)
     best: FairSharePreemption | None = None
+    # a slot with one job is refused whatever job it is, given its group, what it holds and the
+    # slot's free resources: slots refused alike are not asked again
+    refused: set[tuple] = set()
     # slots in the CandidatesOrdering of their jobs, so that among slots needing one victim each
     # (static and dynamic slots) the victim is the one Kueue's ordering puts first
     for slot in sorted(by_slot, key=lambda name: (min(map(_order, by_slot[name])), name)):
         slot_free = free.get(slot, {})
-        if not _lacking(request, slot_free) or not _could_fit(request, slot_free, by_slot[slot]):
+        jobs = by_slot[slot]
+        alike = (jobs[0].group, tuple(sorted(jobs[0].resources.items())), tuple(sorted(slot_free.items()))) \
+            if len(jobs) == 1 else None
+        if alike in refused:
             continue
-        victims = _victims_on_slot(usage, group, request, slot_free, by_slot[slot], strategies)
+        if not _lacking(request, slot_free) or not _could_fit(request, slot_free, jobs):
+            continue
+        victims = _victims_on_slot(usage, group, request, slot_free, jobs, strategies)
+        if victims is None and alike is not None:
+            refused.add(alike)
         if victims is not None and (best is None or len(victims) < len(best.victims)):
             best = FairSharePreemption(slot, victims)
             if len(victims) == 1:
