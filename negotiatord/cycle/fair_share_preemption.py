@@ -7,17 +7,19 @@ builds the rule's inputs from the claimed slots and the cycle's usage and asks
 
 - running jobs are the claimed static and dynamic slots still open that the job matches (its
   Requirements and the slot's, as for any candidate, :meth:`PairEvaluator.assess`), each one
-  holding its whole slot (:mod:`negotiatord.cycle.claimed`);
+  holding its whole slot (:mod:`negotiatord.cycle.claimed`), of the groups whose jobs may be
+  victims now (other groups whose leaf borrows: :func:`choose_victims` passes over the rest);
 - the job's request on such a slot is what the match would take there (the slot, whole) and its
-  cost in :data:`WEIGHT_UNIT`; slots where the request is the same are asked about together, best
-  ranked first (NEGOTIATOR_PRE_JOB_RANK, the job's Rank, NEGOTIATOR_POST_JOB_RANK);
+  cost in :data:`WEIGHT_UNIT`; slots where the request is the same are asked about together, the
+  request with the best ranked open candidate first (NEGOTIATOR_PRE_JOB_RANK, the job's Rank,
+  NEGOTIATOR_POST_JOB_RANK);
 - group usage is every claimed slot's plus this cycle's matches, with victims already removed.
 
-Each autocluster's claimed candidates are assessed once in the cycle, and a request the rule
-refuses is not asked again in it (another group's preemption later in the cycle could turn
-the answer; the job is asked again next cycle): each question walks the candidates' slots
-(``benchmarks/fair_sharing_bench.py`` times the rule, ``benchmarks/preemption_bench.py`` the
-cycle).
+An autocluster's claimed candidates are assessed once per victim group in the cycle, when the
+group first borrows while the autocluster asks, and a request the rule refuses is not asked
+again in it (another group's preemption later in the cycle could turn the answer; the job is
+asked again next cycle) (``benchmarks/fair_sharing_bench.py`` times the rule,
+``benchmarks/preemption_bench.py`` the cycle).
 """
 
 from __future__ import annotations
