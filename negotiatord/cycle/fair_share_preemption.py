@@ -24,13 +24,21 @@ asked again next cycle) (``benchmarks/fair_sharing_bench.py`` times the rule,
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from negotiatord.cycle.claimed import match_resources, partitionable_parents, running_job
 from negotiatord.cycle.matchlist import Candidate, best_first
-from negotiatord.cycle.fair_sharing import GroupUsage, RunningJob, choose_victims, nominal_shares
+from negotiatord.cycle.fair_sharing import (
+    FairSharePreemption,
+    GroupUsage,
+    RunningJob,
+    candidate_order,
+    choose_victims,
+    nominal_shares,
+)
 from negotiatord.cycle.fair_sharing.shares import borrowing_on
 from negotiatord.cycle.preemption import FAIR_SHARING, PreemptingCandidate
 from negotiatord.cycle.result import Match, Preemption
@@ -97,6 +105,7 @@ class FairSharePreemptor:
         self._refused: set[int] = set()
         self._group_assessments: dict[tuple[int, str | None], tuple[np.ndarray, ...]] = {}
         self._assessed: dict[tuple[int, tuple[str, ...]], dict[tuple[tuple[str, float], ...], list[Candidate]]] = {}
+        self._alike_by: dict[tuple, dict[tuple, deque[tuple[tuple, Candidate]]] | None] = {}
 
     def __len__(self) -> int:
         return len(self._running)
@@ -118,37 +127,95 @@ class FairSharePreemptor:
 
         open_groups = tuple(name for name, victim in victims_of.items() if victim)
         for request, candidates in self._candidates(autocluster, open_groups).items():
-            by_slot: dict[str, Candidate] = {}
-            running: list[RunningJob] = []
-            free: dict[str, dict[str, float]] = {}
-            rows: dict[int, int] = {}                    # id(job) -> its slot's row
-            for candidate in candidates:
-                children = self._children.get(candidate.row)
-                if children is None:
-                    job = self._running.get(candidate.row)
-                    jobs = [(candidate.row, job)] if job is not None and open_to(job) else []
-                else:
-                    jobs = [(row, self._running[row]) for row in children if open_to(self._running[row])]
-                if not jobs:
+            alike = self._alike(autocluster, open_groups, request, candidates)
+            if alike is not None:
+                first = self._first_alike(alike, group, request)
+                if first is None:
                     continue
-                name = jobs[0][1].slot
-                by_slot[name] = candidate
-                for row, job in jobs:
-                    rows[id(job)] = row
-                    running.append(job)
-                if children is not None:
-                    free[name] = self._free(candidate.row)
-            found = choose_victims(self.usage, group, dict(request), free, running, self._strategies) \
-                if running else None
-            if found is not None:
-                chosen = by_slot[found.slot]
-                victims = tuple((rows[id(victim.job)], victim.strategy) for victim in found.victims)
-                claim = self._table.slots[victims[0][0]].claim
-                assert claim is not None
-                return PreemptingCandidate(chosen.row, chosen.rank, chosen.cost, chosen.consumption, 0, claim=claim,
-                                           rule=FAIR_SHARING, strategy=found.victims[0].strategy,
-                                           victims=victims if chosen.row in self._children else ())
+                chosen, found = first
+                rows = {id(found.victims[0].job): chosen.row}
+            else:
+                chosen_or_none, found_or_none, rows = self._any_slot(candidates, group, request, open_to)
+                if chosen_or_none is None or found_or_none is None:
+                    continue
+                chosen, found = chosen_or_none, found_or_none
+            victims = tuple((rows[id(victim.job)], victim.strategy) for victim in found.victims)
+            claim = self._table.slots[victims[0][0]].claim
+            assert claim is not None
+            return PreemptingCandidate(chosen.row, chosen.rank, chosen.cost, chosen.consumption, 0, claim=claim,
+                                       rule=FAIR_SHARING, strategy=found.victims[0].strategy,
+                                       victims=victims if chosen.row in self._children else ())
         self._refused.add(autocluster.id)
+        return None
+
+    def _any_slot(self, candidates: list[Candidate], group: str, request: tuple[tuple[str, float], ...],
+                  open_to: Callable[[RunningJob], bool]
+                  ) -> tuple[Candidate | None, FairSharePreemption | None, dict[int, int]]:
+        """:func:`choose_victims` over every candidate of one request, partitionable slots among
+        them: the candidate chosen, the rule's answer and each victim's row (by ``id`` of its job)."""
+        by_slot: dict[str, Candidate] = {}
+        running: list[RunningJob] = []
+        free: dict[str, dict[str, float]] = {}
+        rows: dict[int, int] = {}                    # id(job) -> its slot's row
+        for candidate in candidates:
+            children = self._children.get(candidate.row)
+            if children is None:
+                job = self._running.get(candidate.row)
+                jobs = [(candidate.row, job)] if job is not None and open_to(job) else []
+            else:
+                jobs = [(row, self._running[row]) for row in children if open_to(self._running[row])]
+            if not jobs:
+                continue
+            name = jobs[0][1].slot
+            by_slot[name] = candidate
+            for row, job in jobs:
+                rows[id(job)] = row
+                running.append(job)
+            if children is not None:
+                free[name] = self._free(candidate.row)
+        found = choose_victims(self.usage, group, dict(request), free, running, self._strategies) \
+            if running else None
+        return (None if found is None else by_slot[found.slot]), found, rows
+
+    def _alike(self, autocluster: Autocluster, groups: tuple[str, ...], request: tuple[tuple[str, float], ...],
+               candidates: list[Candidate]) -> dict[tuple, deque[tuple[tuple, Candidate]]] | None:
+        """One request's candidates when each is a slot with one job (None when a partitionable
+        slot is among them), in :func:`choose_victims`'s order (Kueue's candidate order, then the
+        slot's name) and by what decides the rule's answer for such a slot: the job's group and
+        what it holds. Kept per autocluster, groups and request for the cycle; slots whose job is
+        gone are dropped from the front as they are met."""
+        key = (autocluster.id, groups, request)
+        if key in self._alike_by:
+            return self._alike_by[key]
+        found: dict[tuple, deque[tuple[tuple, Candidate]]] | None = None
+        if not any(candidate.row in self._children for candidate in candidates):
+            ordered = sorted(((candidate_order(job), job.slot), candidate, job) for candidate, job in
+                             ((candidate, self._running.get(candidate.row)) for candidate in candidates)
+                             if job is not None)
+            found = {}
+            for order, candidate, job in ordered:
+                found.setdefault((job.group, tuple(sorted(job.resources.items()))), deque()).append((order, candidate))
+        self._alike_by[key] = found
+        return found
+
+    def _first_alike(self, alike: dict[tuple, deque[tuple[tuple, Candidate]]], group: str,
+                     request: tuple[tuple[str, float], ...]) -> tuple[Candidate, FairSharePreemption] | None:
+        """What :func:`choose_victims` answers over one-job slots, asking it only of the first
+        slot of each kind (group, holding) still running, first in its order: the rule refuses
+        or allows every slot of a kind alike, so the first allowed kind's first slot is the
+        answer it gives over them all."""
+        firsts = []
+        for kind, queue in alike.items():
+            while queue and queue[0][1].row not in self._running:
+                queue.popleft()
+            if queue:
+                firsts.append((queue[0][0], kind))
+        for _, kind in sorted(firsts):
+            candidate = alike[kind][0][1]
+            found = choose_victims(self.usage, group, dict(request), {}, [self._running[candidate.row]],
+                                   self._strategies)
+            if found is not None:
+                return candidate, found
         return None
 
     def _free(self, row: int) -> dict[str, float]:
