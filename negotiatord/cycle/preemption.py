@@ -27,7 +27,6 @@ considered, as HTCondor's ``cache_still_valid`` re-checks its cached candidates.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
@@ -162,15 +161,13 @@ class ClaimedSlots:
         figures HTCondor inserts into the job) is compared here, as ``MY.Rank > MY.CurrentRank``."""
         if not self._ranks:
             return self.rows, self.amounts
-        job = copy.deepcopy(autocluster.ad)
         inserted = inserts(autocluster, np.zeros(0, dtype=np.int64)).submitter
-        job.update(inserted)
         # unstable answers are asked again with the figures of the moment: a Rank reading them
         # cannot be decided now
         varying = () if self._stable else {name.lower() for name in inserted}
         kept = [self._other]
         for rank, positions, currents in self._ranks.values():
-            decidable, value = rank_for_every_slot(rank, job, varying)
+            decidable, value = rank_for_every_slot(rank, autocluster.ad, inserted, varying)
             if not decidable:
                 kept.append(positions)
             elif value is not None:

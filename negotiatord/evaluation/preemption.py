@@ -207,18 +207,31 @@ def _job_values(read: tuple[str, ...] | None, autocluster: Autocluster, inserted
                  for name in read)
 
 
-def rank_for_every_slot(rank: classad2.ExprTree, job: classad2.ClassAd,
+def rank_for_every_slot(rank: classad2.ExprTree, job: classad2.ClassAd, inserted: Mapping[str, object] | None = None,
                         varying: Collection[str] = ()) -> tuple[bool, float | None]:
-    """Whether a slot's ``rank`` has the same value for ``job`` on every slot, and that value
-    (None when it is no number: ``MY.Rank > MY.CurrentRank`` then never holds). It has when the
-    expression names attributes only as ``TARGET.<name>``, calls no function, and each job
-    attribute it names is missing or a literal (an expression could read the slot) and not one
-    of ``varying`` (lower-case names whose values may change before the answer is used)."""
+    """Whether a slot's ``rank`` has the same value for ``job`` (with ``inserted`` figures put in)
+    on every slot, and that value (None when it is no number: ``MY.Rank > MY.CurrentRank`` then
+    never holds). It has when the expression names attributes only as ``TARGET.<name>``, calls
+    no function, and each job attribute it names is missing or a literal (an expression could
+    read the slot) and not one of ``varying`` (lower-case names whose values may change before
+    the answer is used). Evaluated against those attributes alone, not a copy of the job ad."""
     names = _target_names(str(rank))
-    if names is None or any(name.lower() in varying or isinstance(job.get(name), classad2.ExprTree)
-                            for name in names):
+    if names is None:
         return False, None
-    value = evaluated(rank, classad2.ClassAd(), job)
+    given = {name.lower(): value for name, value in (inserted or {}).items()}
+    probe = classad2.ClassAd()
+    for name in names:
+        key = name.lower()
+        if key in varying:
+            return False, None
+        if key in given:
+            probe[name] = given[key]
+        elif name in job:
+            value = job.get(name)
+            if isinstance(value, classad2.ExprTree):
+                return False, None
+            probe[name] = value
+    value = evaluated(rank, classad2.ClassAd(), probe)
     return True, None if isinstance(value, bool) else as_number(value)
 
 

@@ -397,3 +397,15 @@ def test_a_rank_reading_only_the_job_is_asked_once_per_request():
     by_slot = cycle(pool("(TARGET.RequestGPUs ?: 0) + MY.Cpus - 2"), jobs("alice", 6, RequestGPUs=1), settings())
     assert preempted(by_job) == preempted(by_slot) == [(f"s{n}", "alice@site", "rank") for n in (0, 2, 4)]
     assert by_job.stats.classad_fallbacks < by_slot.stats.classad_fallbacks
+
+
+@pytest.mark.parametrize("stable", [True, False])
+def test_a_rank_reading_an_inserted_figure_sees_it(stable):
+    """matchmaker.cpp inserts ``SubmitterUserPrio`` into the job before the slot's Rank is
+    compared with its CurrentRank: a Rank reading it (alice's effective priority, 0.5 x 1000)
+    prefers alice's job, whether the answers are kept for the cycle or asked again."""
+    slot = claimed("s1", "bob@site", Rank=expr("TARGET.SubmitterUserPrio < 1000 ? 10 : 0"))
+    config = settings(preemption_requirements_stable=stable, preemption_rank_stable=stable)
+    result = cycle([slot], jobs("alice", 1), config, accountant(alice=0.5, bob=1.0))
+    assert preempted(result) == [("s1", "alice@site", "rank")]
+    assert cycle([slot], jobs("alice", 1), config, accountant(alice=5.0, bob=1.0)).preemptions == ()
