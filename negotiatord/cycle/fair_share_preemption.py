@@ -88,6 +88,8 @@ class FairSharePreemptor:
                 if parent is not None:
                     self._children.setdefault(parent, []).append(row)
                     self._partitionable[row] = parent
+        self._alive = np.zeros(len(table), dtype=bool)      # rows whose job is still in _running
+        self._alive[list(self._running)] = True
         for match in matches:
             self.usage.admit(group_of(match.submitter), match_resources(match))
         for preemption in preemptions:
@@ -95,17 +97,23 @@ class FairSharePreemptor:
             self.usage.remove(victim.group, victim.resources)
             self._release(row)
         self.claimed = len(self._running)            # claimed slots considered
-        self._group_rows: dict[str, list[int]] = {}   # group -> its rows in _running not on a p-slot
+        grouped: dict[str, list[int]] = {}
         for row, job in self._running.items():
             if row not in self._partitionable:
-                self._group_rows.setdefault(job.group, []).append(row)
+                grouped.setdefault(job.group, []).append(row)
         for row in self._partitionable:
-            self._group_rows.setdefault(self._running[row].group, [])
+            grouped.setdefault(self._running[row].group, [])
+        # group -> its rows in _running not on a p-slot (_alive says which still are)
+        self._group_rows = {name: np.array(rows, dtype=np.int64) for name, rows in grouped.items()}
         self._columns: dict[tuple[str, ...], list[tuple[str, int]]] = {}   # a slot's assets -> lower-cased, column
         self._refused: set[int] = set()
         self._group_assessments: dict[tuple[int, str | None], tuple[np.ndarray, ...]] = {}
         self._assessed: dict[tuple[int, tuple[str, ...]], dict[tuple[tuple[str, float], ...], list[Candidate]]] = {}
         self._alike_by: dict[tuple, dict[tuple, deque[tuple[tuple, Candidate]]] | None] = {}
+        self._layout_of: dict[int, int] = {}
+        self._layout_ids: dict[tuple[tuple[str, int], ...], int] = {}
+        self._layout_masks = np.zeros((0, table.amounts.shape[1]), dtype=bool)
+        self._kinds: dict[int, tuple[tuple, tuple]] = {}    # row -> its order and kind (_alike)
 
     def __len__(self) -> int:
         return len(self._running)
@@ -189,13 +197,22 @@ class FairSharePreemptor:
             return self._alike_by[key]
         found: dict[tuple, deque[tuple[tuple, Candidate]]] | None = None
         if not any(candidate.row in self._children for candidate in candidates):
-            ordered = sorted(((candidate_order(job), job.slot), candidate, job) for candidate, job in
-                             ((candidate, self._running.get(candidate.row)) for candidate in candidates)
-                             if job is not None)
+            ordered = sorted((self._kind(candidate.row), candidate) for candidate in candidates
+                             if candidate.row in self._running)
             found = {}
-            for order, candidate, job in ordered:
-                found.setdefault((job.group, tuple(sorted(job.resources.items()))), deque()).append((order, candidate))
+            for (order, kind), candidate in ordered:
+                found.setdefault(kind, deque()).append((order, candidate))
         self._alike_by[key] = found
+        return found
+
+    def _kind(self, row: int) -> tuple[tuple, tuple]:
+        """``row``'s place in :func:`choose_victims`'s order and its kind (the job's group and
+        what it holds), worked out once per row."""
+        found = self._kinds.get(row)
+        if found is None:
+            job = self._running[row]
+            found = self._kinds[row] = ((candidate_order(job), job.slot),
+                                        (job.group, tuple(sorted(job.resources.items()))))
         return found
 
     def _first_alike(self, alike: dict[tuple, deque[tuple[tuple, Candidate]]], group: str,
@@ -242,12 +259,53 @@ class FairSharePreemptor:
         if not len(rows):
             return found
         rank, cost, consumption = (np.concatenate([part[i] for part in parts]) for i in (1, 2, 3))
-        for position in best_first(rows, rank).tolist():
-            row, slot_cost = int(rows[position]), float(cost[position])
-            slot_rank = rank[position]
-            found.setdefault(self._request(consumption[position], slot_cost, row), []).append(Candidate(
-                row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), slot_cost,
-                consumption[position], 0))
+        order = best_first(rows, rank)
+        rows, rank, cost, consumption = rows[order], rank[order], cost[order], consumption[order]
+        row_list, rank_list, cost_list = rows.tolist(), rank.tolist(), cost.tolist()
+        for positions in self._same_request(rows, cost, consumption):
+            first = int(positions[0])
+            request = self._request(consumption[first], cost_list[first], row_list[first])
+            found[request] = [Candidate(row_list[p], tuple(rank_list[p]), cost_list[p], consumption[p], 0)
+                              for p in positions.tolist()]
+        return found
+
+    def _same_request(self, rows: np.ndarray, cost: np.ndarray, consumption: np.ndarray) -> list[np.ndarray]:
+        """Positions of candidates whose match would take the same (:meth:`_request`: the same
+        assets consumed alike, the same cost), each group in position order, the groups by their
+        first position. A consumption that is not a number makes a group of its own, as its
+        request equals no other."""
+        layouts = np.array([self._layout(row) for row in rows.tolist()], dtype=np.int64)
+        masked = np.where(self._layout_masks[layouts], consumption, 0.0)
+        keys = np.column_stack([layouts.astype(np.float64), masked, cost])
+        alone = np.isnan(keys).any(axis=1)
+        group = np.empty(len(rows), dtype=np.int64)
+        others = np.flatnonzero(~alone)
+        groups = 0
+        if len(others):
+            _, inverse = np.unique(keys[others], axis=0, return_inverse=True)
+            group[others] = inverse.reshape(-1)
+            groups = int(group[others].max()) + 1
+        single = np.flatnonzero(alone)
+        group[single] = groups + np.arange(len(single))
+        first = np.full(groups + len(single), len(rows), dtype=np.int64)
+        np.minimum.at(first, group, np.arange(len(rows)))
+        by_position = np.lexsort((np.arange(len(rows)), first[group]))
+        bounds = np.flatnonzero(np.diff(first[group][by_position])) + 1
+        return np.split(by_position, bounds)
+
+    def _layout(self, row: int) -> int:
+        """An id for ``row``'s assets as :meth:`_request` names them (lower-cased, sorted, with
+        their columns); :attr:`_layout_masks` holds each id's columns."""
+        found = self._layout_of.get(row)
+        if found is None:
+            columns = tuple(self._asset_columns(row))
+            found = self._layout_ids.get(columns)
+            if found is None:
+                found = self._layout_ids[columns] = len(self._layout_ids)
+                mask = np.zeros((1, self._table.amounts.shape[1]), dtype=bool)
+                mask[0, [column for _, column in columns]] = True
+                self._layout_masks = np.concatenate([self._layout_masks, mask])
+            self._layout_of[row] = found
         return found
 
     def _assessment(self, autocluster: Autocluster, group: str | None) -> tuple[np.ndarray, ...]:
@@ -267,7 +325,8 @@ class FairSharePreemptor:
             for position, children in enumerate(self._children.values()):
                 amounts[position] = self._amounts[rows[position]] + np.nansum(self._table.amounts[children], axis=0)
         else:
-            rows = np.array([row for row in self._group_rows[group] if row in self._running], dtype=np.int64)
+            rows = self._group_rows[group]
+            rows = rows[self._alive[rows]]
             amounts = self._table.amounts[rows]
         assessment = self._evaluator.assess(autocluster, rows, amounts)
         matched = np.flatnonzero(assessment.matched)
@@ -286,6 +345,7 @@ class FairSharePreemptor:
     def _release(self, row: int) -> None:
         """``row``'s job is preempted: no longer a candidate."""
         self._running.pop(row, None)
+        self._alive[row] = False
         parent = self._partitionable.pop(row, None)
         if parent is not None:
             self._children[parent].remove(row)
