@@ -15,9 +15,12 @@ are much worse than others. Three scenarios, each in a forked child over the sam
   matchmaking, jobs still unmatched ask the Dominant Resource Share rule for a claimed slot
   (once per autocluster while it answers, the groups' HGQ quotas as nominal shares).
 
-    python benchmarks/preemption_bench.py [--large] [--evaluator fast|classad] [--budget S] [--seed N]
+    python benchmarks/preemption_bench.py [--large | --size small|medium] [--evaluator fast|classad]
+        [--budget S] [--seed N] [--repeat N] [--scenarios off default ...]
 
-The default pool is 5,000 slots / 25,000 idle jobs; ``--large`` is the 45,000 / 255,000 pool.
+The default pool is 5,000 slots / 25,000 idle jobs; ``--size medium`` is 15,000 / 85,000 and
+``--large`` the 45,000 / 255,000 pool. With ``--repeat N`` the scenarios run N times in turn and
+each one's fastest cycle counts.
 """
 
 from __future__ import annotations
@@ -72,23 +75,34 @@ def scenario(pool: GeneratedPool, settings: Settings, state: AccountantState, ev
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--large", action="store_true", help="the 45,000-slot / 255,000-job pool")
+    parser.add_argument("--size", choices=("small", "medium"), default="small",
+                        help="the pool without --large: small (5,000 / 25,000) or medium (15,000 / 85,000)")
     parser.add_argument("--evaluator", choices=sorted(EVALUATORS), default="fast")
     parser.add_argument("--budget", type=float, default=600.0,
                         help="seconds each scenario may take before it is stopped (default 600)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each scenario, interleaved; the fastest cycle of each is reported")
     parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS),
                         help="the scenarios to run (default: all; off is the baseline of the ratios)")
     args = parser.parse_args(argv)
-    slots, jobs = SIZES["large" if args.large else "small"]
+    slots, jobs = SIZES["large" if args.large else args.size]
     settings = load_settings(CONFIG_PATH)
     pool = generate_pool(slots, jobs, args.seed)
     state = accountant(pool, args.seed)
     print(f"{slots} slots, {jobs} idle jobs (seed {args.seed}), {args.evaluator} evaluator, "
           f"generated in {pool.generation_s:.1f} s")
     configs = {label: changes(settings) for label, changes in SCENARIOS.items() if label in args.scenarios}
-    figures = {}
-    for label, config in configs.items():
-        figures[label] = found = isolated(lambda c=config: scenario(pool, c, state, args.evaluator), args.budget)
+    figures: dict[str, dict] = {}
+    # scenarios interleaved, each one's fastest cycle kept: on a shared machine, load that comes
+    # and goes then weighs on every scenario alike
+    for _ in range(args.repeat):
+        for label, config in configs.items():
+            found = isolated(lambda c=config: scenario(pool, c, state, args.evaluator), args.budget)
+            kept = figures.get(label)
+            if kept is None or ("cycle_s" in found and found["cycle_s"] < kept.get("cycle_s", float("inf"))):
+                figures[label] = found
+    for label, found in figures.items():
         if "cycle_s" not in found:
             print(f"  {label}: {found}")
             continue

@@ -211,7 +211,7 @@ class _Cycle:
                   allocate_quotas(self.tree, pool_size, self.own_usage, accept_surplus_root=True).items()}
         figures = InsertedFigures(self.table, self.settings, priority, self._account, self.usage,
                                   self.own_usage, quotas)
-        return Preemptor(self.table, self.state.weights, self.settings, self.evaluator, figures)
+        return Preemptor(self.table, self.state, self.settings, self.evaluator, figures)
 
     def _submitters(self) -> dict[str, Submitter]:
         """The submitters with idle jobs, in the order their first jobs came in."""
@@ -327,8 +327,9 @@ class _Cycle:
         fair-sharing rule lets them. Neither a submitter's limit nor a group's allocation caps
         these preemptions (the rule's shares decide); concurrency limits still do."""
         self.fair_sharing = FairSharePreemptor(
-            self.table, self.state.weights, self.settings, self.evaluator, self._account, pool_size,
-            {name: allocation.quota for name, allocation in allocations.items()}, self.matches)
+            self.table, self.state.weights, self.state.amounts, self.settings, self.evaluator, self._account,
+            pool_size, {name: allocation.quota for name, allocation in allocations.items()}, self.matches,
+            self.preemptions)
         if not len(self.fair_sharing):
             return
         for name in self.group_sequence:
@@ -575,8 +576,10 @@ class _Cycle:
             return self._refusal(cost, limit, room)
         if candidate.rule == RANK:
             return None
-        if self._account(candidate.claim.customer) == group:
-            room += float(self.state.weights[candidate.row])
+        for row in candidate.victim_rows:
+            claim = self.table.slots[row].claim
+            if claim is not None and self._account(claim.customer) == group:
+                room += float(self.state.weights[row])
         return self._refusal(cost, limit, room)
 
     def _refusal(self, cost: float, limit: float, room: float) -> str | None:
@@ -591,6 +594,11 @@ class _Cycle:
         preemption = None
         if isinstance(candidate, PreemptingCandidate):
             preemption = self._preempt(job, submitter, group, candidate)
+            if candidate.victims:
+                # ALLOW_PSLOT_PREEMPTION: the victims' resources go back to their p-slot, which
+                # the job's dynamic slot is then carved from
+                self.state.release(candidate.victim_rows, candidate.row, self.table.amounts)
+                self.state.take(candidate.row, candidate.consumption, cost)
         else:
             self.state.take(candidate.row, candidate.consumption, cost)
             match_list.taken()
@@ -601,19 +609,24 @@ class _Cycle:
 
     def _preempt(self, job: Job, submitter: Submitter, group: str, candidate: PreemptingCandidate) -> Preemption:
         """Give a claimed slot to ``job``: the slot is not offered again this cycle, and its usage
-        moves from the victim's customer to the preemptor's."""
+        moves from the victims' customers to the preemptor's. Returns the first victim's
+        preemption (the one the match names)."""
         if self.preemptor is not None:
             self.preemptor.take(candidate)
         if self.fair_sharing is not None and candidate.rule == FAIR_SHARING:
             self.fair_sharing.take(candidate, group)
-        claim = candidate.claim
-        self._charge_usage(claim.customer, -float(self.state.weights[candidate.row]))
-        preemption = Preemption(
-            claim.job, self.table.slots[candidate.row].name, claim.customer, self._account(claim.customer),
-            job.id, submitter.name, group, candidate.rule, candidate.strategy,
-        )
-        self.preemptions.append(preemption)
-        return preemption
+        strategies = dict(candidate.victims) if candidate.victims else {candidate.row: candidate.strategy}
+        made = []
+        for row, strategy in strategies.items():
+            claim = self.table.slots[row].claim
+            assert claim is not None     # victims are claimed slots
+            self._charge_usage(claim.customer, -float(self.state.weights[row]))
+            made.append(Preemption(
+                claim.job, self.table.slots[row].name, claim.customer, self._account(claim.customer),
+                job.id, submitter.name, group, candidate.rule, strategy,
+            ))
+        self.preemptions.extend(made)
+        return made[0]
 
     def _charge_usage(self, customer: str, weight: float) -> None:
         """Usage counts for the customer and for its group's own submitters, which is what the

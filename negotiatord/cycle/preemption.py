@@ -31,13 +31,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
+import classad2
 import numpy as np
 
+from negotiatord.cycle.claimed import partitionable_parents
 from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.result import PREEMPTION_RULES
+from negotiatord.evaluation.loading import PoolColumns
+from negotiatord.evaluation.preemption import names_only_target, rank_for_every_slot
 from negotiatord.evaluation.protocol import PairEvaluator, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
-from negotiatord.pool.slots import Claim, may_be_preempted
+from negotiatord.pool.slots import Claim, considers_priority_preemption, may_be_preempted
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
 
@@ -56,11 +60,38 @@ class PreemptState(IntEnum):
 
 @dataclass
 class PreemptingCandidate(Candidate):
-    """A claimed slot offered to a job: taking it preempts ``claim``'s job under ``rule``."""
+    """A claimed slot offered to a job: taking it preempts ``claim``'s job under ``rule``.
+
+    With ALLOW_PSLOT_PREEMPTION the slot (``row``) may be a partitionable slot instead: then
+    ``victims`` are the rows of its dynamic slots whose jobs go, each with the strategy that
+    allowed it, ``claim`` being the first's; their resources go back to the p-slot, from which
+    the job's dynamic slot is carved as from any p-slot."""
 
     claim: Claim
     rule: str
     strategy: str | None
+    victims: tuple[tuple[int, str | None], ...] = ()
+
+    @property
+    def victim_rows(self) -> tuple[int, ...]:
+        """The rows of the claimed slots whose jobs taking this candidate preempts."""
+        return tuple(row for row, _ in self.victims) if self.victims else (self.row,)
+
+
+@dataclass(frozen=True)
+class _PartitionableEntry:
+    """A partitionable slot a request may take by preempting ``victims``, its dynamic slots; the
+    three ranks, cost and consumption are the request's on the p-slot with their resources back.
+    ``preemption_rank`` is the first victim's PREEMPTION_RANK; ``version`` the p-slot's when asked."""
+
+    row: int
+    rank: np.ndarray
+    cost: float
+    consumption: np.ndarray
+    victims: tuple[int, ...]
+    state: PreemptState
+    preemption_rank: float
+    version: int
 
 
 class ClaimedSlots:
@@ -69,24 +100,89 @@ class ClaimedSlots:
     A claimed slot is one whose ad says ``State = "Claimed"`` with a customer; which of them
     a job could take is :func:`~negotiatord.pool.slots.may_be_preempted`'s answer. Slots whose
     SlotWeight does not evaluate are left out, as they are of everything else.
+
+    With ALLOW_PSLOT_PREEMPTION, a dynamic slot its partitionable slot names (``ChildName``) is
+    offered only through that p-slot, as HTCondor's ``matchmakingAlgorithm`` skips a dynamic
+    slot whose p-slot rolls its information up; ``children`` maps such a p-slot to its dynamic
+    slots, and the p-slot stays open while none of them has been taken.
     """
 
     def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings) -> None:
-        rows = [row for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist()))
-                if weight == weight and may_be_preempted(slot, settings)]
+        parents = partitionable_parents(table) if settings.allow_pslot_preemption else {}
+        eligible = [row for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist()))
+                    if weight == weight and may_be_preempted(slot, settings)]
+        self.children: dict[int, list[int]] = {}
+        for child, parent in parents.items():     # in ChildName order
+            if weights[child] == weights[child] and may_be_preempted(table.slots[child], settings):
+                self.children.setdefault(parent, []).append(child)
+        self._parent = {child: parent for parent, children in self.children.items() for child in children}
+        rows = [row for row in eligible if row not in parents]
         self.table = table
         self.rows = np.array(rows, dtype=np.int64)
         self.rows.setflags(write=False)
         self.amounts = table.amounts[self.rows]
         self.amounts.setflags(write=False)
+        # with no priority preemption possible, only slots whose Rank could beat their
+        # CurrentRank matter: where the Rank has one value for a job on every slot, that is
+        # one comparison per slot, made before the slots are assessed (:meth:`could_outrank`)
+        self._ranks: dict[str, tuple[classad2.ExprTree, np.ndarray, np.ndarray]] = {}
+        self._other = np.arange(len(rows))
+        self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
+        if not considers_priority_preemption(settings):
+            self._group_by_rank(table)
         self.open = np.zeros(len(table), dtype=bool)
         self.open[self.rows] = True
+        self.open[list(self._parent)] = True
+        self.open[list(self.children)] = True
+
+    def _group_by_rank(self, table: SlotTable) -> None:
+        """Positions in :attr:`rows` by the text of a Rank that names only TARGET attributes,
+        with their CurrentRank (PreemptingRank while a claim waits); the rest in ``_other``."""
+        by_text: dict[str, tuple[classad2.ExprTree, list[int], list[float]]] = {}
+        other = []
+        for position, row in enumerate(self.rows.tolist()):
+            slot = table.slots[row]
+            rank = slot.ad.lookup("Rank") if "Rank" in slot.ad else None
+            current = slot.claim.rank_to_beat if slot.claim is not None else None
+            if rank is None or current is None or not names_only_target(rank):
+                other.append(position)
+                continue
+            entry = by_text.setdefault(str(rank), (rank, [], []))
+            entry[1].append(position)
+            entry[2].append(current)
+        self._ranks = {text: (rank, np.array(positions, dtype=np.int64), np.array(currents))
+                       for text, (rank, positions, currents) in by_text.items()}
+        self._other = np.array(other, dtype=np.int64)
+
+    def could_outrank(self, autocluster: Autocluster, inserts: Inserts) -> tuple[np.ndarray, np.ndarray]:
+        """The rows (and their amounts) a job of ``autocluster`` could take: all of them, or,
+        with no priority preemption possible, those whose Rank may exceed their CurrentRank; a
+        Rank with one value for the job on every slot (:func:`rank_for_every_slot`, with the
+        figures HTCondor inserts into the job) is compared here, as ``MY.Rank > MY.CurrentRank``."""
+        if not self._ranks:
+            return self.rows, self.amounts
+        inserted = inserts(autocluster, np.zeros(0, dtype=np.int64)).submitter
+        # unstable answers are asked again with the figures of the moment: a Rank reading them
+        # cannot be decided now
+        varying = () if self._stable else {name.lower() for name in inserted}
+        kept = [self._other]
+        for rank, positions, currents in self._ranks.values():
+            decidable, value = rank_for_every_slot(rank, autocluster.ad, inserted, varying)
+            if not decidable:
+                kept.append(positions)
+            elif value is not None:
+                kept.append(positions[currents < value])
+        positions = np.sort(np.concatenate(kept))
+        return self.rows[positions], self.amounts[positions]
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.rows) + len(self._parent)
 
     def take(self, row: int) -> None:
         self.open[row] = False
+        parent = self._parent.get(row)
+        if parent is not None:
+            self.open[parent] = False
 
 
 class PreemptionList:
@@ -94,21 +190,77 @@ class PreemptionList:
     idle ones; preemption state and PREEMPTION_RANK decide within a tier of equal ranks."""
 
     def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, claimed: ClaimedSlots,
-                 settings: Settings) -> None:
+                 settings: Settings, pool: PoolColumns, inserts: Inserts) -> None:
         self._autocluster = autocluster
         self._submitter = autocluster.submitter
         self._evaluator = evaluator
         self._claimed = claimed
+        self._pool = pool
         self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
-        assessment = evaluator.assess(autocluster, claimed.rows, claimed.amounts)
-        matched = np.flatnonzero(assessment.matched)
-        order = matched[best_first(assessment.rows[matched], assessment.rank[matched])]
-        self._rows = assessment.rows[order]
-        self._rank = assessment.rank[order]
-        self._cost = assessment.cost[order]
-        self._consumption = assessment.consumption[order]
+        asked_rows, asked_amounts = claimed.could_outrank(autocluster, inserts)
+        if len(asked_rows):
+            assessment = evaluator.assess(autocluster, asked_rows, asked_amounts)
+            matched = np.flatnonzero(assessment.matched)
+            rows, rank = assessment.rows[matched], assessment.rank[matched]
+            cost, consumption = assessment.cost[matched], assessment.consumption[matched]
+        else:
+            rows, rank = asked_rows, np.zeros((0, 3))
+            cost, consumption = np.zeros(0), np.zeros((0, claimed.amounts.shape[1]))
+        self._partitionable: dict[int, _PartitionableEntry] = {}    # p-slot row -> its dynamic slots' preemption
+        if claimed.children and autocluster.ad.get("WantPslotPreemption") is True:
+            entries = self._partitionable_entries(inserts)
+            self._partitionable = {entry.row: entry for entry in entries}
+            if entries:
+                rows = np.concatenate([rows, [entry.row for entry in entries]])
+                rank = np.concatenate([rank, [entry.rank for entry in entries]])
+                cost = np.concatenate([cost, [entry.cost for entry in entries]])
+                consumption = np.concatenate([consumption, [entry.consumption for entry in entries]])
+        order = best_first(rows, rank)
+        self._rows = rows[order]
+        self._rank = rank[order]
+        self._cost = cost[order]
+        self._consumption = consumption[order]
         self._answers: dict[int, tuple[PreemptState | None, float]] = {}   # row -> state, rank (stable)
         self._head = 0
+
+    def _partitionable_entries(self, inserts: Inserts) -> list[_PartitionableEntry]:
+        """ALLOW_PSLOT_PREEMPTION, as matchmaker.cpp's ``pslotMultiMatch`` decides it for a job
+        that says ``WantPslotPreemption = True`` and a partitionable slot it does not match as
+        the slot stands: the p-slot's dynamic slots are taken lowest CurrentRank first (ties in
+        ChildName order), each one that may go under HTCondor's rules (the slot's Rank for the
+        job above its CurrentRank: RANK; equal, another customer's and PREEMPTION_REQUIREMENTS
+        holding with the dynamic slot as MY: priority) giving its resources back to the p-slot,
+        until the p-slot matches the job. The candidate is a priority preemption when any of its
+        victims needed PREEMPTION_REQUIREMENTS, else a RANK one. The p-slot's answers hold while
+        it is not changed (its version) and none of its dynamic slots is taken."""
+        claimed, table = self._claimed, self._claimed.table
+        pslots = np.array(list(claimed.children), dtype=np.int64)
+        standing = self._evaluator.assess(self._autocluster, pslots, self._pool.amounts[pslots])
+        entries = []
+        for pslot in pslots[~standing.matched].tolist():
+            children = np.array([row for row in claimed.children[pslot] if claimed.open[row]], dtype=np.int64)
+            if not len(children):
+                continue
+            asked = self._evaluator.assess_preemption(self._autocluster, children, inserts(self._autocluster, children))
+            usable = [(row, state, rank) for row, (state, rank) in zip(children.tolist(), self._decide(asked))
+                      if state is not None]
+            usable.sort(key=lambda entry: _current_rank(table.slots[entry[0]].claim))
+            if not usable:
+                continue
+            victims = np.array([row for row, _, _ in usable], dtype=np.int64)
+            given_back = np.cumsum(np.nan_to_num(table.amounts[victims]), axis=0)
+            merged = self._evaluator.assess(self._autocluster, np.full(len(victims), pslot, dtype=np.int64),
+                                            self._pool.amounts[pslot] + given_back)
+            if not merged.matched.any():
+                continue
+            needed = int(np.argmax(merged.matched))
+            states = [state for _, state, _ in usable[:needed + 1]]
+            entries.append(_PartitionableEntry(
+                pslot, merged.rank[needed], float(merged.cost[needed]), merged.consumption[needed],
+                tuple(victims[:needed + 1].tolist()),
+                PreemptState.PRIORITY if PreemptState.PRIORITY in states else PreemptState.RANK,
+                usable[0][2], int(self._pool.version[pslot])))
+        return entries
 
     def best(self, idle: Candidate | None, inserts: Inserts) -> PreemptingCandidate | None:
         """The best claimed candidate that beats ``idle`` (the best idle one, if any), or None."""
@@ -164,17 +316,25 @@ class PreemptionList:
             return None
         row = int(self._rows[chosen])
         slot_rank = self._rank[chosen]
-        claim = self._claimed.table.slots[row].claim
+        entry = self._partitionable.get(row)
+        victims = () if entry is None else tuple((victim, None) for victim in entry.victims)
+        claim = self._claimed.table.slots[row if entry is None else entry.victims[0]].claim
         assert claim is not None     # ClaimedSlots holds claimed slots only
         return PreemptingCandidate(
             row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), float(self._cost[chosen]),
             self._consumption[chosen], 0, claim=claim,
-            rule=RANK if best[0] is PreemptState.RANK else PRIORITY, strategy=None,
+            rule=RANK if best[0] is PreemptState.RANK else PRIORITY, strategy=None, victims=victims,
         )
 
     def _states(self, tier: np.ndarray, inserts: Inserts) -> tuple[list[PreemptState | None], list[float]]:
         rows = self._rows[tier]
-        unknown = [i for i, row in enumerate(rows.tolist()) if not self._stable or row not in self._answers]
+        for row in rows.tolist():
+            entry = self._partitionable.get(row)
+            if entry is not None:
+                still = int(self._pool.version[row]) == entry.version
+                self._answers[row] = (entry.state if still else None, entry.preemption_rank)
+        unknown = [i for i, row in enumerate(rows.tolist())
+                   if row not in self._partitionable and (not self._stable or row not in self._answers)]
         if unknown:
             asked = rows[unknown]
             answers = self._evaluator.assess_preemption(self._autocluster, asked, inserts(self._autocluster, asked))
@@ -199,6 +359,11 @@ class PreemptionList:
                 state = PreemptState.PRIORITY
             decided.append((state, float(answers.preemption_rank[i])))
         return decided
+
+
+def _current_rank(claim: Claim | None) -> float:
+    """A dynamic slot's CurrentRank as pslotMultiMatch reads it (0, its default, when missing)."""
+    return 0.0 if claim is None or claim.rank_to_beat is None else claim.rank_to_beat
 
 
 class InsertedFigures:
@@ -267,9 +432,10 @@ class Preemptor:
     candidate alike (usage moves, the slot is taken, the preemption is reported).
     """
 
-    def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings, evaluator: PairEvaluator,
+    def __init__(self, table: SlotTable, pool: PoolColumns, settings: Settings, evaluator: PairEvaluator,
                  inserts: Inserts) -> None:
-        self.claimed = ClaimedSlots(table, weights, settings)
+        self.claimed = ClaimedSlots(table, pool.weights, settings)
+        self._pool = pool
         self._settings = settings
         self._evaluator = evaluator
         self._inserts = inserts
@@ -292,11 +458,12 @@ class Preemptor:
         return best is not None and (idle_rank is None or best > idle_rank)
 
     def take(self, candidate: PreemptingCandidate) -> None:
-        self.claimed.take(candidate.row)
+        for row in candidate.victim_rows:
+            self.claimed.take(row)
 
     def _list(self, autocluster: Autocluster) -> PreemptionList:
         found = self._lists.get(autocluster.id)
         if found is None:
             found = self._lists[autocluster.id] = PreemptionList(autocluster, self._evaluator, self.claimed,
-                                                                 self._settings)
+                                                                 self._settings, self._pool, self._inserts)
         return found

@@ -31,3 +31,11 @@ class PoolState(PoolColumns):
 
     def changed(self) -> None:
         self._offered = None
+
+    def release(self, rows: tuple[int, ...], into: int, held: np.ndarray) -> None:
+        """Preempted dynamic slots ``rows``, which held ``held[rows]``, give their resources and
+        SlotWeight back to their partitionable slot ``into`` (ALLOW_PSLOT_PREEMPTION)."""
+        self.amounts[into] = self.amounts[into] + np.nansum(held[list(rows)], axis=0)
+        self.weights[into] = self.weights[into] + float(np.nansum(self.weights[list(rows)]))
+        self.version[into] += 1
+        self.changed()

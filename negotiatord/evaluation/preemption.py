@@ -22,15 +22,19 @@ are left to classad2 (counted as fallback evaluations).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from functools import lru_cache
+
 import classad2
 import numpy as np
 
 from negotiatord.classad.conversion import as_number, evaluated
 from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
+from negotiatord.classad.parser import ParseError, parse
 from negotiatord.evaluation.protocol import UNRANKED, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.significance import ANY_ATTRIBUTE, job_reads
+from negotiatord.pool.slots import considers_priority_preemption
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
 
@@ -67,6 +71,8 @@ class PreemptionQuestions:
             f"({expr})" for expr in (RANK_ABOVE, self._requirements, self._rank) if expr is not None))
         self._reads: dict[int, tuple[str, ...] | None] = {}      # row -> job attributes read (None: any)
         self._answers: dict[tuple, _Answer] = {}
+        self._priority = considers_priority_preemption(settings)
+        self._job_ranks: dict[int, classad2.ExprTree | None] = {}   # row -> its Rank, if it reads only TARGET
         self.evaluations = 0                                       # classad2 evaluations made
 
     def assess(self, autocluster: Autocluster, rows: np.ndarray, inserts: PreemptionInserts) -> PreemptionAssessment:
@@ -78,8 +84,17 @@ class PreemptionQuestions:
         rank_at_least = np.zeros(n, dtype=bool)
         requirements = np.zeros(n, dtype=bool)
         preemption_rank = np.full(n, UNRANKED)
+        ranks_for_job: dict[str, tuple[bool, float | None]] = {}   # Rank text -> rank_for_every_slot
         for i, row in enumerate(np.asarray(rows).tolist()):
             remote, other_customer = inserts.remote[i], bool(inserts.other_customer[i])
+            if not (self._priority and other_customer):
+                if job is None:
+                    job = self._job_ad(autocluster, inserts.submitter)
+                settled = self._rank_only(row, remote, job, ranks_for_job)
+                if settled is not None:
+                    rank_above[i], rank_at_least[i] = settled
+                    if not settled[0]:
+                        continue     # neither rule can preempt: nothing else is asked
             read = self._reads[row] if row in self._reads else self._read_by(row)
             values = values_of.get(read)
             if values is None:
@@ -107,6 +122,35 @@ class PreemptionQuestions:
             number = float(value) if isinstance(value, bool) else as_number(value)
             rank = UNRANKED if number is None else number
         return above, at_least, holds, rank
+
+    def _rank_only(self, row: int, remote: Mapping[str, object], job: classad2.ClassAd,
+                   ranks_for_job: dict[str, tuple[bool, float | None]]) -> tuple[bool, bool] | None:
+        """The two rank conditions without the slot's ad, when only they can decide (no priority
+        preemption is possible for this slot), the slot's ``Rank`` has one value for the job on
+        every slot (:func:`rank_for_every_slot`: the OSPool's ``TARGET.RequestGPUs ?: 0``) and
+        its CurrentRank is a number: the Rank is then evaluated once per request and Rank text,
+        not once per slot. None when the slot's ad must be asked."""
+        rank = self._job_ranks[row] if row in self._job_ranks else self._job_rank(row)
+        claim = self._table.slots[row].claim
+        current = remote.get("CurrentRank", None if claim is None else claim.current_rank)
+        if rank is None or isinstance(current, bool) or not isinstance(current, (int, float)):
+            return None
+        text = str(rank)
+        if text not in ranks_for_job:
+            self.evaluations += 1
+            ranks_for_job[text] = rank_for_every_slot(rank, job)
+        decidable, value = ranks_for_job[text]
+        if not decidable:
+            return None
+        return (False, False) if value is None else (value > current, value >= current)
+
+    def _job_rank(self, row: int) -> classad2.ExprTree | None:
+        """``row``'s Rank, frozen, if it names only TARGET attributes (else None)."""
+        ad = self._table.slots[row].ad
+        rank = ad.lookup("Rank") if "Rank" in ad else None
+        found = self._job_ranks[row] = (frozen_expr(rank, self._now)
+                                        if rank is not None and _target_names(str(rank)) is not None else None)
+        return found
 
     def _rank_conditions(self, slot: classad2.ClassAd, job: classad2.ClassAd) -> tuple[bool, bool]:
         """``MY.Rank > MY.CurrentRank`` and ``MY.Rank >= MY.CurrentRank``: compared here when
@@ -161,6 +205,62 @@ def _job_values(read: tuple[str, ...] | None, autocluster: Autocluster, inserted
     ad = autocluster.ad
     return tuple(inserted[name] if name in inserted else (str(ad.lookup(name)) if name in ad else None)
                  for name in read)
+
+
+def rank_for_every_slot(rank: classad2.ExprTree, job: classad2.ClassAd, inserted: Mapping[str, object] | None = None,
+                        varying: Collection[str] = ()) -> tuple[bool, float | None]:
+    """Whether a slot's ``rank`` has the same value for ``job`` (with ``inserted`` figures put in)
+    on every slot, and that value (None when it is no number: ``MY.Rank > MY.CurrentRank`` then
+    never holds). It has when the expression names attributes only as ``TARGET.<name>``, calls
+    no function, and each job attribute it names is missing or a literal (an expression could
+    read the slot) and not one of ``varying`` (lower-case names whose values may change before
+    the answer is used). Evaluated against those attributes alone, not a copy of the job ad."""
+    names = _target_names(str(rank))
+    if names is None:
+        return False, None
+    given = {name.lower(): value for name, value in (inserted or {}).items()}
+    probe = classad2.ClassAd()
+    for name in names:
+        key = name.lower()
+        if key in varying:
+            return False, None
+        if key in given:
+            probe[name] = given[key]
+        elif name in job:
+            value = job.get(name)
+            if isinstance(value, classad2.ExprTree):
+                return False, None
+            probe[name] = value
+    value = evaluated(rank, classad2.ClassAd(), probe)
+    return True, None if isinstance(value, bool) else as_number(value)
+
+
+def names_only_target(expression: classad2.ExprTree) -> bool:
+    """Whether ``expression`` names attributes only as ``TARGET.<name>`` and calls no function."""
+    return _target_names(str(expression)) is not None
+
+
+@lru_cache(maxsize=256)
+def _target_names(text: str) -> tuple[str, ...] | None:
+    """The attributes the expression ``text`` names, if it names them only as ``TARGET.<name>``
+    and calls no function; else None."""
+    try:
+        tree = parse(text)
+    except ParseError:
+        return None
+    names: list[str] = []
+    return tuple(names) if _target_only(tree, names) else None
+
+
+def _target_only(node: object, names: list[str]) -> bool:
+    if not isinstance(node, tuple) or not node or node[0] == "lit":
+        return True
+    if node[0] == "attr":
+        names.append(str(node[2]))
+        return isinstance(node[1], str) and node[1].lower() == "target"
+    if node[0] in ("call", "sel", "sub", "rec", "inexact"):
+        return False
+    return all(_target_only(child, names) for child in node[1:] if isinstance(child, tuple))
 
 
 def _frozen(text: str | None, now: int) -> classad2.ExprTree | None:

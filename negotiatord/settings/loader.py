@@ -257,6 +257,7 @@ def _build(path: Path, params: _Params) -> Settings:
         quota_preemption=params.boolean("NEGOTIATORD_QUOTA_PREEMPTION", False),
         consider_preemption=params.boolean("NEGOTIATOR_CONSIDER_PREEMPTION", True),
         consider_early_preemption=params.boolean("NEGOTIATOR_CONSIDER_EARLY_PREEMPTION", False),
+        allow_pslot_preemption=params.boolean("ALLOW_PSLOT_PREEMPTION", False),
         preemption_requirements=defaulted_expression("PREEMPTION_REQUIREMENTS", "False"),
         preemption_rank=defaulted_expression("PREEMPTION_RANK", DEFAULT_PREEMPTION_RANK),
         preemption_requirements_stable=params.boolean("PREEMPTION_REQUIREMENTS_STABLE", True),

@@ -157,6 +157,7 @@ class Settings:
     # Preemption (HTCondor's defaults; the README's "Preemption" section)
     consider_preemption: bool = True            # NEGOTIATOR_CONSIDER_PREEMPTION
     consider_early_preemption: bool = False     # NEGOTIATOR_CONSIDER_EARLY_PREEMPTION
+    allow_pslot_preemption: bool = False        # ALLOW_PSLOT_PREEMPTION: several d-slots of one p-slot
     preemption_requirements: str | None = "False"   # PREEMPTION_REQUIREMENTS (None: set empty, no check)
     preemption_rank: str | None = DEFAULT_PREEMPTION_RANK   # PREEMPTION_RANK (None: set empty)
     preemption_requirements_stable: bool = True     # PREEMPTION_REQUIREMENTS_STABLE

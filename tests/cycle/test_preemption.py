@@ -382,3 +382,30 @@ def test_a_constant_rank_not_above_current_rank_is_never_considered(current, con
     result = cycle([slot], jobs("alice", 1), settings())
     assert result.stats.claimed_slots == considered
     assert [p.rule for p in result.preemptions] == ["rank"] * considered
+
+
+def test_a_rank_reading_only_the_job_is_asked_once_per_request():
+    """The OSPool's startds publish ``Rank = (TARGET.RequestGPUs ?: 0)``: its value is the same
+    for every slot, so with priority preemption impossible (PREEMPTION_REQUIREMENTS False) it is
+    evaluated once per request and compared with each slot's CurrentRank; a Rank that reads the
+    slot is asked slot by slot. The answers are HTCondor's either way (``MY.Rank >
+    MY.CurrentRank``): the GPU job preempts the slots whose CurrentRank is below its 1."""
+    def pool(rank: str) -> list:
+        return [claimed(f"s{n}", "bob@site", Rank=expr(rank), CurrentRank=float(n % 2), cpus=2)
+                for n in range(6)]
+    by_job = cycle(pool("(TARGET.RequestGPUs ?: 0)"), jobs("alice", 6, RequestGPUs=1), settings())
+    by_slot = cycle(pool("(TARGET.RequestGPUs ?: 0) + MY.Cpus - 2"), jobs("alice", 6, RequestGPUs=1), settings())
+    assert preempted(by_job) == preempted(by_slot) == [(f"s{n}", "alice@site", "rank") for n in (0, 2, 4)]
+    assert by_job.stats.classad_fallbacks < by_slot.stats.classad_fallbacks
+
+
+@pytest.mark.parametrize("stable", [True, False])
+def test_a_rank_reading_an_inserted_figure_sees_it(stable):
+    """matchmaker.cpp inserts ``SubmitterUserPrio`` into the job before the slot's Rank is
+    compared with its CurrentRank: a Rank reading it (alice's effective priority, 0.5 x 1000)
+    prefers alice's job, whether the answers are kept for the cycle or asked again."""
+    slot = claimed("s1", "bob@site", Rank=expr("TARGET.SubmitterUserPrio < 1000 ? 10 : 0"))
+    config = settings(preemption_requirements_stable=stable, preemption_rank_stable=stable)
+    result = cycle([slot], jobs("alice", 1), config, accountant(alice=0.5, bob=1.0))
+    assert preempted(result) == [("s1", "alice@site", "rank")]
+    assert cycle([slot], jobs("alice", 1), config, accountant(alice=5.0, bob=1.0)).preemptions == ()

@@ -52,3 +52,17 @@ def test_a_bad_preemption_knob_names_the_param(tmp_path: Path, text: str, expect
     with pytest.raises(ConfigError) as err:
         load_settings(path)
     assert str(err.value).startswith(f"{path}: ") and expected in str(err.value)
+
+
+def test_allow_pslot_preemption_is_off_unless_set(tmp_path: Path) -> None:
+    """HTCondor's matchmaker.cpp reads ``param_boolean("ALLOW_PSLOT_PREEMPTION", false)``: off by
+    default (the knob is not in the param table, so htcondor2.param has no default to compare)."""
+    assert load_settings(_write(tmp_path, "# nothing set\n")).allow_pslot_preemption is False
+    assert load_settings(_write(tmp_path, "ALLOW_PSLOT_PREEMPTION = True\n")).allow_pslot_preemption is True
+
+
+def test_a_bad_allow_pslot_preemption_names_the_param(tmp_path: Path) -> None:
+    path = _write(tmp_path, "ALLOW_PSLOT_PREEMPTION = several\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    assert "ALLOW_PSLOT_PREEMPTION = 'several': not a boolean" in str(err.value)

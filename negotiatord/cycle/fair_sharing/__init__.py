@@ -12,6 +12,7 @@ from negotiatord.cycle.fair_sharing.victims import (
     FairSharePreemption,
     RunningJob,
     Victim,
+    candidate_order,
     choose_victims,
 )
 
@@ -22,6 +23,7 @@ __all__ = [
     "RunningJob",
     "Share",
     "Victim",
+    "candidate_order",
     "choose_victims",
     "nominal_shares",
 ]

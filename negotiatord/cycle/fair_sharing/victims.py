@@ -111,13 +111,23 @@ def choose_victims(
     for job in running:
         by_slot.setdefault(job.slot, []).append(job)
     best: FairSharePreemption | None = None
+    # a slot with one job is refused whatever job it is, given its group, what it holds and the
+    # slot's free resources: slots refused alike are not asked again
+    refused: set[tuple] = set()
     # slots in the CandidatesOrdering of their jobs, so that among slots needing one victim each
     # (static and dynamic slots) the victim is the one Kueue's ordering puts first
-    for slot in sorted(by_slot, key=lambda name: (min(map(_order, by_slot[name])), name)):
+    for slot in sorted(by_slot, key=lambda name: (min(map(candidate_order, by_slot[name])), name)):
         slot_free = free.get(slot, {})
-        if not _lacking(request, slot_free) or not _could_fit(request, slot_free, by_slot[slot]):
+        jobs = by_slot[slot]
+        alike = (jobs[0].group, tuple(sorted(jobs[0].resources.items())), tuple(sorted(slot_free.items()))) \
+            if len(jobs) == 1 else None
+        if alike in refused:
             continue
-        victims = _victims_on_slot(usage, group, request, slot_free, by_slot[slot], strategies)
+        if not _lacking(request, slot_free) or not _could_fit(request, slot_free, jobs):
+            continue
+        victims = _victims_on_slot(usage, group, request, slot_free, jobs, strategies)
+        if victims is None and alike is not None:
+            refused.add(alike)
         if victims is not None and (best is None or len(victims) < len(best.victims)):
             best = FairSharePreemption(slot, victims)
             if len(victims) == 1:
@@ -137,7 +147,7 @@ def _could_fit(request: Mapping[str, float], free: Mapping[str, float], jobs: Se
                    for r, amount in request.items() if r != WEIGHT_UNIT)
 
 
-def _order(job: RunningJob) -> tuple[int, float, str]:
+def candidate_order(job: RunningJob) -> tuple[int, float, str]:
     """Kueue's ``CandidatesOrdering``: lower priority first, then the most recently started."""
     return (job.prio, -job.start, job.job_id)
 
@@ -249,7 +259,7 @@ def _victims_on_slot(usage: GroupUsage, group: str, request: Mapping[str, float]
          if usage.leaf(job.group) is not own_leaf
          and any(job.resources.get(r, 0.0) > 0 for r in lacking)
          and borrowing_on(usage.leaf(job.group), contested)),
-        key=_order)
+        key=candidate_order)
     if not candidates or not _could_fit(request, free, candidates):
         return None
     with usage.trial():
@@ -297,7 +307,7 @@ def _first_strategy(attempt: _Attempt, candidates: Sequence[RunningJob], strateg
 def _second_strategy(attempt: _Attempt, candidates: Sequence[RunningJob], strategy: _Strategy,
                      name: str) -> bool:
     """Kueue's ``runSecondFsStrategy``: one candidate per target, then the target is dropped."""
-    targets = _Targets(attempt, sorted(candidates, key=_order))
+    targets = _Targets(attempt, sorted(candidates, key=candidate_order))
     for target in targets:
         preemptor_side, target_side = _almost_lowest_common_ancestors(attempt.leaf, target)
         job = targets.pop(target)
@@ -372,7 +382,7 @@ class _Targets:
                     self._pruned.add(child)
                 elif best_leaf is None or best_leaf_share is None or share > best_leaf_share or (
                         share == best_leaf_share
-                        and _order(self._queue[child][0]) < _order(self._queue[best_leaf][0])):
+                        and candidate_order(self._queue[child][0]) < candidate_order(self._queue[best_leaf][0])):
                     best_leaf, best_leaf_share = child, share
             elif not share.borrowing and child not in self._preemptor_path:
                 self._pruned.add(child)
