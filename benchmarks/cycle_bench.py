@@ -23,6 +23,10 @@ pool, its peak memory is its own and a run over budget is stopped, not waited fo
   the matchmaking phase's matches per second of both, their ratio, and whether both made the
   very same matches.
 
+``--repeat N`` negotiates one snapshot N times in one child and prints each cycle's CPU time by
+phase, nothing else: the figures to compare two versions of the code by, run at the same time
+on a shared machine (``PYTHONPATH=<a checkout>`` runs this script over that checkout's code).
+
 ``--scenario fill`` negotiates pools whose p-slots are all empty (whole glideins at their real
 TotalSlot* sizes, pool_generator.py's "fill"), ``--scenario mixed`` the steady state with a tenth
 of the pool arriving empty; both run the cycle and the job-by-job cycle only.
@@ -31,7 +35,7 @@ The real OSPool negotiator's own figures (negotiator_cycle_stats.txt) are printe
 
     python benchmarks/cycle_bench.py [--size small|medium|large|all] [--evaluator fast|classad]
                                      [--scenario steady|fill|mixed] [--budget SECONDS] [--seed N]
-                                     [--daemon-only]
+                                     [--daemon-only] [--repeat N]
 """
 
 from __future__ import annotations
@@ -64,7 +68,6 @@ from negotiatord.cycle.negotiate import _Cycle
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.feed import AdKind, AdStore
 from negotiatord.feed.kinds import ad_key
-from negotiatord.pool.job_ads import ProcAd
 from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import run_cycle
@@ -187,12 +190,39 @@ def cycle_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str,
     return figures
 
 
+def repeated_cycles(pool: GeneratedPool, settings: Settings, evaluator_kind: str, cycles: int) -> Result:
+    """One snapshot negotiated ``cycles`` times, each with a new evaluator: each cycle's CPU time
+    and its phases' (the first also compiles what the kernels' disk cache lacks)."""
+    cpu_by_phase = cpu_phases()
+    snapshot = build_snapshot(pool.slot_ads, pool.job_ads, settings)
+    runs = []
+    for _ in range(cycles):
+        cpu_by_phase.clear()
+        cpu = time.thread_time()
+        evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
+        result = run_cycle(snapshot, AccountantState(), settings, pool.now, evaluator)
+        runs.append({"cycle_cpu_s": time.thread_time() - cpu, "phases_cpu_s": dict(cpu_by_phase),
+                     "matches": result.stats.matches})
+    return {"runs": runs}
+
+
+def describe_repeated(figures: Result) -> list[str]:
+    if "timeout" in figures or "error" in figures:
+        return [f"  repeated cycles: {figures.get('error') or 'not finished within the budget'}"]
+    return [f"  cycle {i}: {run['cycle_cpu_s']:.2f} s CPU, {run['matches']} matches; phases' CPU time: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in run["phases_cpu_s"].items())
+            for i, run in enumerate(figures["runs"], start=1)]
+
+
 def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, share_cluster_ads: bool) -> Result:
     """Two cycles as the daemon runs them: the ads filed in an AdStore (``share_cluster_ads``: the
     jobs of a cluster kept as ProcAds sharing one ad; else every job ad whole), its SnapshotBuilder
     keeping per-ad work between cycles, and before the second one CHURN of the slot and job ads
     re-advertised as new ad objects (a collector update; the content is the same, so both cycles
     negotiate the same pool)."""
+    # imported here, not at the top: --repeat also runs over checkouts from before ProcAd
+    from negotiatord.pool.job_ads import ProcAd
+
     store = AdStore(share_cluster_ads=share_cluster_ads)
     store.update(AdKind.SLOT, ((ad_key(AdKind.SLOT, ad), ad) for ad in pool.slot_ads), 0.0, LIFETIME)
     for start in range(0, len(pool.job_ads), POST_BATCH):        # posted in batches, as load_bench does
@@ -413,6 +443,11 @@ def bench_size(name: str, slots: int, jobs: int, args: argparse.Namespace, setti
     pool = generate_pool(slots, jobs, args.seed, scenario=args.scenario)
     print(f"  generated in {pool.generation_s:.1f} s ({len(pool.submitters)} submitters, now = {pool.now})")
     evaluator = args.evaluator
+    if args.repeat:
+        figures = isolated(lambda: repeated_cycles(pool, settings, evaluator, args.repeat), args.budget)
+        print("\n".join(describe_repeated(figures)))
+        sys.stdout.flush()
+        return
     if not args.daemon_only:
         runs = [("cycle (consumption policy)", settings, True),
                 ("job-by-job loop (the cycle's reference)", replace(settings, job_by_job=True), False)]
@@ -452,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
                              "mixed: steady with 10%% of the pool arriving empty")
     parser.add_argument("--daemon-only", action="store_true",
                         help="only the daemon's cycles over its store, compact against every job ad kept")
+    parser.add_argument("--repeat", type=int, default=0, metavar="N",
+                        help="only negotiate one snapshot N times, printing each cycle's CPU time by phase")
     args = parser.parse_args(argv)
     settings = load_settings(CONFIG_PATH)
     print("\n".join(describe_real(real_ospool())))

@@ -35,6 +35,7 @@ from negotiatord.settings import PslotLoading
 
 MARGIN = 16            # candidates beyond a request's jobs: slots other requests take meanwhile
 FIRST_CHUNK = 256      # slots assessed at first when ranks are constant; each next chunk doubles
+WHOLE_LIST = 1024      # matched slots a list sorts whole at once: on so few, parts cost more than they save
 
 
 def best_first(rows: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -82,6 +83,11 @@ class MatchList:
         slot matched."""
         return self._offer.worst_rank
 
+    def exhausted(self) -> bool:
+        """Whether no candidate is left on offer (:meth:`best` would answer None), found without
+        assessing any slot: False while a part of the list is still to come."""
+        return self._offer.complete and self.candidates.exhausted(self._state)
+
     def best(self) -> Candidate | None:
         """The best candidate still on offer, re-assessed if a match changed it; None if none is left."""
         candidates = self.candidates
@@ -113,10 +119,12 @@ class RankedOffer:
     * Constant ranks (no pre/post job rank, a literal job Rank, depth-first): the order is
       slot-row order, so only as many slots are assessed, chunk after chunk, as it takes to find
       the part's candidates.
-    * Otherwise every slot is assessed (its rank decides its place), and only the best of them
-      are sorted and kept whole; of the others only the slot row and the ranks are kept. A list
-      that runs dry sorts those once and keeps the slot rows in order; each part then takes the
-      next of them still on offer and assesses just them again, for their cost and consumption.
+    * Otherwise every slot is assessed (its rank decides its place). If at most
+      :data:`WHOLE_LIST` of them match, the whole list is sorted at once and is the one part.
+      Else only the best of them are sorted and kept whole; of the others only the slot row and
+      the ranks are kept. A list that runs dry sorts those once and keeps the slot rows in order;
+      each part then takes the next of them still on offer and assesses just them again, for
+      their cost and consumption.
 
     Each part holds at least ``need`` candidates (if there are that many), twice as many as the
     part before. With ``whole_ties`` (breadth-first) a part also holds every candidate ranked as
@@ -140,6 +148,11 @@ class RankedOffer:
         self._done = False
         self._first = True                                      # no match changed the pool since
         self.worst_rank: tuple[float, ...] | None = None        # see MatchList.worst_rank
+
+    @property
+    def complete(self) -> bool:
+        """Whether every part of the list has been handed out."""
+        return self._done
 
     def next(self) -> Candidates | None:
         """The next part of the list (perhaps empty on the first call); None once it is complete."""
@@ -173,6 +186,11 @@ class RankedOffer:
             assessment = self._assess(np.arange(len(self._rows)))
             matched = np.flatnonzero(assessment.matched)
             rows, rank = assessment.rows[matched], assessment.rank[matched]
+            if len(rows) <= WHOLE_LIST:
+                order = best_first(rows, rank)
+                self.worst_rank = tuple(rank[order[-1]].tolist()) if len(order) else None
+                self._done = True
+                return self._candidates(assessment, matched[order])
             self.worst_rank = _lowest(rank)
             chosen = self._best(rows, rank)
             left = np.ones(len(rows), dtype=bool)
@@ -238,6 +256,9 @@ class RankedOffer:
     def _candidates(self, assessment: Assessment, chosen: np.ndarray) -> Candidates:
         """Candidates of ``assessment``'s entries ``chosen``, in that order."""
         rows = assessment.rows[chosen]
+        if self._first:       # assessed on the pool as it is
+            return Candidates(rows, assessment.rank[chosen], assessment.cost[chosen], assessment.consumption[chosen],
+                              self._state.version[rows])
         then = self._amounts[np.searchsorted(self._rows, rows)]
         now = self._state.amounts[rows]
         same = ((then == now) | (np.isnan(then) & np.isnan(now))).all(axis=1)

@@ -444,7 +444,10 @@ class _Cycle:
         """
         made = 0
         for request in submitter.open_requests(self.exhausted):
-            if not self.settings.job_by_job and not self._may_preempt(request):
+            # a request with no idle candidate left goes job by job: its first offer closes it,
+            # or gives it a claimed slot, with no loading call to set up
+            if (not self.settings.job_by_job and not self._may_preempt(request)
+                    and not self._match_list(request.autocluster).exhausted()):
                 jobs = len(request.jobs) if max_matches is None else min(len(request.jobs), max_matches - made)
                 placed, limit, stop = self._load(request, submitter, group, jobs, limit, room)
                 made += placed

@@ -124,6 +124,18 @@ class Candidates:
                 return True
         return False
 
+    def exhausted(self, pool: PoolColumns) -> bool:
+        """Whether no candidate is left: every slot listed is off the offer, and no part is to
+        come (asked for a part, ``more`` would make it). Spent entries are passed over as
+        :meth:`best` passes them; none is re-assessed."""
+        while True:
+            if self.head < len(self.rows):
+                self.head = self._next_on_offer(self.head, pool)
+                if self.head < len(self.rows):
+                    return False
+            if not self.refill():
+                return True
+
     def best(self, evaluator: PairEvaluator, autocluster: Autocluster, pool: PoolColumns) -> int | None:
         """The position of the best candidate still on offer, re-assessed if a match changed it;
         None if none is left."""

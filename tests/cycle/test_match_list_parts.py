@@ -6,8 +6,9 @@ matchmaker sorts an autocluster's candidates by NEGOTIATOR_PRE_JOB_RANK, the job
 NEGOTIATOR_POST_JOB_RANK, higher first (matchmaker.cpp, MatchListType::sort), ties in slot-table
 order here. Each pool below is negotiated with whole lists (every candidate ranked at once, as
 the cycle did before) and with lists cut as short as they go (no margin, one slot assessed at
-first), both ways (job by job and loaded request by request, test_loading.py's ``both_ways``),
-and every match, rejection and charge must be the same; the short lists must have been refilled.
+first, no list sorted whole however few slots match), both ways (job by job and loaded request
+by request, test_loading.py's ``both_ways``), and every match, rejection and charge must be the
+same; the short lists must have been refilled.
 """
 
 from __future__ import annotations
@@ -55,10 +56,11 @@ def whole_and_in_parts(monkeypatch: pytest.MonkeyPatch, slot_ads: list[classad2.
         refills += refilled
         return refilled
 
-    for margin, first_chunk in ((WHOLE, WHOLE), (0, 1)):
+    for margin, first_chunk, whole_list in ((WHOLE, WHOLE, WHOLE), (0, 1, 0)):
         with monkeypatch.context() as patch:
             patch.setattr(matchlist, "MARGIN", margin)
             patch.setattr(matchlist, "FIRST_CHUNK", first_chunk)
+            patch.setattr(matchlist, "WHOLE_LIST", whole_list)
             patch.setattr(Candidates, "refill", counted)
             refills = 0
             results.append(both_ways(slot_ads, job_ads, config, now, evaluator))
@@ -168,6 +170,7 @@ def test_a_list_refilled_after_matches_changed_its_slots(monkeypatch, evaluator)
     (s1 and s4 keep their 4 GiB rank though 3 GiB is left), and a changed slot is re-assessed
     on reaching the head."""
     monkeypatch.setattr(matchlist, "MARGIN", 0)
+    monkeypatch.setattr(matchlist, "WHOLE_LIST", 0)
     match_list, _, _ = nine_slots(evaluator, ranked_by_memory(jobs("alice", 1, memory=1000)))
     assert len(match_list.candidates.rows) == 1         # one job, no margin: one candidate
     order = drained(match_list)
@@ -184,6 +187,24 @@ def test_constant_ranks_assess_only_the_slots_a_list_needs(monkeypatch, evaluato
     match_list, _, made = nine_slots(evaluator, jobs("alice", 1, memory=1000))
     assert match_list.candidates.rows.tolist() == [0] and made.stats.pairs == 1
     assert [row for row, _, _ in drained(match_list)] == [0, 1, 3, 4, 5, 6, 7, 8]
+
+
+@pytest.mark.parametrize("whole_list", [matchlist.WHOLE_LIST, 0])
+def test_a_list_is_exhausted_only_when_nothing_is_left_to_hand_out(monkeypatch, whole_list):
+    """The cycle sends a request whose list is exhausted job by job. A list is exhausted once its
+    slots left the offer and no part is to come; while a part is to come it is not, and asking
+    assesses nothing (the part is made when the loading call needs it, as before)."""
+    monkeypatch.setattr(matchlist, "MARGIN", 0)
+    monkeypatch.setattr(matchlist, "WHOLE_LIST", whole_list)
+    match_list, state, made = nine_slots(FastEvaluator, ranked_by_memory(jobs("alice", 1, memory=1000)))
+    listed = match_list.candidates.rows.tolist()
+    assert len(listed) == (9 if whole_list else 1)       # the whole list, or one entry with no margin
+    for row in listed:
+        state.withdraw(row)
+    pairs = made.stats.pairs
+    assert match_list.exhausted() is bool(whole_list)
+    assert made.stats.pairs == pairs
+    assert (match_list.best() is None) is bool(whole_list)
 
 
 @hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
