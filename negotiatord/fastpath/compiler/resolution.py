@@ -24,8 +24,9 @@ as the ads reader lets it be) is built in a loop, so its length is no depth.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -215,14 +216,21 @@ class Builder:
 
     # -- expressions -------------------------------------------------------------------------------
 
-    def build(self, ast: Node, side: str) -> int:
+    @contextmanager
+    def _nested(self) -> Iterator[None]:
+        """One more level of sub-expression; beyond :data:`MAX_DEPTH` the expression is refused
+        (it falls back to classad2) rather than recursing on."""
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
                 raise Unsupported(f"sub-expressions nested more than {MAX_DEPTH} deep")
-            return self._build(ast, side)
+            yield
         finally:
             self._depth -= 1
+
+    def build(self, ast: Node, side: str) -> int:
+        with self._nested():
+            return self._build(ast, side)
 
     def _build(self, ast: Node, side: str) -> int:
         kind = ast[0]
@@ -344,13 +352,8 @@ class Builder:
         return self.operation(None, template, tuple(children))
 
     def _template(self, ast: Node, side: str, children: list[int]) -> Node:
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise Unsupported(f"sub-expressions nested more than {MAX_DEPTH} deep")
+        with self._nested():
             return self._template_of(ast, side, children)
-        finally:
-            self._depth -= 1
 
     def _template_of(self, ast: Node, side: str, children: list[int]) -> Node:
         kind = ast[0]
