@@ -252,3 +252,32 @@ def test_a_daemons_next_cycle_reads_no_unchanged_ad_again_and_decides_the_same(o
     again = run_cycle(snapshot, AccountantState(), config, ospool.now, descriptions=descriptions)
     assert read == []
     assert again.matches == first.matches and len(first.matches) > 10
+
+
+def test_a_slot_reading_the_clock_is_searched_once_and_reads_each_cycles_clock(monkeypatch):
+    """A glidein's START reads ``CurrentTime`` without defining it; HTCondor evaluates it as
+    ``time()`` (classad/cycle_time.py freezes it at the cycle's clock). Whether an ad reads the
+    clock is kept with its descriptions across a daemon's cycles, but the clock is each cycle's:
+    once past ``GLIDEIN_ToDie`` the slot takes no job, as the classad2 reference decides too."""
+    from negotiatord.fastpath.compiler import cells
+    from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+
+    glidein = pslot("glidein", GLIDEIN_ToDie=NOW + 600, Start=expr("CurrentTime < GLIDEIN_ToDie"),
+                    Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus"))
+    config = settings()
+    builder, descriptions, job_ads = SnapshotBuilder(), AdDescriptions(), jobs("alice", 1)
+    searched: list[str] = []
+    mentions = cells.mentions_current_time
+    monkeypatch.setattr(cells, "mentions_current_time", lambda text: searched.append(text) or mentions(text))
+
+    def matches(now: int, evaluator_kind: str) -> int:
+        snapshot = builder.build([glidein], job_ads, config)
+        evaluator = None if evaluator_kind == "fast" else ClassAdEvaluator(snapshot.table, config, now)
+        result = run_cycle(snapshot, AccountantState(), config, now, evaluator=evaluator,
+                           descriptions=descriptions)
+        return len(result.matches)
+
+    assert matches(NOW, "fast") == matches(NOW, "classad2") == 1
+    assert len(searched) == 1
+    assert matches(NOW + 3600, "fast") == matches(NOW + 3600, "classad2") == 0
+    assert len(searched) == 1

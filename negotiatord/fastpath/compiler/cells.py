@@ -173,12 +173,23 @@ def describe(ad: classad2.ClassAd, name: str, value: object) -> Description:
         return (OTHER, str(error))
 
 
-def current_time_cell(ad: classad2.ClassAd, cells: CellTable, now: int) -> int:
-    """The reference freezes the clock by giving an ad that reads ``CurrentTime`` without defining
-    it the attribute ``CurrentTime = now`` (classad/cycle_time.py, frozen_ad); the same test here."""
-    if mentions_current_time(ad.printOld()):
-        return cells.literal((INT, now))
-    return cells.absent
+_FROZEN_CLOCK: Description = ("clock", None)   # CurrentTime is the cycle's clock
+
+
+def current_time_description(ad: classad2.ClassAd) -> Description:
+    """What ``ad`` holds for ``CurrentTime``: its own attribute; else the cycle's clock where the
+    reference freezes it (an ad that reads ``CurrentTime`` without defining it is given
+    ``CurrentTime = now``: classad/cycle_time.py, frozen_ad); else nothing. It depends on the ad
+    alone, so it is kept with the ad's other descriptions: finding it prints the whole ad."""
+    value = ad.get("currenttime", _MISSING)
+    if value is not _MISSING:
+        return describe(ad, "currenttime", value)
+    return _FROZEN_CLOCK if mentions_current_time(ad.printOld()) else (ABSENT, None)
+
+
+def current_time_cell(description: Description, cells: CellTable, now: int) -> int:
+    """The cell of a :func:`current_time_description` at the cycle's clock ``now``."""
+    return cells.literal((INT, now)) if description == _FROZEN_CLOCK else cells.intern(description)
 
 
 class SlotAd(Protocol):
@@ -230,11 +241,10 @@ class SlotColumns:
         return values
 
     def _read_rows(self, name: str, rows: np.ndarray) -> list[int]:
-        slots = self._slots
         if name in self._asset_columns:
             return self._read_asset(name, rows)
         if name == "currenttime":
-            return [self._current_time(slots[row]) for row in rows.tolist()]
+            return [self._current_time(row) for row in rows.tolist()]
         if name.startswith(CONSUMPTION_PREFIX) or name == SLOT_WEIGHT:
             intern, description = self._cells.intern, self._description
             return [intern(description(row, name)) for row in rows.tolist()]
@@ -278,6 +288,10 @@ class SlotColumns:
             description = described[name] = self._describe(self._slots[row], name)
         return description
 
+    def _current_time(self, row: int) -> int:
+        """CurrentTime: the slot ad's own, or the cycle's clock where the reference freezes it."""
+        return current_time_cell(self._description(row, "currenttime"), self._cells, self._now)
+
     @staticmethod
     def _describe(slot: SlotAd, name: str) -> Description:
         if name.startswith(CONSUMPTION_PREFIX):
@@ -286,14 +300,9 @@ class SlotColumns:
             return (ABSENT, None) if expr is None else (EXPR, str(expr))
         if name == SLOT_WEIGHT:
             return (EXPR, str(slot.slot_weight))
+        if name == "currenttime":
+            return current_time_description(slot.ad)
         return describe(slot.ad, name, slot.ad.get(name, _MISSING))
-
-    def _current_time(self, slot: SlotAd) -> int:
-        """CurrentTime: the ad's own, or the cycle's clock where the reference freezes it."""
-        value = slot.ad.get("currenttime", _MISSING)
-        if value is _MISSING:
-            return current_time_cell(slot.ad, self._cells, self._now)
-        return self._cells.intern(describe(slot.ad, "currenttime", value))
 
     def _read_asset(self, name: str, rows: np.ndarray) -> list[int]:
         """An asset column (SlotWeight reads one over the whole pool): the ASSET cell where the
@@ -310,7 +319,7 @@ class SlotColumns:
                 index = listed[slot.assets] = {a.lower(): i for i, a in enumerate(slot.assets)}
             position = index.get(name)
             if position is None:
-                found.append(self._current_time(slot) if name == "currenttime" else self._read(row, name))
+                found.append(self._current_time(row) if name == "currenttime" else self._read(row, name))
             elif slot.integer_amounts[position] or _is_number(self._description(row, name)):
                 found.append(asset)
             else:
@@ -354,10 +363,11 @@ class JobCells:
     def _cell(self, name: str) -> int:
         description = self._described.get(name)
         if description is None:
-            value = self._ad.get(name, _MISSING)
-            if value is _MISSING and name == "currenttime":       # the cycle's clock: not kept
-                return current_time_cell(self._ad, self._cells, self._now)
-            description = self._described[name] = describe(self._ad, name, value)
+            description = self._described[name] = (
+                current_time_description(self._ad) if name == "currenttime"
+                else describe(self._ad, name, self._ad.get(name, _MISSING)))
+        if name == "currenttime":
+            return current_time_cell(description, self._cells, self._now)
         return self._cells.intern(description)
 
     def shape(self, name: str) -> int:
