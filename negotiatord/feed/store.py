@@ -33,12 +33,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 from collections.abc import Iterable, Iterator, Mapping, ValuesView
 from typing import TypeAlias, cast
+from weakref import WeakKeyDictionary
 
 import classad2
 
 from negotiatord.classad.conversion import evaluate_number
 from negotiatord.feed.kinds import AdKind
 from negotiatord.pool.job_ads import (
+    IDENTITY,
     ClusterAd,
     ProcAd,
     expressions_read_identity,
@@ -72,6 +74,12 @@ class JobAds(Mapping[str, classad2.ClassAd]):
 
     def __getitem__(self, key: str) -> classad2.ClassAd:
         return whole_ad(self.by_key[key])
+
+    def readable(self, key: str) -> classad2.ClassAd | None:
+        """Job ``key``'s ad to read anything but its identity from, without making it whole
+        (:func:`readable_ad`); None if there is no such job."""
+        record = self.by_key.get(key)
+        return None if record is None else readable_ad(record)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.by_key)
@@ -193,6 +201,11 @@ class AdTable:
         entry = self._entries.get(key)
         return None if entry is None else whole_ad(entry.ad)
 
+    def record(self, key: str) -> StoredAd | None:
+        """The stored ad, held or not, as it is kept: a job's may be a ProcAd."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.ad
+
     def remove(self, key: str) -> bool:
         entry = self._unfile(key)
         if entry is None:
@@ -242,7 +255,7 @@ class AdTable:
             ads.update(hold.extras)
         return ads
 
-    def hold(self, key: str, seen: classad2.ClassAd, version: str, stand_in: classad2.ClassAd | None,
+    def hold(self, key: str, seen: StoredAd, version: str, stand_in: classad2.ClassAd | None,
              extras: tuple[tuple[str, classad2.ClassAd], ...] = ()) -> bool:
         """Hold ``key`` if the cycle that matched it saw its current stand-in, or an ad of the
         current ad's ``version`` (:func:`ad_version` of the stored ad behind what it saw); a newer
@@ -349,14 +362,84 @@ def ad_lifetime(ad: classad2.ClassAd, default: float) -> float:
 def ad_version(ad: StoredAd) -> str:
     """Which update of its key ``ad`` is: two ads of one key have the same version unless the later
     one is newer. Its own update marks (``UpdateSequenceNumber``, ``LastHeardFrom``) where it has
-    any, else a digest of its content; re-sending or re-pulling an unchanged ad keeps its version."""
-    whole = whole_ad(ad)
-    marks = [f"{name}={whole.lookup(name)}" for name in _UPDATE_MARKS if name in whole]
-    if marks:
-        return " ".join(marks)
-    content = sorted((name.lower(), str(whole.lookup(name))) for name in whole.keys()
-                     if name.lower() not in _NOT_CONTENT)
-    return "sha256:" + hashlib.sha256(json.dumps(content).encode()).hexdigest()
+    any, else a digest of its content; re-sending or re-pulling an unchanged ad keeps its version.
+
+    A ProcAd's version is that of the ad it stands for (:meth:`~negotiatord.pool.job_ads.ProcAd.whole`),
+    read without making it whole: from its cluster ad's content, read once per cluster ad
+    (:class:`_ClusterContent`), and its own identity."""
+    if isinstance(ad, ProcAd):
+        content = _CLUSTER_CONTENT.get(ad.cluster)
+        if content is None:
+            content = _CLUSTER_CONTENT[ad.cluster] = _ClusterContent(ad.cluster.ad)
+        return content.version_of(ad)
+    marks = _marks(ad)
+    if marks is not None:
+        return marks
+    return _digest([json.dumps(item) for item in _content(ad)])
+
+
+def _marks(ad: classad2.ClassAd) -> str | None:
+    marks = [f"{name}={ad.lookup(name)}" for name in _UPDATE_MARKS if name in ad]
+    return " ".join(marks) if marks else None
+
+
+def _content(ad: classad2.ClassAd) -> list[tuple[str, str]]:
+    """What :func:`ad_version` digests of an ad without update marks: (lower-cased name, text) of
+    each attribute in name order."""
+    return sorted((name.lower(), str(ad.lookup(name))) for name in ad.keys() if name.lower() not in _NOT_CONTENT)
+
+
+def _digest(items: list[str]) -> str:
+    """The digest of :func:`_content` whose items are ``items``, each as JSON: the JSON of the whole
+    list, as ``json.dumps`` writes it (its default item separator between the items)."""
+    return "sha256:" + hashlib.sha256(("[" + ", ".join(items) + "]").encode()).hexdigest()
+
+
+class _ClusterContent:
+    """What :func:`ad_version` reads of a cluster ad, for the version of each ProcAd sharing it.
+
+    The ad a ProcAd stands for is its cluster ad with the job's own ``ProcId`` and ``GlobalJobId``
+    (as HTCondor's schedd chains a proc ad to its cluster ad): the same update marks, and the same
+    content but for the items of those two names, which keep their place in name order. A cluster
+    ad is never changed once its jobs share it, so this is read once per cluster ad."""
+
+    __slots__ = ("_marks", "_identity", "_own_version", "_items", "_places")
+
+    def __init__(self, ad: classad2.ClassAd) -> None:
+        self._marks = _marks(ad)
+        self._identity = identity_of(ad)
+        content = _content(ad)
+        self._items = [json.dumps(item) for item in content]
+        self._own_version = self._marks or _digest(self._items)
+        names = [name for name, _ in content]
+        self._places = tuple(names.index(name.lower()) for name in IDENTITY)
+
+    def version_of(self, record: ProcAd) -> str:
+        if self._marks is not None:
+            return self._marks
+        if (record.proc, record.global_id) == self._identity:
+            return self._own_version       # the job whose ad is the cluster ad itself
+        # the identity's text as ProcAd.whole() sets it
+        own = classad2.ClassAd()
+        own["ProcId"] = record.proc
+        own["GlobalJobId"] = record.global_id
+        items = list(self._items)
+        for name, place in zip(IDENTITY, self._places):
+            items[place] = json.dumps((name.lower(), str(own.lookup(name))))
+        return _digest(items)
+
+
+# Each cluster ad's content, for as long as the cluster ad is kept (a store's ClusterAds holds
+# it while any ProcAd shares it). Read on the cycle's thread (holds) and on the event loop (ads
+# filed): both may fill in the same cluster ad, with the same content.
+_CLUSTER_CONTENT: WeakKeyDictionary[ClusterAd, _ClusterContent] = WeakKeyDictionary()
+
+
+def readable_ad(record: StoredAd) -> classad2.ClassAd:
+    """An ad that reads as the stored job's own in everything but its identity, without a copy: a
+    ProcAd's cluster ad, none of whose expressions reads the identity (else the job would have
+    been kept whole), or the ad itself."""
+    return record.cluster.ad if isinstance(record, ProcAd) else record
 
 
 def release(buried: list) -> None:

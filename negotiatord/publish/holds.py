@@ -31,7 +31,7 @@ import classad2
 from negotiatord.classad.conversion import evaluate_number, evaluate_string
 from negotiatord.cycle.result import Match
 from negotiatord.feed.kinds import AdKind
-from negotiatord.feed.store import AdStore, PoolView, ad_version
+from negotiatord.feed.store import AdStore, PoolView, StoredAd, ad_version, readable_ad
 
 CLAIMED = "Claimed"
 # What a claimed slot's ad says about its running job and claim (see _claimed).
@@ -44,18 +44,23 @@ _PREEMPTED_CLAIM = ("JobId", "GlobalJobId", "JobStart", "JobPrio", "CurrentRank"
 class Hold:
     kind: AdKind
     key: str
-    seen: classad2.ClassAd                    # the ad the matching cycle negotiated over
+    seen: StoredAd                            # the ad the matching cycle negotiated over (a job's as stored)
     version: str                              # ad_version of the stored ad behind ``seen``
     stand_in: classad2.ClassAd | None         # what later cycles see instead; None: left out
     extras: tuple[tuple[str, classad2.ClassAd], ...] = field(default=())   # claimed dynamic slots
 
 
 def holds_for(view: PoolView, matches: Sequence[Match]) -> list[Hold]:
-    """The holds a committed cycle over ``view`` calls for."""
+    """The holds a committed cycle over ``view`` calls for.
+
+    A matched job is held by the record the cycle saw, as the store keeps it: a job kept as a
+    ProcAd is never made whole here, its version is read from its record (:func:`ad_version`), and
+    the store, finding that very record still filed, does not read it again. A slot's stand-ins
+    read a matched job's concurrency limits from its cluster's ad (:func:`readable_ad`)."""
     holds = []
     by_slot: dict[str, list[Match]] = defaultdict(list)
     for match in matches:
-        job = view.jobs.get(match.job)
+        job = view.jobs.by_key.get(match.job)
         if job is not None:
             holds.append(Hold(AdKind.JOB, match.job, job, ad_version(job), None))
         by_slot[match.slot].append(match)
@@ -63,7 +68,7 @@ def holds_for(view: PoolView, matches: Sequence[Match]) -> list[Hold]:
         slot = view.slots.get(name)
         if slot is not None:
             version = view.held_slot_versions.get(name) or ad_version(slot)
-            holds.append(_slot_hold(name, slot, version, slot_matches, view.jobs.get))
+            holds.append(_slot_hold(name, slot, version, slot_matches, view.jobs.readable))
     return holds
 
 
@@ -133,13 +138,18 @@ class RestoredHolds:
         jobs, slots = store.table(AdKind.JOB), store.table(AdKind.SLOT)
         holds = []
         for key in [key for key in self.jobs if key in jobs]:
-            version, ad = self.jobs.pop(key), jobs.get(key)
-            if ad_version(ad) == version:
-                holds.append(Hold(AdKind.JOB, key, ad, version, None))
+            version, record = self.jobs.pop(key), jobs.record(key)
+            if record is not None and ad_version(record) == version:
+                holds.append(Hold(AdKind.JOB, key, record, version, None))
+
+        def job_ad(key: str) -> classad2.ClassAd | None:
+            record = jobs.record(key)
+            return None if record is None else readable_ad(record)
+
         for key in [key for key in self.slots if key in slots]:
             (version, matches), ad = self.slots.pop(key), slots.get(key)
             if ad_version(ad) == version:
-                holds.append(_slot_hold(key, ad, version, matches, jobs.get))
+                holds.append(_slot_hold(key, ad, version, matches, job_ad))
         apply_holds(store, holds)
         return len(holds)
 

@@ -22,7 +22,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.ads.reader import read_ads
 from negotiatord.cycle.result import CycleResult, Match
 from negotiatord.feed.kinds import AdKind
-from negotiatord.feed.store import PoolView
+from negotiatord.feed.store import JobAds, PoolView
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.pool.jobs import job_id, submitter_of
 from negotiatord.publish.holds import holds_for
@@ -66,7 +66,7 @@ def left_idle(slot_ads: list[classad2.ClassAd], job_ads: list[classad2.ClassAd],
 def what_is_left(slot_ads: list[classad2.ClassAd], job_ads: list[classad2.ClassAd],
                  result: CycleResult) -> tuple[list[classad2.ClassAd], list[classad2.ClassAd]]:
     """The slots after ``result`` (matched ones held as the daemon holds them) and the jobs it left."""
-    view = PoolView(slots={ad["Name"]: ad for ad in slot_ads}, jobs={job_id(ad): ad for ad in job_ads})
+    view = PoolView(slots={ad["Name"]: ad for ad in slot_ads}, jobs=JobAds({job_id(ad): ad for ad in job_ads}))
     slots = dict(view.slots)
     for hold in holds_for(view, result.matches):
         if hold.kind is AdKind.SLOT:

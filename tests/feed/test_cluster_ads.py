@@ -10,6 +10,8 @@ pool and on a cluster whose ads read their identity in various ways; and the sto
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +27,7 @@ from negotiatord.feed.kinds import ad_key
 from negotiatord.feed.store import ad_version
 from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.job_ads import ProcAd
-from negotiatord.publish.holds import apply_holds, holds_for
+from negotiatord.publish.holds import RestoredHolds, apply_holds, holds_for
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings, load_settings
 from tests.builders import WITHIN_LIMITS, expr, pslot, settings
@@ -62,10 +64,13 @@ def _daemon_cycles(slots: list[classad2.ClassAd], jobs: list[classad2.ClassAd], 
         view = store.view()
         snapshot = builder.build(view.slots.values(), view.jobs.records(), config)
         result = run_cycle(snapshot, AccountantState(), config, NOW)
+        holds = holds_for(view, result.matches)
+        # the versions the match log keeps with each match, for a restarted daemon to hold again
+        versions = sorted((hold.kind.value, hold.key, hold.version) for hold in holds)
         seen.append((snapshot.jobs, [[job.id for job in a.jobs] for a in snapshot.autoclusters],
                      snapshot.significant_attributes, snapshot.problems, snapshot.non_idle_jobs,
-                     result.matches, result.rejections))
-        apply_holds(store, holds_for(view, result.matches))
+                     result.matches, result.rejections, versions))
+        apply_holds(store, holds)
     return seen, store
 
 
@@ -243,3 +248,92 @@ def test_a_held_job_stays_held_when_re_advertised_unchanged_and_is_released_by_a
     newer["NumJobStarts"] = 1
     store.update(AdKind.JOB, [(match.job, newer)], 2.0, LIFETIME)
     assert store.view().jobs[match.job] is newer
+
+
+# --- versions: what the match log keeps of the ads it held -------------------------------------
+
+
+def _odd_identities(ads: list[classad2.ClassAd]) -> list[classad2.ClassAd]:
+    """``ads`` with GlobalJobIds that JSON and ClassAd strings both escape."""
+    odd = [_copy(ad) for ad in ads]
+    for ad in odd:
+        ad["GlobalJobId"] = f'ap "quoted"\\é#7.{ad["ProcId"]}#1'
+    return odd
+
+
+def _marked(ads: list[classad2.ClassAd]) -> list[classad2.ClassAd]:
+    """``ads`` with a schedd's update marks and query stamp."""
+    marked = [_copy(ad) for ad in ads]
+    for ad in marked:
+        ad["UpdateSequenceNumber"] = 12
+        ad["ServerTime"] = NOW
+    return marked
+
+
+# (name, job ads, whether the store keeps some of them as ProcAds)
+VERSION_CASES = [("sample", lambda: read_ads(SAMPLES / "jobs.ads").ads, True),
+                 ("generated", lambda: list(generate_pool(50, 600, seed=5, now=NOW).job_ads), True),
+                 ("odd identities", lambda: _odd_identities(_cluster({})), True),
+                 ("update marks", lambda: _marked(_cluster({})), True),
+                 ("concurrency limits", lambda: _cluster(CLUSTER_VARIANTS[-1]), True),
+                 ("rank reads ProcId", lambda: _cluster({"Rank": "ProcId"}), False)]
+
+
+@pytest.mark.parametrize(("name", "jobs", "compact"), VERSION_CASES, ids=[case[0] for case in VERSION_CASES])
+def test_a_compact_jobs_version_is_that_of_the_same_job_stored_whole(
+        name: str, jobs: Callable[[], list[classad2.ClassAd]], compact: bool) -> None:
+    """The version of a job kept as a ProcAd (its cluster's ad chained to its own ProcId and
+    GlobalJobId, as HTCondor's schedd chains each proc ad to its cluster ad: ``ChainToAd`` in
+    qmgmt.cpp) is that of the same job kept whole: a match log written by either store restores
+    the holds of the other, and of a daemon from before jobs were kept compactly."""
+    keyed = _keyed(AdKind.JOB, jobs())
+    compact_store, whole_store = AdStore(), AdStore(share_cluster_ads=False)
+    for store in (compact_store, whole_store):
+        store.update(AdKind.JOB, keyed, 0.0, LIFETIME)
+    records = {key: compact_store.table(AdKind.JOB).record(key) for key, _ in keyed}
+    assert any(isinstance(record, ProcAd) for record in records.values()) == compact
+    for key, ad in keyed:
+        record = records[key]
+        assert record is not None
+        assert ad_version(record) == ad_version(whole_store.table(AdKind.JOB).record(key)) == ad_version(ad)
+    versions = {ad_version(record) for record in records.values() if record is not None}
+    marks = name == "update marks"
+    assert len(versions) == (1 if marks else len(keyed))     # a job's identity is content; marks are not
+
+
+def test_the_version_of_an_ad_without_update_marks_digests_its_content_as_the_match_log_keeps_it() -> None:
+    """Versions outlive the daemon in its match log: the digest of a job ad without update marks
+    (HTCondor's schedd answers queries without UpdateSequenceNumber) stays the SHA-256 of the JSON
+    of its (lower-cased name, value) pairs in name order, less ServerTime."""
+    for ad in [*_cluster({"ServerTime": str(NOW)}), *_odd_identities(_cluster({}))]:
+        content = sorted((name.lower(), str(ad.lookup(name))) for name in ad.keys() if name.lower() != "servertime")
+        expected = "sha256:" + hashlib.sha256(json.dumps(content).encode()).hexdigest()
+        store = AdStore()
+        store.update(AdKind.JOB, _keyed(AdKind.JOB, [ad]), 0.0, LIFETIME)
+        (record,) = store.view().jobs.records()
+        assert ad_version(ad) == ad_version(record) == expected
+
+
+def test_a_restarted_compact_store_holds_again_what_a_store_of_whole_ads_logged() -> None:
+    """A daemon restarted over a match log whose versions were taken of whole job ads holds the
+    same jobs again when it files them compactly, and the matched slot with them."""
+    config = settings(consumption_policy=True)
+    slots, jobs = [pslot("a", cpus=2)], _keyed(AdKind.JOB, _cluster({"ConcurrencyLimits": '"db"'}))
+    before = AdStore(share_cluster_ads=False)
+    before.update(AdKind.SLOT, _keyed(AdKind.SLOT, slots), 0.0, LIFETIME)
+    before.update(AdKind.JOB, jobs, 0.0, LIFETIME)
+    view = before.view()
+    result = run_cycle(SnapshotBuilder().build(view.slots.values(), view.jobs.records(), config),
+                       AccountantState(), config, NOW)
+    assert len(result.matches) == 2
+    versions = {(hold.kind, hold.key): hold.version for hold in holds_for(view, result.matches)}
+    restored = RestoredHolds.from_log([(m, versions[(AdKind.JOB, m.job)], versions[(AdKind.SLOT, m.slot)])
+                                       for m in result.matches])
+    after = AdStore()
+    after.update(AdKind.SLOT, _keyed(AdKind.SLOT, slots), 0.0, LIFETIME)
+    after.update(AdKind.JOB, jobs, 0.0, LIFETIME)
+    assert restored.apply(after) == 3       # two jobs and their slot
+    held = after.view()
+    assert set(held.jobs) == {key for key, _ in jobs} - {m.job for m in result.matches}
+    # the claimed dynamic slots read each matched job's concurrency limits
+    assert [held.slots[f"a#{m.job}"]["ConcurrencyLimits"] for m in result.matches] == ["db", "db"]
