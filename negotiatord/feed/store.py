@@ -46,6 +46,7 @@ from negotiatord.pool.job_ads import (
     expressions_read_identity,
     identity_of,
     mentions_identity,
+    readable_ad,
     text_but_identity,
     whole_ad,
 )
@@ -433,13 +434,6 @@ class _ClusterContent:
 # it while any ProcAd shares it). Read on the cycle's thread (holds) and on the event loop (ads
 # filed): both may fill in the same cluster ad, with the same content.
 _CLUSTER_CONTENT: WeakKeyDictionary[ClusterAd, _ClusterContent] = WeakKeyDictionary()
-
-
-def readable_ad(record: StoredAd) -> classad2.ClassAd:
-    """An ad that reads as the stored job's own in everything but its identity, without a copy: a
-    ProcAd's cluster ad, none of whose expressions reads the identity (else the job would have
-    been kept whole), or the ad itself."""
-    return record.cluster.ad if isinstance(record, ProcAd) else record
 
 
 def release(buried: list) -> None:

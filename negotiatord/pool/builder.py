@@ -32,7 +32,7 @@ from negotiatord.pool.autoclusters import (
     Significance,
     significance,
 )
-from negotiatord.pool.job_ads import ClusterAd, MatchmakingAd, ProcAd, SharedAds
+from negotiatord.pool.job_ads import ClusterAd, MatchmakingAd, ProcAd, SharedAds, readable_ad
 from negotiatord.pool.jobs import Job, prepare_job, with_identity
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.significance import JobRead, job_reads
@@ -251,7 +251,7 @@ class SnapshotBuilder:
         new = np.flatnonzero(rows < 0).tolist()
         kinds = _taken(last.kinds, rows, _OTHER)
         for row in new:
-            kinds[row] = _NOT_IDLE if _is_a(_ad_of(ads[row]), "Job") else _OTHER     # told apart once read
+            kinds[row] = _NOT_IDLE if _is_a(readable_ad(ads[row]), "Job") else _OTHER     # told apart once read
         positions = np.where(kinds != _OTHER, np.cumsum(kinds != _OTHER), 0)
         entries, jobs = _taken(last.entries, rows, None), _taken(last.jobs, rows, None)
         for row in new:
@@ -382,11 +382,6 @@ def _repeated(repeat: RepeatedAd, position: int, earlier: _JobEntry, shared: Sha
 def _kept(ad: classad2.ClassAd | RepeatedAd | ProcAd) -> classad2.ClassAd | ProcAd:
     """What a builder that remembers keeps of a job ad: a RepeatedAd is read whole."""
     return ad.whole() if isinstance(ad, RepeatedAd) else ad
-
-
-def _ad_of(record: classad2.ClassAd | ProcAd) -> classad2.ClassAd:
-    """The ad that tells what kind of ad ``record`` is."""
-    return record.cluster.ad if isinstance(record, ProcAd) else record
 
 
 def _read_slot(ad: classad2.ClassAd, settings: Settings) -> _SlotEntry:

@@ -165,6 +165,13 @@ def whole_ad(record: classad2.ClassAd | ProcAd) -> classad2.ClassAd:
     return record.whole() if isinstance(record, ProcAd) else record
 
 
+def readable_ad(record: classad2.ClassAd | ProcAd) -> classad2.ClassAd:
+    """An ad that reads as the stored job's own in everything but its identity, without a copy: a
+    ProcAd's cluster ad, none of whose expressions reads the identity (else the job would have
+    been kept whole), or the ad itself."""
+    return record.cluster.ad if isinstance(record, ProcAd) else record
+
+
 def text_but_identity(ad: classad2.ClassAd) -> str | None:
     """The text of ``ad`` without its identity lines, the same for all jobs of its cluster that
     differ only in their identity; None if its identity is not plain (:func:`_plain_identity`)."""

@@ -31,7 +31,8 @@ import classad2
 from negotiatord.classad.conversion import evaluate_number, evaluate_string
 from negotiatord.cycle.result import Match
 from negotiatord.feed.kinds import AdKind
-from negotiatord.feed.store import AdStore, PoolView, StoredAd, ad_version, readable_ad
+from negotiatord.feed.store import AdStore, PoolView, StoredAd, ad_version
+from negotiatord.pool.job_ads import readable_ad
 
 CLAIMED = "Claimed"
 # What a claimed slot's ad says about its running job and claim (see _claimed).
