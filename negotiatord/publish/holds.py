@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import classad2
 
 from negotiatord.classad.conversion import evaluate_number, evaluate_string
-from negotiatord.cycle.result import Match
+from negotiatord.cycle.result import Match, Preemption
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.store import AdStore, PoolView, StoredAd, ad_version
 from negotiatord.pool.job_ads import readable_ad
@@ -51,13 +51,17 @@ class Hold:
     extras: tuple[tuple[str, classad2.ClassAd], ...] = field(default=())   # claimed dynamic slots
 
 
-def holds_for(view: PoolView, matches: Sequence[Match]) -> list[Hold]:
+def holds_for(view: PoolView, matches: Sequence[Match], preemptions: Sequence[Preemption] = ()) -> list[Hold]:
     """The holds a committed cycle over ``view`` calls for.
 
     A matched job is held by the record the cycle saw, as the store keeps it: a job kept as a
     ProcAd is never made whole here, its version is read from its record (:func:`ad_version`), and
     the store, finding that very record still filed, does not read it again. A slot's stand-ins
-    read a matched job's concurrency limits from its cluster's ad (:func:`readable_ad`)."""
+    read a matched job's concurrency limits from its cluster's ad (:func:`readable_ad`).
+
+    A dynamic slot preempted for a match on its partitionable slot (ALLOW_PSLOT_PREEMPTION) is
+    left out until its startd advertises again: its resources are the p-slot's again, and the
+    match's dynamic slot is carved from them."""
     holds = []
     by_slot: dict[str, list[Match]] = defaultdict(list)
     for match in matches:
@@ -65,32 +69,53 @@ def holds_for(view: PoolView, matches: Sequence[Match]) -> list[Hold]:
         if job is not None:
             holds.append(Hold(AdKind.JOB, match.job, job, ad_version(job), None))
         by_slot[match.slot].append(match)
+    given_back = _given_back(view, matches, preemptions, by_slot)
     for name, slot_matches in by_slot.items():
         slot = view.slots.get(name)
         if slot is not None:
             version = view.held_slot_versions.get(name) or ad_version(slot)
-            holds.append(_slot_hold(name, slot, version, slot_matches, view.jobs.readable))
+            holds.append(_slot_hold(name, slot, version, slot_matches, view.jobs.readable, given_back.get(name, ())))
+    for returned in given_back.values():
+        for name, dslot in returned:
+            holds.append(Hold(AdKind.SLOT, name, dslot, view.held_slot_versions.get(name) or ad_version(dslot), None))
     return holds
 
 
 def _slot_hold(name: str, slot: classad2.ClassAd, version: str, matches: Sequence[Match],
-               job_ad: Callable[[str], classad2.ClassAd | None]) -> Hold:
+               job_ad: Callable[[str], classad2.ClassAd | None],
+               given_back: Sequence[tuple[str, classad2.ClassAd]] = ()) -> Hold:
     """The hold on slot ``name`` (ad ``slot``, stored as ``version``) that ``matches`` call for;
     ``job_ad`` finds a matched job's ad, for its concurrency limits."""
-    stand_in, extras = slot_after_matches(name, slot, matches, job_ad)
+    stand_in, extras = slot_after_matches(name, slot, matches, job_ad, given_back)
     return Hold(AdKind.SLOT, name, slot, version, stand_in, extras)
 
 
+def _given_back(view: PoolView, matches: Sequence[Match], preemptions: Sequence[Preemption],
+                by_slot: Mapping[str, Sequence[Match]]) -> dict[str, list[tuple[str, classad2.ClassAd]]]:
+    """The dynamic slots each partitionable slot got back for this cycle's matches on it: the
+    victims' slots that are not themselves a matched slot, by the p-slot's name."""
+    pslot_of = {match.job: match.slot for match in matches}
+    returned: dict[str, list[tuple[str, classad2.ClassAd]]] = defaultdict(list)
+    for preemption in preemptions:
+        pslot = pslot_of.get(preemption.job) if preemption.job is not None else None
+        dslot = view.slots.get(preemption.slot)
+        if pslot is not None and preemption.slot not in by_slot and dslot is not None:
+            returned[pslot].append((preemption.slot, dslot))
+    return returned
+
+
 def slot_after_matches(name: str, slot: classad2.ClassAd, matches: Sequence[Match],
-                       job_ad: Callable[[str], classad2.ClassAd | None]
+                       job_ad: Callable[[str], classad2.ClassAd | None],
+                       given_back: Sequence[tuple[str, classad2.ClassAd]] = ()
                        ) -> tuple[classad2.ClassAd | None, tuple[tuple[str, classad2.ClassAd], ...]]:
     """What slot ``name`` (ad ``slot``) is once its startd has acted on ``matches``: the slot
-    itself (a p-slot less what they consumed, None if an asset is not a number; a static slot
-    claimed by the first), and one claimed dynamic slot per match of a p-slot, by name. The
-    daemon holds these until the startd advertises; a trace replay builds its pool from them."""
+    itself (a p-slot with the resources of the dynamic slots ``given_back`` to it, less what the
+    matches consumed, None if an asset is not a number; a static slot claimed by the first), and
+    one claimed dynamic slot per match of a p-slot, by name. The daemon holds these until the
+    startd advertises; a trace replay builds its pool from them."""
     if slot.get("PartitionableSlot") is True:
         extras = tuple((f"{name}#{m.job}", _dynamic_slot(slot, m, job_ad(m.job))) for m in matches)
-        return _what_is_left(slot, matches), extras
+        return _what_is_left(slot, matches, [dslot for _, dslot in given_back]), extras
     return _claimed(copy_ad(slot), matches[0], job_ad(matches[0].job)), ()
 
 
@@ -185,19 +210,24 @@ def _claimed(slot: classad2.ClassAd, match: Match, job: classad2.ClassAd | None)
     return slot
 
 
-def _what_is_left(slot: classad2.ClassAd, matches: Sequence[Match]) -> classad2.ClassAd | None:
-    """The p-slot less what ``matches`` consumed; integer assets stay integers when the result is
-    whole (HTCondor's ``assign_preserve_integers``). None if an asset is not a number."""
+def _what_is_left(slot: classad2.ClassAd, matches: Sequence[Match],
+                  given_back: Sequence[classad2.ClassAd] = ()) -> classad2.ClassAd | None:
+    """The p-slot with the assets of the dynamic slots ``given_back`` to it, less what ``matches``
+    consumed; integer assets stay integers when the result is whole (HTCondor's
+    ``assign_preserve_integers``). None if a consumed asset is not a number."""
     left = copy_ad(slot)
-    consumed: dict[str, float] = defaultdict(float)
+    change: dict[str, float] = defaultdict(float)
     for match in matches:
         for asset, amount in match.consumed.items():
-            consumed[asset] += amount
-    for asset, amount in consumed.items():
+            change[asset] -= amount
+    for dslot in given_back:
+        for asset in change:
+            change[asset] += evaluate_number(dslot, asset) or 0.0
+    for asset, amount in change.items():
         before = evaluate_number(slot, asset)
         if before is None:
             return None
-        after = before - amount
+        after = before + amount
         whole = isinstance(slot.eval(asset), int) and not isinstance(slot.eval(asset), bool)
         left[asset] = int(after) if whole and float(after).is_integer() else after
     return left

@@ -143,7 +143,7 @@ class CycleRunner:
             with self._phase("accountant", phases):
                 new_state = _advanced(state, result, settings, now)
             with self._phase("holds", phases):
-                holds = holds_for(view, result.matches)
+                holds = holds_for(view, result.matches, result.preemptions)
             with self._phase("commit", phases):
                 self._commit_cycle(cycle_id, now, new_state, result, holds)
             with self._phase("publish", phases):
