@@ -2,7 +2,11 @@
 
 Each node's ads are what its startd would advertise: the p-slot less what its running jobs
 consumed, beside one claimed dynamic slot per running job, made by the same code that stands in
-for matched slots in the daemon (:func:`negotiatord.publish.holds.slot_after_matches`). A node's
+for matched slots in the daemon (:func:`negotiatord.publish.holds.slot_after_matches`), with
+what the startd adds once the job runs: the p-slot's START as the dynamic slot's Requirements
+and its Rank (a dynamic slot inherits its p-slot's configuration), ``CurrentRank`` (that Rank
+for the running job: 0) and ``JobStart``, which preemption reads to rank and pick its victims
+(:mod:`negotiatord.cycle.preemption`, :mod:`negotiatord.cycle.claimed`). A node's
 ads are rebuilt only when a job starts or ends on it, so the snapshot builder reuses its work for
 the others (it recognises an unchanged ad by identity).
 
@@ -161,6 +165,7 @@ class SimulatedPool:
             self._base[name] = _pslot(name, shape)
         self._running: dict[str, list[Match]] = {name: [] for name in self._base}
         self._jobs: dict[str, classad2.ClassAd] = {}
+        self._started: dict[str, int] = {}                              # job key -> JobStart
         self._ads: dict[str, list[classad2.ClassAd]] = {name: [ad] for name, ad in self._base.items()}
         self._dynamic: dict[str, classad2.ClassAd] = {}
         self._names = list(self._base)                                 # in node order
@@ -222,9 +227,10 @@ class SimulatedPool:
             self._weight = (settings, weight)
         return self._weight[1]
 
-    def start(self, match: Match, job: classad2.ClassAd) -> None:
-        """``match``'s job starts: its p-slot gives up what the match consumed."""
+    def start(self, match: Match, job: classad2.ClassAd, epoch: int) -> None:
+        """``match``'s job starts at ``epoch``: its p-slot gives up what the match consumed."""
         self._jobs[match.job] = job
+        self._started[match.job] = epoch
         self._running[match.slot].append(match)
         self._rebuild(match.slot)
 
@@ -232,6 +238,7 @@ class SimulatedPool:
         """``match``'s job ends: what it consumed returns to its p-slot."""
         self._running[match.slot].remove(match)
         del self._jobs[match.job]
+        del self._started[match.job]
         self._dynamic.pop(f"{match.slot}#{match.job}", None)
         self._rebuild(match.slot)
 
@@ -249,8 +256,15 @@ class SimulatedPool:
         left, dynamic = slot_after_matches(name, self._base[name], running, self._jobs.get)
         assert left is not None, "the simulated p-slot's assets are numbers"
         ads = [left]
-        for key, ad in dynamic:
-            ads.append(self._dynamic.setdefault(key, ad))
+        for (key, ad), match in zip(dynamic, running):
+            if key not in self._dynamic:
+                ad["Start"] = classad2.ExprTree(START)
+                ad["Requirements"] = classad2.ExprTree("START")
+                ad["JobStart"] = self._started[match.job]
+                ad["Rank"] = 0
+                ad["CurrentRank"] = 0.0
+                self._dynamic[key] = ad
+            ads.append(self._dynamic[key])
         self._ads[name] = ads
 
 
