@@ -30,7 +30,7 @@ def after_cycle(state: AccountantState, now: float, usage: Mapping[str, float],
     if settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
         advanced = sample_admission_usage(advanced, now, held, settings.admission_half_life_s)
     if not settings.quota_preemption:
-        return advanced.with_quota_timers({})
+        return advanced.with_quota_timers({}) if advanced.quota_timers else advanced
     tree = settings.group_tree
     return advanced.with_quota_timers(
         updated_timers(state.quota_timers, tree, group_resources(tree, held), now))
