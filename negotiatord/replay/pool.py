@@ -23,6 +23,13 @@ replays offering every node). This keeps a cycle over a large, lightly queued po
 one-cpu nodes for LCG) from reading every node's ads, columns and weights. It applies when each
 slot's weight is its SLOT_WEIGHT (NEGOTIATOR_USE_SLOT_WEIGHTS) and an empty node's is a whole
 number, so that one sum stands exactly for many.
+
+**Spent p-slots are left out.** A busy node's p-slot with less than one Cpu left can take no job
+of a trace (each requests at least one, and the slot's START asks for ``TARGET.RequestCpus <=
+MY.Cpus``); when its SLOT_WEIGHT is 0 as well, as under ``SLOT_WEIGHT = Cpus``, leaving it out
+changes neither the pool size nor any match, only the slot counts, which the replay adds back.
+A one-cpu node's p-slot is spent as soon as a job runs on it, so this halves the ads of a busy
+pool of such nodes (LCG's 24,515).
 """
 
 from __future__ import annotations
@@ -151,6 +158,26 @@ def job_key(job: TraceJob) -> str:
     return f"{SUBMITTER_DOMAIN}#{job.id}"
 
 
+@dataclass(frozen=True)
+class Offer:
+    """The slot ads a cycle is offered, and what stands in for or leaves out the rest."""
+
+    ads: list[classad2.ClassAd]
+    empty_nodes: int = 0      # empty nodes one stand-in slot stands for (0: none, and no stand-in)
+    spent_pslots: int = 0     # spent p-slots left out
+
+    @property
+    def slots_left_out(self) -> int:
+        """Slots of the pool not among ``ads``: the empty nodes', less the one stand-in, and the spent p-slots."""
+        return max(0, self.empty_nodes - 1) + self.spent_pslots
+
+    @property
+    def candidates_left_out(self) -> int:
+        """Unclaimed slots of the pool not offered: every empty node's p-slot and the spent p-slots
+        (the stand-in is in the Owner state, no candidate)."""
+        return self.empty_nodes + self.spent_pslots
+
+
 class SimulatedPool:
     """``count`` nodes of ``shape``, and the matches running on them."""
 
@@ -173,6 +200,8 @@ class SimulatedPool:
         self._busy: list[int] = []                                     # nodes with work on them, in order
         self._weight: tuple[Settings, int | None] | None = None         # per settings, see offered_ads
         self._last_stand_in: tuple[int, classad2.ClassAd] | None = None      # the last one, by nodes stood in for
+        self._spent: set[str] = set()                                  # nodes whose p-slot has < 1 Cpu left
+        self._spent_weightless: tuple[Settings, dict[str, bool]] | None = None   # per settings and node
 
     @property
     def cpus(self) -> int:
@@ -190,30 +219,54 @@ class SimulatedPool:
         """Every node's ads, node by node (the same objects for nodes nothing happened on)."""
         return [ad for ads in self._ads.values() for ad in ads]
 
-    def offered_ads(self, idle_jobs: int, settings: Settings) -> tuple[list[classad2.ClassAd], int]:
+    def offered_ads(self, idle_jobs: int, settings: Settings) -> Offer:
         """The ads a cycle with ``idle_jobs`` idle jobs is offered: every node's, node by node, but
         for the empty nodes past the first ``idle_jobs``, stood in for by one slot carrying their
-        weight (see the module's docstring); and how many empty nodes that slot stands in for
-        (0: every node is offered, and no stand-in)."""
+        weight, and the spent p-slots of weight 0 (see the module's docstring)."""
         weight = self._empty_node_weight(settings)
         left_out = self.count - len(self._busy) - idle_jobs
+        ads: list[classad2.ClassAd] = []
+        spent = 0
+
+        def offer(name: str) -> None:
+            nonlocal spent
+            node = self._ads[name]
+            if name in self._spent and self._weightless(name, settings):
+                spent += 1
+                ads.extend(node[1:])
+            else:
+                ads.extend(node)
+
         if weight is None or left_out <= 0:
-            return self.slot_ads(), 0
+            for name in self._names:
+                offer(name)
+            return Offer(ads, 0, spent)
         # the nodes up to the last empty one offered, then the busy nodes after it: a step per
         # busy node and offered empty node, not per node of the pool
-        ads: list[classad2.ClassAd] = []
         index, offered = 0, 0
         while offered < idle_jobs:
             name = self._names[index]
-            ads.extend(self._ads[name])
+            offer(name)
             offered += not self._running[name]
             index += 1
         for busy in self._busy[bisect.bisect_left(self._busy, index):]:
-            ads.extend(self._ads[self._names[busy]])
+            offer(self._names[busy])
         if self._last_stand_in is None or self._last_stand_in[0] != left_out:
             self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
         ads.append(self._last_stand_in[1])
-        return ads, left_out
+        return Offer(ads, left_out, spent)
+
+    def _weightless(self, name: str, settings: Settings) -> bool:
+        """Whether spent node ``name``'s p-slot weighs 0 by SLOT_WEIGHT as classad2 evaluates it
+        (with slot weights used: else every slot weighs 1)."""
+        if self._spent_weightless is None or self._spent_weightless[0] is not settings:
+            self._spent_weightless = (settings, {})
+        known = self._spent_weightless[1]
+        if name not in known:
+            value = classad2.ExprTree(settings.slot_weight).eval(self._ads[name][0])
+            known[name] = (settings.use_slot_weights and isinstance(value, (int, float))
+                           and not isinstance(value, bool) and value == 0)
+        return known[name]
 
     def _empty_node_weight(self, settings: Settings) -> int | None:
         """An empty node's SLOT_WEIGHT as classad2 evaluates it, if stand-ins apply: slot weights
@@ -246,6 +299,9 @@ class SimulatedPool:
         running, index = self._running[name], self._index[name]
         at = bisect.bisect_left(self._busy, index)
         listed = at < len(self._busy) and self._busy[at] == index
+        self._spent.discard(name)
+        if self._spent_weightless is not None:
+            self._spent_weightless[1].pop(name, None)
         if not running:
             self._ads[name] = [self._base[name]]
             if listed:
@@ -255,6 +311,8 @@ class SimulatedPool:
             self._busy.insert(at, index)
         left, dynamic = slot_after_matches(name, self._base[name], running, self._jobs.get)
         assert left is not None, "the simulated p-slot's assets are numbers"
+        if left["Cpus"] < 1:
+            self._spent.add(name)
         ads = [left]
         for (key, ad), match in zip(dynamic, running):
             if key not in self._dynamic:

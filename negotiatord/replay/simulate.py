@@ -52,7 +52,7 @@ from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.jobs import submitter_of
 from negotiatord.pool.slots import considers_priority_preemption
-from negotiatord.replay.pool import SimulatedPool, job_ad, job_key
+from negotiatord.replay.pool import Offer, SimulatedPool, job_ad, job_key
 from negotiatord.replay.trace import Trace, TraceJob
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings
@@ -139,7 +139,7 @@ def replay(trace: Trace, settings: Settings, pool: SimulatedPool, *, until: floa
     """Run ``trace`` (jobs fitted to ``pool``'s nodes) through negotiation cycles on ``pool``,
     up to simulated time ``until`` (seconds from the trace's start; None: until every job ran or
     no job left can ever start). ``stand_in_empty_nodes=False`` offers each cycle every node
-    (see :meth:`SimulatedPool.offered_ads`), to check that standing in changes nothing."""
+    (see :meth:`SimulatedPool.offered_ads`), to check that standing in and leaving out change nothing."""
     return _Replay(trace, settings, pool, until, skip_quiet_cycles, stand_in_empty_nodes, progress).run()
 
 
@@ -250,11 +250,9 @@ class _Replay:
         accountant state after the cycle, and whether the cycle changed what runs."""
         wall = time.perf_counter()
         epoch = int(self.trace.start_epoch + now)
-        if self.stand_in_empty_nodes:
-            slot_ads, left_out = self.pool.offered_ads(len(self.idle), self.settings)
-        else:
-            slot_ads, left_out = self.pool.slot_ads(), 0
-        snapshot = builder.build(slot_ads, [ad for _, ad in self.idle.values()], self.settings)
+        offer = (self.pool.offered_ads(len(self.idle), self.settings) if self.stand_in_empty_nodes
+                 else Offer(self.pool.slot_ads()))
+        snapshot = builder.build(offer.ads, [ad for _, ad in self.idle.values()], self.settings)
         built = time.perf_counter() - wall
         result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions)
         duration = time.perf_counter() - wall
@@ -265,9 +263,10 @@ class _Replay:
             self._start(match if victim is None else _in_place_of(match, victim), index, now, epoch)
         self.cycles.append(CycleRecord(
             index=index, time=now, matches=len(result.matches),
-            # the empty nodes a stand-in slot stood for count as the slots they are
-            total_slots=result.stats.slots + (left_out - 1 if left_out else 0),
-            candidate_slots=int(snapshot.table.candidate.sum()) + left_out, idle_jobs=len(snapshot.jobs),
+            # the slots left out of the offer count as the slots they are
+            total_slots=result.stats.slots + offer.slots_left_out,
+            candidate_slots=int(snapshot.table.candidate.sum()) + offer.candidates_left_out,
+            idle_jobs=len(snapshot.jobs),
             submitters=len({job.submitter for job in snapshot.jobs}), pie_spins=result.stats.pie_spins,
             busy_cpus=self.busy_cpus, queued=len(self.idle), group_load=_group_load(result),
             stranded_cpus=self.stranded_cpus, duration_s=duration, snapshot_s=built,
