@@ -30,6 +30,17 @@ MY.Cpus``); when its SLOT_WEIGHT is 0 as well, as under ``SLOT_WEIGHT = Cpus``, 
 changes neither the pool size nor any match, only the slot counts, which the replay adds back.
 A one-cpu node's p-slot is spent as soon as a job runs on it, so this halves the ads of a busy
 pool of such nodes (LCG's 24,515).
+
+**Each submitter's claimed dynamic slots are stood in for by one**, when no claimed slot can
+matter but for the weight it charges: no preemption of any kind can happen (:func:`may_preempt`,
+fair sharing, quota preemption), admission fair sharing is off (its sample reads each slot's
+assets) and slots are weighed by SLOT_WEIGHT. The stand-in is a claimed slot of the submitter
+holding the sum of their assets, so it weighs what they weigh together under a SLOT_WEIGHT that
+adds up (Cpus, Memory, a sum of assets): the cycle charges each submitter and group the same
+usage. Only while every running match's cost and assets are whole numbers, whose sums are exact
+in any order; a slot's weight in the cycle is SLOT_WEIGHT, not the SlotWeight it advertises, so
+a SLOT_WEIGHT that does not add up (a product of assets, say) breaks the replays' equality, which
+the tests check for ``SLOT_WEIGHT = Cpus``.
 """
 
 from __future__ import annotations
@@ -42,9 +53,10 @@ from dataclasses import dataclass
 import classad2
 
 from negotiatord.cycle.result import Match
+from negotiatord.pool.slots import considers_priority_preemption
 from negotiatord.publish.holds import slot_after_matches
 from negotiatord.replay.trace import DEFAULT_MEMORY_MB_PER_CPU, Cleaning, Trace, TraceJob
-from negotiatord.settings import Settings
+from negotiatord.settings import Settings, SubmitterOrder
 
 CPUS_CLAMPED = "cpus_clamped_to_node"
 MEMORY_CLAMPED = "memory_clamped_to_node"
@@ -58,6 +70,7 @@ JOB_REQUIREMENTS = ("TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemor
                     "TARGET.Disk >= RequestDisk")
 SUBMITTER_DOMAIN = "trace"
 STAND_IN = f"empty-nodes@{SUBMITTER_DOMAIN}"
+CLAIMS_STAND_IN = "claims-of-{customer}"
 
 
 class PoolSpecError(ValueError):
@@ -165,11 +178,14 @@ class Offer:
     ads: list[classad2.ClassAd]
     empty_nodes: int = 0      # empty nodes one stand-in slot stands for (0: none, and no stand-in)
     spent_pslots: int = 0     # spent p-slots left out
+    claims: int = 0           # claimed dynamic slots stood in for, one stand-in per submitter
+    claim_stand_ins: int = 0
 
     @property
     def slots_left_out(self) -> int:
-        """Slots of the pool not among ``ads``: the empty nodes', less the one stand-in, and the spent p-slots."""
-        return max(0, self.empty_nodes - 1) + self.spent_pslots
+        """Slots of the pool not among ``ads``: the empty nodes', less the one stand-in, the spent
+        p-slots, and the claimed dynamic slots less their stand-ins."""
+        return max(0, self.empty_nodes - 1) + self.spent_pslots + self.claims - self.claim_stand_ins
 
     @property
     def candidates_left_out(self) -> int:
@@ -202,6 +218,9 @@ class SimulatedPool:
         self._last_stand_in: tuple[int, classad2.ClassAd] | None = None      # the last one, by nodes stood in for
         self._spent: set[str] = set()                                  # nodes whose p-slot has < 1 Cpu left
         self._spent_weightless: tuple[Settings, dict[str, bool]] | None = None   # per settings and node
+        self._claims: dict[str, dict[str, Match]] = {}         # customer -> job key -> its running match
+        self._claim_stand_ins: dict[str, classad2.ClassAd] = {}     # customer -> its stand-in, while valid
+        self._fractional = 0                                   # running matches with a cost or asset not whole
 
     @property
     def cpus(self) -> int:
@@ -227,20 +246,31 @@ class SimulatedPool:
         left_out = self.count - len(self._busy) - idle_jobs
         ads: list[classad2.ClassAd] = []
         spent = 0
+        claims_stood_in = self._fractional == 0 and claims_stand_in_for(settings)
 
         def offer(name: str) -> None:
             nonlocal spent
             node = self._ads[name]
             if name in self._spent and self._weightless(name, settings):
                 spent += 1
-                ads.extend(node[1:])
             else:
-                ads.extend(node)
+                ads.append(node[0])
+            if not claims_stood_in:
+                ads.extend(node[1:])
+
+        def claims() -> tuple[int, int]:
+            """The submitters' claim stand-ins, added to ``ads``: how many claimed slots they stand
+            for, and how many they are."""
+            if not claims_stood_in:
+                return 0, 0
+            for customer in sorted(self._claims):
+                ads.append(self._claim_stand_in(customer))
+            return len(self._jobs), len(self._claims)
 
         if weight is None or left_out <= 0:
             for name in self._names:
                 offer(name)
-            return Offer(ads, 0, spent)
+            return Offer(ads, 0, spent, *claims())
         # the nodes up to the last empty one offered, then the busy nodes after it: a step per
         # busy node and offered empty node, not per node of the pool
         index, offered = 0, 0
@@ -254,7 +284,13 @@ class SimulatedPool:
         if self._last_stand_in is None or self._last_stand_in[0] != left_out:
             self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
         ads.append(self._last_stand_in[1])
-        return Offer(ads, left_out, spent)
+        return Offer(ads, left_out, spent, *claims())
+
+    def _claim_stand_in(self, customer: str) -> classad2.ClassAd:
+        found = self._claim_stand_ins.get(customer)
+        if found is None:
+            found = self._claim_stand_ins[customer] = _claims_stand_in(customer, self._claims[customer].values())
+        return found
 
     def _weightless(self, name: str, settings: Settings) -> bool:
         """Whether spent node ``name``'s p-slot weighs 0 by SLOT_WEIGHT as classad2 evaluates it
@@ -285,6 +321,9 @@ class SimulatedPool:
         self._jobs[match.job] = job
         self._started[match.job] = epoch
         self._running[match.slot].append(match)
+        self._claims.setdefault(match.submitter, {})[match.job] = match
+        self._claim_stand_ins.pop(match.submitter, None)
+        self._fractional += not _whole(match)
         self._rebuild(match.slot)
 
     def release(self, match: Match) -> None:
@@ -292,6 +331,12 @@ class SimulatedPool:
         self._running[match.slot].remove(match)
         del self._jobs[match.job]
         del self._started[match.job]
+        held = self._claims[match.submitter]
+        del held[match.job]
+        if not held:
+            del self._claims[match.submitter]
+        self._claim_stand_ins.pop(match.submitter, None)
+        self._fractional -= not _whole(match)
         self._dynamic.pop(f"{match.slot}#{match.job}", None)
         self._rebuild(match.slot)
 
@@ -324,6 +369,53 @@ class SimulatedPool:
                 self._dynamic[key] = ad
             ads.append(self._dynamic[key])
         self._ads[name] = ads
+
+
+def may_preempt(settings: Settings) -> bool:
+    """Whether a cycle of the replay may preempt a running job for an idle one: priority
+    preemption (PREEMPTION_REQUIREMENTS not the literal False, with NEGOTIATOR_CONSIDER_PREEMPTION)
+    or fair sharing. The replay's slots rank every job 0 (Rank = 0 = CurrentRank), so rank
+    preemption never applies."""
+    return (settings.consider_preemption and considers_priority_preemption(settings)) or settings.fair_sharing
+
+
+def claims_stand_in_for(settings: Settings) -> bool:
+    """Whether each submitter's claimed slots can be stood in for by one (see the module's docstring)."""
+    return (settings.use_slot_weights and not may_preempt(settings) and not settings.quota_preemption
+            and settings.submitter_order is not SubmitterOrder.ADMISSION_FAIR_SHARING)
+
+
+def _whole(match: Match) -> bool:
+    return float(match.cost).is_integer() and all(float(amount).is_integer() for amount in match.consumed.values())
+
+
+def _claims_stand_in(customer: str, matches: Iterable[Match]) -> classad2.ClassAd:
+    """One claimed slot of ``customer`` holding what ``matches`` consumed together, at their summed cost."""
+    assets: dict[str, float] = {}
+    cost = 0.0
+    for match in matches:
+        cost += match.cost
+        for asset, amount in match.consumed.items():
+            assets[asset] = assets.get(asset, 0.0) + amount
+    ad = classad2.ClassAd({
+        "MyType": "Machine",
+        "Name": CLAIMS_STAND_IN.format(customer=customer),
+        "SlotType": "Dynamic",
+        "DynamicSlot": True,
+        "PartitionableSlot": False,
+        "State": "Claimed",
+        "Activity": "Busy",
+        "RemoteUser": customer,
+        "AccountingGroup": customer,
+        "MachineResources": " ".join(assets),
+        "SlotWeight": cost,
+        "Requirements": False,
+        "Rank": 0,
+        "CurrentRank": 0.0,
+    })
+    for asset, amount in assets.items():
+        ad[asset] = int(amount)
+    return ad
 
 
 def _stand_in(shape: NodeShape, weight: int) -> classad2.ClassAd:

@@ -51,8 +51,7 @@ from negotiatord.cycle.result import PREEMPTION_RULES, CycleResult, Match, Preem
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.jobs import submitter_of
-from negotiatord.pool.slots import considers_priority_preemption
-from negotiatord.replay.pool import Offer, SimulatedPool, job_ad, job_key
+from negotiatord.replay.pool import Offer, SimulatedPool, job_ad, job_key, may_preempt
 from negotiatord.replay.trace import Trace, TraceJob
 from negotiatord.runtime import run_cycle
 from negotiatord.settings import Settings
@@ -308,14 +307,6 @@ class _Replay:
         recorded the usage it holds and sampled what each submitter holds."""
         usage = {record.name: record.weighted_usage for record in state.customers()}
         return after_cycle(state, now, usage, self.held, self.settings)
-
-
-def may_preempt(settings: Settings) -> bool:
-    """Whether a cycle of the replay may preempt a running job for an idle one: priority
-    preemption (PREEMPTION_REQUIREMENTS not the literal False, with NEGOTIATOR_CONSIDER_PREEMPTION)
-    or fair sharing. The replay's slots rank every job 0 (Rank = 0 = CurrentRank), so rank preemption
-    never applies."""
-    return (settings.consider_preemption and considers_priority_preemption(settings)) or settings.fair_sharing
 
 
 def _in_place_of(match: Match, victim: Match) -> Match:

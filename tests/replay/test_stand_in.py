@@ -116,18 +116,25 @@ def test_the_stand_in_carries_the_weight_of_the_nodes_left_out(settings: Setting
     assert pool.offered_ads(2, weighted_by_memory) == Offer(pool.slot_ads())    # 682.67: not whole
 
 
-def test_a_spent_pslot_of_weight_0_is_left_out(settings: Settings) -> None:
+def test_a_spent_pslot_of_weight_0_is_left_out_and_claims_are_stood_in_per_submitter(settings: Settings) -> None:
     """A two-cpu job fills node 1's two cpus: its p-slot, with 0 Cpus and 1024 MB left, weighs 0
-    under SLOT_WEIGHT = Cpus and is left out, its claimed dynamic slot offered; weighed by Memory it
-    weighs 1024 and stays."""
+    under SLOT_WEIGHT = Cpus and is left out; weighed by Memory it weighs 1024 and stays. Without
+    preemption, the submitter's claimed dynamic slot is offered as one claimed slot holding what
+    its jobs hold; with PREEMPTION_REQUIREMENTS, each claimed slot is offered, a victim to choose."""
     pool = SimulatedPool(2, NodeShape.parse(NODE))
     match = Match("job1", "slot1@node1.trace", "u@trace", "<none>", 2.0, {"Cpus": 2, "Memory": 1024})
     pool.start(match, classad2.ClassAd(), 0)
     offer = pool.offered_ads(0, settings)
-    assert (offer.empty_nodes, offer.spent_pslots, offer.slots_left_out, offer.candidates_left_out) == (1, 1, 1, 2)
-    assert [ad["Name"] for ad in offer.ads] == ["slot1@node1.trace#job1", "empty-nodes@trace"]
+    assert (offer.empty_nodes, offer.spent_pslots, offer.claims, offer.claim_stand_ins) == (1, 1, 1, 1)
+    assert (offer.slots_left_out, offer.candidates_left_out) == (1, 2)
+    assert [ad["Name"] for ad in offer.ads] == ["empty-nodes@trace", "claims-of-u@trace"]
+    claims = offer.ads[1]
+    assert (claims["State"], claims["AccountingGroup"], claims["Cpus"], claims["Memory"], claims["SlotWeight"]) == (
+        "Claimed", "u@trace", 2, 1024, 2.0)
     by_memory = dataclasses.replace(settings, slot_weight="Memory")
     assert [ad["Name"] for ad in pool.offered_ads(0, by_memory).ads] == [
-        "slot1@node1.trace", "slot1@node1.trace#job1", "empty-nodes@trace"]
+        "slot1@node1.trace", "empty-nodes@trace", "claims-of-u@trace"]
+    preempting = dataclasses.replace(settings, preemption_requirements="True")
+    assert [ad["Name"] for ad in pool.offered_ads(0, preempting).ads] == ["slot1@node1.trace#job1", "empty-nodes@trace"]
     pool.release(match)
     assert pool.offered_ads(2, settings) == Offer(pool.slot_ads())
