@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -214,6 +215,9 @@ class SimulatedPool:
         self._names = list(self._base)                                 # in node order
         self._index = {name: index for index, name in enumerate(self._names)}
         self._busy: list[int] = []                                     # nodes with work on them, in order
+        self._empty: list[int] = list(range(count))                    # the others, in order
+        # busy nodes whose p-slot is offered (not spent with weight 0) under the settings given, in order
+        self._open: tuple[Settings, list[int]] | None = None
         self._weight: tuple[Settings, int | None] | None = None         # per settings, see offered_ads
         self._last_stand_in: tuple[int, classad2.ClassAd] | None = None      # the last one, by nodes stood in for
         self._spent: set[str] = set()                                  # nodes whose p-slot has < 1 Cpu left
@@ -267,6 +271,8 @@ class SimulatedPool:
                 ads.append(self._claim_stand_in(customer))
             return len(self._jobs), len(self._claims)
 
+        if claims_stood_in:
+            return self._open_offer(idle_jobs, settings, weight, left_out)
         if weight is None or left_out <= 0:
             for name in self._names:
                 offer(name)
@@ -285,6 +291,34 @@ class SimulatedPool:
             self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
         ads.append(self._last_stand_in[1])
         return Offer(ads, left_out, spent, *claims())
+
+    def _open_offer(self, idle_jobs: int, settings: Settings, weight: int | None, left_out: int) -> Offer:
+        """:meth:`offered_ads` with claims stood in: the p-slots of the first ``idle_jobs`` empty
+        nodes (of every empty node, without a stand-in for the rest) and of the busy nodes not
+        spent with weight 0, in node order, then the stand-ins; a step per slot offered, not per
+        busy node."""
+        open_busy = self._open_busy(settings)
+        standing_in = weight is not None and left_out > 0
+        empty = self._empty[:idle_jobs] if standing_in else self._empty
+        ads = [self._ads[self._names[index]][0] for index in heapq.merge(empty, open_busy)]
+        if standing_in:
+            assert weight is not None
+            if self._last_stand_in is None or self._last_stand_in[0] != left_out:
+                self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
+            ads.append(self._last_stand_in[1])
+        ads.extend(self._claim_stand_in(customer) for customer in sorted(self._claims))
+        return Offer(ads, left_out if standing_in else 0, len(self._busy) - len(open_busy), len(self._jobs),
+                     len(self._claims))
+
+    def _open_busy(self, settings: Settings) -> list[int]:
+        """The busy nodes whose p-slot is offered under ``settings`` (kept up to date by :meth:`_rebuild`)."""
+        if self._open is None or self._open[0] is not settings:
+            self._open = (settings, [index for index in self._busy if self._offers_pslot(index, settings)])
+        return self._open[1]
+
+    def _offers_pslot(self, index: int, settings: Settings) -> bool:
+        name = self._names[index]
+        return name not in self._spent or not self._weightless(name, settings)
 
     def _claim_stand_in(self, customer: str) -> classad2.ClassAd:
         found = self._claim_stand_ins.get(customer)
@@ -347,13 +381,20 @@ class SimulatedPool:
         self._spent.discard(name)
         if self._spent_weightless is not None:
             self._spent_weightless[1].pop(name, None)
+        if self._open is not None:
+            kept = self._open[1]
+            place = bisect.bisect_left(kept, index)
+            if place < len(kept) and kept[place] == index:
+                del kept[place]
         if not running:
             self._ads[name] = [self._base[name]]
             if listed:
                 del self._busy[at]
+                bisect.insort(self._empty, index)
             return
         if not listed:
             self._busy.insert(at, index)
+            del self._empty[bisect.bisect_left(self._empty, index)]
         left, dynamic = slot_after_matches(name, self._base[name], running, self._jobs.get)
         assert left is not None, "the simulated p-slot's assets are numbers"
         if left["Cpus"] < 1:
@@ -369,6 +410,8 @@ class SimulatedPool:
                 self._dynamic[key] = ad
             ads.append(self._dynamic[key])
         self._ads[name] = ads
+        if self._open is not None and self._offers_pslot(index, self._open[0]):
+            bisect.insort(self._open[1], index)
 
 
 def may_preempt(settings: Settings) -> bool:
