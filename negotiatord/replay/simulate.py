@@ -53,7 +53,7 @@ from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.jobs import submitter_of
 from negotiatord.replay.pool import Offer, SimulatedPool, job_ad, job_key, may_preempt
 from negotiatord.replay.trace import Trace, TraceJob
-from negotiatord.runtime import run_cycle
+from negotiatord.runtime import HeapKeeper, run_cycle
 from negotiatord.settings import Settings
 from negotiatord.settings.groups import ROOT_GROUP
 
@@ -129,6 +129,8 @@ class ReplayResult:
         return counts
 
 
+FULL_COLLECTION_EVERY = 1000    # cycles: ~0.5 GB of garbage at most from cycles over LCG's 24,515 nodes
+
 ProgressCallback = Callable[[float, int], None]    # simulated time, jobs finished or started
 
 
@@ -175,31 +177,41 @@ class _Replay:
         builder, descriptions, state = SnapshotBuilder(), AdDescriptions(), AccountantState()
         index, submitted, matched = 0, 0, True
         preempting = may_preempt(self.settings)
-        while True:
-            now = origin + index * interval
-            if self.until is not None and now > self.until:
-                break
-            while submitted < len(jobs) and jobs[submitted].submit <= now:
-                self._submit(jobs[submitted], submitted + 1)
-                submitted += 1
-            while self._next_finish() <= now:
-                self._finish(heapq.heappop(self.running)[2])
-            state, matched = self._cycle(index, now, builder, descriptions, state)
-            if self.progress is not None:
-                self.progress(now, self.started)
-            waiting = submitted < len(jobs) or self.by_key
-            if not waiting and (not self.idle or not matched):
-                break
-            if (self.idle and (matched or preempting)) or not self.skip_quiet_cycles:
-                index += 1
-            else:
-                # quota timers run on the accountant's clock: the trace's start epoch plus its seconds
-                upcoming = min(jobs[submitted].submit if submitted < len(jobs) else math.inf, self._next_finish(),
-                               *(timer.due - self.trace.start_epoch for timer in state.quota_timers.values()))
-                following = max(index + 1, math.ceil((upcoming - origin) / interval))
-                if following > index + 1:
-                    state = self._held_for(state, int(self.trace.start_epoch + origin + (following - 1) * interval))
-                index = following
+        # the cycles' reference cycles reach the oldest generation uncollected
+        # (runtime.garbage_collection_paused): collected in full every so many cycles, as the daemon does
+        # (HeapKeeper), but the heap is not left frozen: a cycle starting over a frozen heap counts it
+        # (gc.get_freeze_count walks the frozen objects), ~40 ms a cycle once a replay's heap is large
+        heap = HeapKeeper(full_every=FULL_COLLECTION_EVERY)
+        try:
+            while True:
+                now = origin + index * interval
+                if self.until is not None and now > self.until:
+                    break
+                while submitted < len(jobs) and jobs[submitted].submit <= now:
+                    self._submit(jobs[submitted], submitted + 1)
+                    submitted += 1
+                while self._next_finish() <= now:
+                    self._finish(heapq.heappop(self.running)[2])
+                state, matched = self._cycle(index, now, builder, descriptions, state)
+                if heap.after_cycle() is not None:
+                    heap.release()
+                if self.progress is not None:
+                    self.progress(now, self.started)
+                waiting = submitted < len(jobs) or self.by_key
+                if not waiting and (not self.idle or not matched):
+                    break
+                if (self.idle and (matched or preempting)) or not self.skip_quiet_cycles:
+                    index += 1
+                else:
+                    # quota timers run on the accountant's clock: the trace's start epoch plus its seconds
+                    upcoming = min(jobs[submitted].submit if submitted < len(jobs) else math.inf, self._next_finish(),
+                                   *(timer.due - self.trace.start_epoch for timer in state.quota_timers.values()))
+                    following = max(index + 1, math.ceil((upcoming - origin) / interval))
+                    if following > index + 1:
+                        state = self._held_for(state, int(self.trace.start_epoch + origin + (following - 1) * interval))
+                    index = following
+        finally:
+            heap.release()
         finishes = [run.finish for run in self.runs if run.finish is not None]
         ran = self.cycles[-1].index + 1 if self.cycles else 0
         end = self.until if self.until is not None else max([origin + (ran - 1) * interval, *finishes])
