@@ -9,7 +9,7 @@ the store persists it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 from collections.abc import Iterable, Mapping
@@ -72,6 +72,8 @@ class CustomerRecord:
     last_update_time: float | None
 
     def __post_init__(self) -> None:
+        if _plainly_valid(self):
+            return
         real = check_finite(f"real priority of customer {self.name!r}", self.real_priority)
         if real < MIN_PRIORITY:
             raise ValueError(
@@ -90,6 +92,18 @@ class CustomerRecord:
     def fresh(cls, name: str) -> CustomerRecord:
         """The record of a customer never seen before: best priority, no usage."""
         return cls(name, MIN_PRIORITY, None, 0.0, 0.0, None, None, None)
+
+
+def _plainly_valid(record: CustomerRecord) -> bool:
+    """Whether ``record`` is valid by the checks of its ``__post_init__``, in the common case of
+    plain floats, asked without making their error messages: a replay makes a record per customer
+    per cycle. False sends it through the checks, which raise the message naming the field."""
+    times = (record.begin_usage_time, record.last_usage_time, record.last_update_time)
+    return (record.prio_factor is None
+            and type(record.real_priority) is float and MIN_PRIORITY <= record.real_priority < math.inf
+            and type(record.weighted_usage) is float and 0.0 <= record.weighted_usage < math.inf
+            and type(record.accumulated_usage) is float and 0.0 <= record.accumulated_usage < math.inf
+            and all(moment is None or (type(moment) is float and -math.inf < moment < math.inf) for moment in times))
 
 
 class AccountantState:
@@ -119,10 +133,13 @@ class AccountantState:
                 raise ValueError(f"customer {record.name!r} appears twice in an accountant state")
             by_name[record.name] = record
         accrued = dict(accrued_usage or {})
-        for name, amount in accrued.items():
-            check_non_negative(f"accrued usage of customer {name!r}", amount)
-            if name not in by_name:
-                raise ValueError(f"accrued usage given for unknown customer {name!r}")
+        # the checks' messages are made only when a check fails: a replay makes a state per cycle
+        if not (accrued.keys() <= by_name.keys()
+                and all(type(amount) is float and 0.0 <= amount < math.inf for amount in accrued.values())):
+            for name, amount in accrued.items():
+                check_non_negative(f"accrued usage of customer {name!r}", amount)
+                if name not in by_name:
+                    raise ValueError(f"accrued usage given for unknown customer {name!r}")
         self._records = MappingProxyType(by_name)
         self._accrued = MappingProxyType(accrued)
         self._admission = MappingProxyType(dict(admission or {}))
@@ -227,7 +244,10 @@ def advance(
     halflife = check_finite("PRIORITY_HALFLIFE", halflife)
     if halflife <= 0:
         raise ValueError(f"PRIORITY_HALFLIFE must be > 0 seconds, got {halflife!r}")
-    usage_now = {name: check_usage(name, amount) for name, amount in usage.items()}
+    if all(type(amount) is float and 0.0 <= amount < math.inf for amount in usage.values()):
+        usage_now = dict(usage)         # plain floats, checked without making the checks' messages
+    else:
+        usage_now = {name: check_usage(name, amount) for name, amount in usage.items()}
 
     records = []
     accrued = dict(state._accrued)
@@ -250,7 +270,8 @@ def _advance_one(
     if elapsed <= 0:
         # UpdatePriorities returns when no time passed, and only restarts the clock when it went
         # backwards (a reset system clock): nothing is decayed or charged either way.
-        return replace(record, last_update_time=now, weighted_usage=usage), 0.0
+        return CustomerRecord(record.name, record.real_priority, record.prio_factor, usage,
+                              record.accumulated_usage, record.begin_usage_time, record.last_usage_time, now), 0.0
     aging = 0.5 ** (elapsed / halflife)
     held = record.weighted_usage
     real = max(MIN_PRIORITY, record.real_priority * aging + held * (1.0 - aging))
@@ -259,13 +280,6 @@ def _advance_one(
     begins = record.begin_usage_time
     if begins is None and accumulated > 0:
         begins = now  # UpdateOnePriority: BeginUsageTime is set once usage has accumulated
-    decayed = replace(
-        record,
-        real_priority=real,
-        accumulated_usage=accumulated,
-        begin_usage_time=begins,
-        last_usage_time=now if held > 0 else record.last_usage_time,
-        last_update_time=now,
-        weighted_usage=usage,
-    )
+    decayed = CustomerRecord(record.name, real, record.prio_factor, usage, accumulated, begins,
+                             now if held > 0 else record.last_usage_time, now)
     return decayed, charged

@@ -38,7 +38,19 @@ def report_page(result: ReplayResult, title: str) -> str:
     """The page of one replay."""
     figures = [(UTILIZATION, _load(result)), (SHARE, _share(result)), (WAITS, _waits(result)),
                (JAIN, _overlaid({"": result}, _jain_line, "Jain's index", (0, 1.05))), (CYCLES, _cycles(result))]
-    return _page(title, "", figures)
+    return _page(title, _preemptions(result), figures)
+
+
+def _preemptions(result: ReplayResult) -> str:
+    """A line counting the replay's preemptions, by rule, and the work they lost; none without."""
+    by_rule = {rule: count for rule, count in result.preemptions_by_rule().items() if count}
+    if not by_rule:
+        return ""
+    rules = ", ".join(f"{rule} {count}" for rule, count in by_rule.items())
+    jobs = sum(run.preempted > 0 for run in result.runs)
+    badput = sum(run.badput_cpu_s for run in result.runs) / HOUR
+    return (f"<p>Preemptions: {sum(by_rule.values())} ({html.escape(rules)}), of {jobs} jobs, which ran "
+            f"again from the start; badput {badput:.2f} cpu-hours.</p>")
 
 
 def deterministic_part(page: str) -> str:

@@ -10,7 +10,11 @@ Definitions:
   bounded slowdown = max(1, turnaround / max(run time, 10 s)) (Feitelson's bound of 10 s).
 * utilization: Cpus the matches consumed, times the seconds they held them within the replayed
   period (first submission to the last finish, or ``--until``), over the pool's Cpus times that
-  period.
+  period. A run that was preempted held its Cpus too: its Cpus times its seconds (HTCondor's
+  badput, the work lost to the restart) count, and are also given alone.
+* preemptions: per rule, as the cycles reported them; the jobs preempted at least once; the
+  badput in Cpu seconds. A preempted job's row in ``jobs.csv`` is its last run, the one that
+  finished (its wait includes the runs it lost).
 * Jain's fairness index over groups with a quota > 0, after each cycle: with x = the group's
   usage (its subtree's, in slot-weight units) / its quota, J = (sum x)^2 / (n * sum x^2), 1 when
   every group has the same share of its quota, 1/n when one group has it all; undefined (null)
@@ -116,6 +120,11 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
         "all": job_figures(result.runs),
         "groups": {name: job_figures(runs) for name, runs in sorted(by_group.items())},
         "utilization": utilization(result),
+        "preemptions": {
+            "by_rule": result.preemptions_by_rule(),
+            "jobs_preempted": sum(run.preempted > 0 for run in result.runs),
+            "badput_cpu_s": sum(run.badput_cpu_s for run in result.runs),
+        },
         "jain": jain_summary(result.cycles, result.end),
         "share_of_quota": share_summary(result.cycles, result.end),
         "bursts": burst_summary(result),
@@ -164,7 +173,7 @@ def utilization(result: ReplayResult) -> float | None:
     spans = ((run.cpus, run.start, run.finish) for run in result.runs)
     busy = sum(cpus * max(0.0, min(finish, result.end) - max(start, result.origin))
                for cpus, start, finish in spans if start is not None and finish is not None)
-    return busy / (result.pool_cpus * period)
+    return (busy + sum(run.badput_cpu_s for run in result.runs)) / (result.pool_cpus * period)
 
 
 def jain_summary(cycles: Sequence[CycleRecord], end: float) -> dict[str, object]:
@@ -254,6 +263,7 @@ def _cycle_document(cycle: CycleRecord, start_epoch: int) -> dict[str, object]:
         "QueuedJobs": cycle.queued,
         "GroupLoad": cycle.group_load,
         "StrandedCpus": cycle.stranded_cpus,
+        "Preemptions": sum(cycle.preemptions.values()),
     }
 
 

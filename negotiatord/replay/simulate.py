@@ -6,7 +6,14 @@ Cycles run on a grid, every ``NEGOTIATOR_INTERVAL`` of simulated time from the f
 the queue and the jobs finished by then leave their slots; the cycle negotiates with the daemon's
 code (:func:`negotiatord.runtime.run_cycle`) over a snapshot kept incrementally; each match starts
 its job at once, holding what the match consumed for the job's run time; the accountant's state is
-advanced to the cycle's time with the cycle's usage, as the daemon does after every cycle.
+updated after the cycle by the daemon's own step (:func:`negotiatord.accountant.after_cycle.after_cycle`):
+priorities decayed and charged, admission fair sharing sampled, quota preemption timers kept.
+
+**Preemption.** A job the cycle preempts goes back to the queue with its whole run time to do
+again: HTCondor vacates a job without checkpoint and restarts it from the beginning (its time
+on the slot is badput). The preempting job takes the victim's dynamic slot as it is, the claim
+passing to it with the slot's resources. A quota enforcement's victim (no preemptor) gives its
+resources back to its p-slot.
 
 **Quiet cycles are skipped.** A cycle after one that matched nothing, with no submission and no
 completion in between, would negotiate over the same slots and the same idle jobs. It matches
@@ -15,14 +22,17 @@ group with room for a job gets it whatever its submitters' priorities (remainder
 only input that changed, the decayed priorities, can only reorder matches that are not there.
 Nor can a cycle match anything when the one before left no job idle and nothing was submitted
 since. In both cases the replay jumps to the first grid point at or after the next submission
-or completion.
+or completion, or the next quota preemption timer's due time (quota enforcement needs no idle
+job). The decayed priorities can make a priority or fair sharing preemption possible, so while
+one may happen (:func:`may_preempt`) a cycle with jobs left idle is never skipped.
 
 A cycle negotiates with the priorities the previous cycle left (the daemon advances the state
 after each cycle), so before the next cycle runs, the accountant is advanced to the last skipped
 grid point with the usage it holds, which the skipped cycles would have recorded unchanged: the
 state they would have left, in one exponential step rather than several (the same to the last
-bits of a priority). The matches, and so every job's start, are those of a replay that runs
-every cycle (tested).
+bits of a priority), and likewise the admission fair sharing average, sampled with what each
+submitter holds; the quota timers see the same holdings and stay as they are. The matches,
+and so every job's start, are those of a replay that runs every cycle (tested).
 """
 
 from __future__ import annotations
@@ -35,14 +45,15 @@ from dataclasses import dataclass, field
 
 import classad2
 
-from negotiatord.accountant import AccountantState, advance
-from negotiatord.cycle.result import CycleResult, Match
+from negotiatord.accountant import AccountantState
+from negotiatord.accountant.after_cycle import after_cycle
+from negotiatord.cycle.result import PREEMPTION_RULES, CycleResult, Match, Preemption
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.jobs import submitter_of
-from negotiatord.replay.pool import SimulatedPool, job_ad, job_key
+from negotiatord.replay.pool import Offer, SimulatedPool, job_ad, job_key, may_preempt
 from negotiatord.replay.trace import Trace, TraceJob
-from negotiatord.runtime import run_cycle
+from negotiatord.runtime import HeapKeeper, run_cycle
 from negotiatord.settings import Settings
 from negotiatord.settings.groups import ROOT_GROUP
 
@@ -59,6 +70,8 @@ class JobRun:
     slot: str | None = None
     cost: float | None = None
     cpus: float = 0.0                  # the Cpus its match consumed
+    preempted: int = 0                 # times it was preempted and went back to the queue
+    badput_cpu_s: float = 0.0          # Cpus times seconds held by the runs that were preempted
 
     @property
     def finish(self) -> float | None:
@@ -83,6 +96,7 @@ class CycleRecord:
     stranded_cpus: float                # free Cpus in p-slots with too little Memory for any job
     duration_s: float                   # wall clock: snapshot and negotiation
     snapshot_s: float = 0.0             # wall clock: the snapshot alone
+    preemptions: dict[str, int] = field(default_factory=dict)   # by rule, the rules with at least one
 
     @property
     def jain(self) -> float | None:
@@ -106,6 +120,16 @@ class ReplayResult:
     wall_time_s: float
     start_epoch: int
 
+    def preemptions_by_rule(self) -> dict[str, int]:
+        """Preemptions over the whole replay, per rule (every rule named, at 0 if none)."""
+        counts = dict.fromkeys(PREEMPTION_RULES, 0)
+        for cycle in self.cycles:
+            for rule, count in cycle.preemptions.items():
+                counts[rule] += count
+        return counts
+
+
+FULL_COLLECTION_EVERY = 1000    # cycles: ~0.5 GB of garbage at most from cycles over LCG's 24,515 nodes
 
 ProgressCallback = Callable[[float, int], None]    # simulated time, jobs finished or started
 
@@ -116,7 +140,7 @@ def replay(trace: Trace, settings: Settings, pool: SimulatedPool, *, until: floa
     """Run ``trace`` (jobs fitted to ``pool``'s nodes) through negotiation cycles on ``pool``,
     up to simulated time ``until`` (seconds from the trace's start; None: until every job ran or
     no job left can ever start). ``stand_in_empty_nodes=False`` offers each cycle every node
-    (see :meth:`SimulatedPool.offered_ads`), to check that standing in changes nothing."""
+    (see :meth:`SimulatedPool.offered_ads`), to check that standing in and leaving out change nothing."""
     return _Replay(trace, settings, pool, until, skip_quiet_cycles, stand_in_empty_nodes, progress).run()
 
 
@@ -133,7 +157,10 @@ class _Replay:
     cycles: list[CycleRecord] = field(default_factory=list)
     idle: dict[str, tuple[JobRun, classad2.ClassAd]] = field(default_factory=dict)
     running: list[tuple[float, int, Match]] = field(default_factory=list)    # heap by finish
-    by_key: dict[str, JobRun] = field(default_factory=dict)
+    # job key -> its run, the match it runs under and its ad; a heap entry whose match is not
+    # the job's here was preempted
+    by_key: dict[str, tuple[JobRun, Match, classad2.ClassAd]] = field(default_factory=dict)
+    held: dict[str, dict[str, float]] = field(default_factory=dict)   # the last cycle's CycleResult.held
     busy_cpus: float = 0.0
     started: int = 0
     stranded: dict[str, float] = field(default_factory=dict)    # p-slot -> its stranded Cpus
@@ -149,31 +176,42 @@ class _Replay:
         self.least_memory_mb = min((job.memory_mb for job in jobs), default=0)
         builder, descriptions, state = SnapshotBuilder(), AdDescriptions(), AccountantState()
         index, submitted, matched = 0, 0, True
-        while True:
-            now = origin + index * interval
-            if self.until is not None and now > self.until:
-                break
-            while submitted < len(jobs) and jobs[submitted].submit <= now:
-                self._submit(jobs[submitted], submitted + 1)
-                submitted += 1
-            while self.running and self.running[0][0] <= now:
-                self._finish(heapq.heappop(self.running)[2])
-            state, matched = self._cycle(index, now, builder, descriptions, state)
-            if self.progress is not None:
-                self.progress(now, self.started)
-            waiting = submitted < len(jobs) or self.running
-            if not waiting and (not self.idle or not matched):
-                break
-            if (matched and self.idle) or not self.skip_quiet_cycles:
-                index += 1
-            else:
-                upcoming = min(jobs[submitted].submit if submitted < len(jobs) else math.inf,
-                               self.running[0][0] if self.running else math.inf)
-                following = max(index + 1, math.ceil((upcoming - origin) / interval))
-                if following > index + 1:
-                    state = _held(state, int(self.trace.start_epoch + origin + (following - 1) * interval),
-                                  self.settings)
-                index = following
+        preempting = may_preempt(self.settings)
+        # the cycles' reference cycles reach the oldest generation uncollected
+        # (runtime.garbage_collection_paused): collected in full every so many cycles, as the daemon does
+        # (HeapKeeper), but the heap is not left frozen: a cycle starting over a frozen heap counts it
+        # (gc.get_freeze_count walks the frozen objects), ~40 ms a cycle once a replay's heap is large
+        heap = HeapKeeper(full_every=FULL_COLLECTION_EVERY)
+        try:
+            while True:
+                now = origin + index * interval
+                if self.until is not None and now > self.until:
+                    break
+                while submitted < len(jobs) and jobs[submitted].submit <= now:
+                    self._submit(jobs[submitted], submitted + 1)
+                    submitted += 1
+                while self._next_finish() <= now:
+                    self._finish(heapq.heappop(self.running)[2])
+                state, matched = self._cycle(index, now, builder, descriptions, state)
+                if heap.after_cycle() is not None:
+                    heap.release()
+                if self.progress is not None:
+                    self.progress(now, self.started)
+                waiting = submitted < len(jobs) or self.by_key
+                if not waiting and (not self.idle or not matched):
+                    break
+                if (self.idle and (matched or preempting)) or not self.skip_quiet_cycles:
+                    index += 1
+                else:
+                    # quota timers run on the accountant's clock: the trace's start epoch plus its seconds
+                    upcoming = min(jobs[submitted].submit if submitted < len(jobs) else math.inf, self._next_finish(),
+                                   *(timer.due - self.trace.start_epoch for timer in state.quota_timers.values()))
+                    following = max(index + 1, math.ceil((upcoming - origin) / interval))
+                    if following > index + 1:
+                        state = self._held_for(state, int(self.trace.start_epoch + origin + (following - 1) * interval))
+                    index = following
+        finally:
+            heap.release()
         finishes = [run.finish for run in self.runs if run.finish is not None]
         ran = self.cycles[-1].index + 1 if self.cycles else 0
         end = self.until if self.until is not None else max([origin + (ran - 1) * interval, *finishes])
@@ -191,9 +229,21 @@ class _Replay:
         self.runs.append(run)
         self.idle[job_key(job)] = (run, ad)
 
+    def _next_finish(self) -> float:
+        """When the next running job finishes (inf: none runs); heap entries left by preempted
+        runs are dropped on the way."""
+        while self.running and self._preempted_entry(self.running[0][2]):
+            heapq.heappop(self.running)
+        return self.running[0][0] if self.running else math.inf
+
+    def _preempted_entry(self, match: Match) -> bool:
+        running = self.by_key.get(match.job)
+        return running is None or running[1] is not match
+
     def _finish(self, match: Match) -> None:
+        run, _, _ = self.by_key.pop(match.job)
         self.pool.release(match)
-        self.busy_cpus -= self.by_key.pop(match.job).cpus
+        self.busy_cpus -= run.cpus
         self._strand(match.slot)
 
     def _strand(self, slot: str) -> None:
@@ -207,47 +257,75 @@ class _Replay:
 
     def _cycle(self, index: int, now: float, builder: SnapshotBuilder, descriptions: AdDescriptions,
                state: AccountantState) -> tuple[AccountantState, bool]:
-        """Negotiate at grid point ``index``, start the matched jobs; the advanced accountant state,
-        and whether anything was matched."""
+        """Negotiate at grid point ``index``, preempt the victims and start the matched jobs; the
+        accountant state after the cycle, and whether the cycle changed what runs."""
         wall = time.perf_counter()
         epoch = int(self.trace.start_epoch + now)
-        if self.stand_in_empty_nodes:
-            slot_ads, left_out = self.pool.offered_ads(len(self.idle), self.settings)
-        else:
-            slot_ads, left_out = self.pool.slot_ads(), 0
-        snapshot = builder.build(slot_ads, [ad for _, ad in self.idle.values()], self.settings)
+        offer = (self.pool.offered_ads(len(self.idle), self.settings) if self.stand_in_empty_nodes
+                 else Offer(self.pool.slot_ads()))
+        snapshot = builder.build(offer.ads, [ad for _, ad in self.idle.values()], self.settings)
         built = time.perf_counter() - wall
         result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions)
         duration = time.perf_counter() - wall
+        victims = {preemption.victim_job: self._evict(preemption, now) for preemption in result.preemptions
+                   if preemption.victim_job in self.by_key}
         for match in result.matches:
-            self._start(match, index, now)
+            victim = victims.get(match.preempts) if match.preempts is not None else None
+            self._start(match if victim is None else _in_place_of(match, victim), index, now, epoch)
         self.cycles.append(CycleRecord(
             index=index, time=now, matches=len(result.matches),
-            # the empty nodes a stand-in slot stood for count as the slots they are
-            total_slots=result.stats.slots + (left_out - 1 if left_out else 0),
-            candidate_slots=int(snapshot.table.candidate.sum()) + left_out, idle_jobs=len(snapshot.jobs),
+            # the slots left out of the offer count as the slots they are
+            total_slots=result.stats.slots + offer.slots_left_out,
+            candidate_slots=int(snapshot.table.candidate.sum()) + offer.candidates_left_out,
+            idle_jobs=len(snapshot.jobs),
             submitters=len({job.submitter for job in snapshot.jobs}), pie_spins=result.stats.pie_spins,
             busy_cpus=self.busy_cpus, queued=len(self.idle), group_load=_group_load(result),
             stranded_cpus=self.stranded_cpus, duration_s=duration, snapshot_s=built,
+            preemptions={rule: count for rule, count in result.preemptions_by_rule().items() if count},
         ))
-        return advance(state, epoch, result.usage, self.settings.priority_halflife), bool(result.matches)
+        self.held = result.held
+        state = after_cycle(state, epoch, result.usage, result.held, self.settings)
+        return state, bool(result.matches or result.preemptions)
 
-    def _start(self, match: Match, index: int, now: float) -> None:
+    def _evict(self, preemption: Preemption, now: float) -> Match:
+        """The preempted job leaves its slot and goes back to the queue, to run its whole run time
+        again; the match it ran under."""
+        assert preemption.victim_job is not None
+        run, match, ad = self.by_key.pop(preemption.victim_job)
+        assert run.start is not None
+        run.badput_cpu_s += run.cpus * (now - run.start)
+        run.preempted += 1
+        self.busy_cpus -= run.cpus
+        run.start = run.start_cycle = run.slot = run.cost = None
+        run.cpus = 0.0
+        self.pool.release(match)
+        self._strand(match.slot)
+        self.idle[preemption.victim_job] = (run, ad)
+        return match
+
+    def _start(self, match: Match, index: int, now: float, epoch: int) -> None:
         run, ad = self.idle.pop(match.job)
         run.start, run.start_cycle, run.slot, run.cost = now, index, match.slot, match.cost
         run.cpus = float(match.consumed.get("Cpus", run.job.cpus))
-        self.pool.start(match, ad)
+        self.pool.start(match, ad, epoch)
         heapq.heappush(self.running, (now + run.job.runtime, run.cluster, match))
-        self.by_key[match.job] = run
+        self.by_key[match.job] = (run, match, ad)
         self.busy_cpus += run.cpus
         self.started += 1
         self._strand(match.slot)
 
+    def _held_for(self, state: AccountantState, now: int) -> AccountantState:
+        """``state`` after cycles up to ``now`` that each matched and preempted nothing: each
+        recorded the usage it holds and sampled what each submitter holds."""
+        usage = {record.name: record.weighted_usage for record in state.customers()}
+        return after_cycle(state, now, usage, self.held, self.settings)
 
-def _held(state: AccountantState, now: int, settings: Settings) -> AccountantState:
-    """``state`` advanced to ``now`` by cycles that each recorded the usage it holds."""
-    usage = {record.name: record.weighted_usage for record in state.customers()}
-    return advance(state, now, usage, settings.priority_halflife)
+
+def _in_place_of(match: Match, victim: Match) -> Match:
+    """A preempting match as the replay runs it: the victim's dynamic slot passes to the new job
+    whole, so the job holds what the victim's match consumed, on the victim's p-slot."""
+    return Match(match.job, victim.slot, match.submitter, match.group, match.cost, dict(victim.consumed),
+                 match.preemption)
 
 
 def _group_load(result: CycleResult) -> dict[str, float]:

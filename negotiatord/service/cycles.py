@@ -51,9 +51,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from negotiatord.accountant import AccountantState, AccountantStore, advance
-from negotiatord.accountant.admission import sample_admission_usage
-from negotiatord.accountant.quota_timers import QuotaTimer, group_resources, updated_timers
+from negotiatord.accountant import AccountantState, AccountantStore
+from negotiatord.accountant.after_cycle import after_cycle
+from negotiatord.accountant.quota_timers import QuotaTimer
 from negotiatord.cycle.result import CycleResult
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.feed.store import PoolView
@@ -62,7 +62,7 @@ from negotiatord.publish.holds import Hold, holds_for
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import CycleProcessFailed, run_cycle, run_cycle_in_child
-from negotiatord.settings import CycleWorker, Settings, SubmitterOrder
+from negotiatord.settings import CycleWorker, Settings
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class CycleRunner:
             phases.update(result.stats.phase_s)
 
             with self._phase("accountant", phases):
-                new_state = _advanced(state, result, settings, now)
+                new_state = after_cycle(state, now, result.usage, result.held, settings)
             with self._phase("holds", phases):
                 holds = holds_for(view, result.matches, result.preemptions)
             with self._phase("commit", phases):
@@ -234,18 +234,3 @@ class CycleRunner:
             if self._child is not None:
                 os.kill(self._child, signal.SIGKILL)
 
-
-def _advanced(state: AccountantState, result: CycleResult, settings: Settings, now: int) -> AccountantState:
-    """The accountant state after this cycle: decayed to ``now``, usage from now on = running work
-    plus this cycle's matches, per customer and per group as the cycle rolled it up
-    (:meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`); with admission fair
-    sharing, each submitter's decayed usage sampled with what it holds now; with quota preemption,
-    each group's timer started, kept or dropped by its usage now."""
-    advanced = advance(state, now, result.usage, settings.priority_halflife)
-    if settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
-        advanced = sample_admission_usage(advanced, now, result.held, settings.admission_half_life_s)
-    if not settings.quota_preemption:
-        return advanced.with_quota_timers({})     # switched off: no timer keeps running
-    tree = settings.group_tree
-    return advanced.with_quota_timers(
-        updated_timers(state.quota_timers, tree, group_resources(tree, result.held), now))

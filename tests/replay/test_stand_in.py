@@ -1,6 +1,7 @@
-"""Empty nodes beyond the idle jobs stood in for by one slot carrying their weight: the same
-jobs.csv and summary.json as a replay offering every cycle every node, on slices of KTH and LCG
-and on the hand-made trace whose two groups' quotas are shares of the pool's weight."""
+"""Empty nodes beyond the idle jobs stood in for by one slot carrying their weight, and spent
+p-slots of weight 0 left out: the same jobs.csv and summary.json as a replay offering every cycle
+every slot, on slices of KTH and LCG and on the hand-made trace whose two groups' quotas are
+shares of the pool's weight."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 import classad2
 import pytest
 
+from negotiatord.cycle.result import Match
 from negotiatord.replay import NodeShape, SimulatedPool, fit_to_node, read_trace, replay, write_outputs
+from negotiatord.replay.pool import Offer
 from negotiatord.replay.simulate import ReplayResult
 from negotiatord.replay.trace import Trace
 from negotiatord.settings import PslotLoading, Settings, load_settings
@@ -23,16 +26,19 @@ CPU_CENTRIC = ROOT / "config" / "cpu_centric.conf"
 
 
 class WatchedPool(SimulatedPool):
-    """A simulated pool that notes how many empty nodes each cycle's stand-in stood in for."""
+    """A simulated pool that notes how many empty nodes each cycle's stand-in stood in for, and
+    how many spent p-slots each cycle left out."""
 
     def __init__(self, count: int, shape: NodeShape) -> None:
         super().__init__(count, shape)
         self.left_out: list[int] = []
+        self.spent: list[int] = []
 
-    def offered_ads(self, idle_jobs: int, settings: Settings) -> tuple[list[classad2.ClassAd], int]:
-        ads, left_out = super().offered_ads(idle_jobs, settings)
-        self.left_out.append(left_out)
-        return ads, left_out
+    def offered_ads(self, idle_jobs: int, settings: Settings) -> Offer:
+        offer = super().offered_ads(idle_jobs, settings)
+        self.left_out.append(offer.empty_nodes)
+        self.spent.append(offer.spent_pslots)
+        return offer
 
 
 def replayed(trace_path: Path, jobs: int | None, nodes: int, shape: NodeShape, settings: Settings,
@@ -69,7 +75,7 @@ def test_standing_in_for_empty_nodes_changes_no_output(trace_path: Path, jobs: i
     empty node offered (slot-table order breaks the ties between alike slots, as HTCondor's
     matchmaker takes the first of equally ranked offers), so every job starts at the same time on
     the same slot, costs the same, and every per-cycle figure (slots, candidates, group loads) is
-    the same."""
+    the same. A spent p-slot (no Cpu left, weight 0 under SLOT_WEIGHT = Cpus) could take no job."""
     settings = dataclasses.replace(load_settings(CPU_CENTRIC), pslot_loading=PslotLoading(policy))
     shape = NodeShape.parse(node)
     every = outputs(tmp_path / "every", trace_path, jobs, nodes, shape, settings, stand_in=False)
@@ -79,6 +85,8 @@ def test_standing_in_for_empty_nodes_changes_no_output(trace_path: Path, jobs: i
     # nodes were left out, in most cycles, and in none of the replay offering every node
     assert sum(map(bool, stood_in[2].left_out)) > len(stood_in[2].left_out) / 2
     assert every[2].left_out == []
+    # the nodes are full at times (one cpu each: busy is spent)
+    assert any(stood_in[2].spent)
 
 
 def test_quota_shares_of_the_pool_are_unchanged(replay_files: tuple[Path, Path], settings: Settings,
@@ -97,11 +105,36 @@ def test_the_stand_in_carries_the_weight_of_the_nodes_left_out(settings: Setting
     """Two idle jobs on five empty two-cpu nodes under SLOT_WEIGHT = Cpus: the first two nodes are
     offered, and one slot in the Owner state (offered to no job) weighs the other three's 6 cpus."""
     pool = SimulatedPool(5, NodeShape.parse(NODE))
-    ads, left_out = pool.offered_ads(2, settings)
-    assert left_out == 3
+    offer = pool.offered_ads(2, settings)
+    assert (offer.empty_nodes, offer.spent_pslots) == (3, 0)
+    ads = offer.ads
     assert [ad["Name"] for ad in ads[:2]] == ["slot1@node1.trace", "slot1@node2.trace"]
     assert (ads[2]["State"], ads[2]["SlotWeight"]) == ("Owner", 6)
-    assert pool.offered_ads(2, settings)[0][2] is ads[2]          # the same ad while nothing changes
-    assert pool.offered_ads(5, settings) == (pool.slot_ads(), 0)
+    assert pool.offered_ads(2, settings).ads[2] is ads[2]          # the same ad while nothing changes
+    assert pool.offered_ads(5, settings) == Offer(pool.slot_ads())
     weighted_by_memory = dataclasses.replace(settings, slot_weight="Memory / 3.0")
-    assert pool.offered_ads(2, weighted_by_memory) == (pool.slot_ads(), 0)    # 682.67: not whole
+    assert pool.offered_ads(2, weighted_by_memory) == Offer(pool.slot_ads())    # 682.67: not whole
+
+
+def test_a_spent_pslot_of_weight_0_is_left_out_and_claims_are_stood_in_per_submitter(settings: Settings) -> None:
+    """A two-cpu job fills node 1's two cpus: its p-slot, with 0 Cpus and 1024 MB left, weighs 0
+    under SLOT_WEIGHT = Cpus and is left out; weighed by Memory it weighs 1024 and stays. Without
+    preemption, the submitter's claimed dynamic slot is offered as one claimed slot holding what
+    its jobs hold; with PREEMPTION_REQUIREMENTS, each claimed slot is offered, a victim to choose."""
+    pool = SimulatedPool(2, NodeShape.parse(NODE))
+    match = Match("job1", "slot1@node1.trace", "u@trace", "<none>", 2.0, {"Cpus": 2, "Memory": 1024})
+    pool.start(match, classad2.ClassAd(), 0)
+    offer = pool.offered_ads(0, settings)
+    assert (offer.empty_nodes, offer.spent_pslots, offer.claims, offer.claim_stand_ins) == (1, 1, 1, 1)
+    assert (offer.slots_left_out, offer.candidates_left_out) == (1, 2)
+    assert [ad["Name"] for ad in offer.ads] == ["empty-nodes@trace", "claims-of-u@trace"]
+    claims = offer.ads[1]
+    assert (claims["State"], claims["AccountingGroup"], claims["Cpus"], claims["Memory"], claims["SlotWeight"]) == (
+        "Claimed", "u@trace", 2, 1024, 2.0)
+    by_memory = dataclasses.replace(settings, slot_weight="Memory")
+    assert [ad["Name"] for ad in pool.offered_ads(0, by_memory).ads] == [
+        "slot1@node1.trace", "empty-nodes@trace", "claims-of-u@trace"]
+    preempting = dataclasses.replace(settings, preemption_requirements="True")
+    assert [ad["Name"] for ad in pool.offered_ads(0, preempting).ads] == ["slot1@node1.trace#job1", "empty-nodes@trace"]
+    pool.release(match)
+    assert pool.offered_ads(2, settings) == Offer(pool.slot_ads())
