@@ -11,15 +11,16 @@ Starts ``negotiatord run`` on a loopback port with an OSPool-shaped pool from
    claimed slots switched between Busy and Idle: every update replaces its ad), as fast as the
    daemon takes them;
 4. during negotiation cycles over the whole pool, run back to back: status latency probed every
-   10 ms, first alone (the idle window), then while slot updates keep coming (a quarter of the
-   slots, round after round of periodic updates), one window for each rate of --slot-rates: as
-   fast as the daemon takes them (``max``, the default) or R updates a second paced evenly (a
-   tenth of a second's worth of ads every 0.1 s, at most --batch a post, as a pool's startds
-   spread their updates over UPDATE_INTERVAL).
-   Each window lasts at least --window-seconds and until --min-cycles cycles started and ended in
-   it, at most --max-seconds. For each window: the slot updates actually ingested per second, the
-   median cycle time against the idle window's (the ratio), the median of each of the cycle's
-   phases, and the status latency while a cycle ran.
+   10 ms, first alone (an idle window), then while slot updates keep coming (a quarter of the
+   slots, round after round of periodic updates), one window for each rate of --slot-rates, then
+   alone again. The updates come as fast as the daemon takes them (``max``, the default) or R a
+   second paced evenly (a tenth of a second's worth of ads every 0.1 s, at most --batch a post,
+   as a pool's startds spread their updates over UPDATE_INTERVAL). Each window lasts at least
+   --window-seconds and until --min-cycles cycles started and ended in it, at most
+   --max-seconds. For each window: the slot updates actually ingested per second, the median
+   cycle time against the idle cycle (the ratio; the baseline is the cycles of both idle
+   windows, which brackets the first cycles after the load and the drift of a shared machine),
+   the median of each of the cycle's phases, and the status latency while a cycle ran.
 
 ``--cycle-worker fork`` runs the daemon with ``NEGOTIATORD_CYCLE_WORKER = fork`` (each cycle
 negotiated in a child process forked for it) instead of the default, a thread of the daemon.
@@ -155,7 +156,7 @@ def rate_list(text: str) -> list[float | None]:
     return rates
 
 
-IDLE = "none (idle)"
+IDLE, IDLE_AGAIN = "none (idle)", "none (idle, again)"
 AS_FAST_AS_POSSIBLE = "as fast as possible"
 
 
@@ -400,7 +401,7 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
             await asyncio.gather(*sent)
 
         work = [probe()]
-        if label != IDLE:
+        if label not in (IDLE, IDLE_AGAIN):
             work.append(update_fast() if rate is None else update_paced(rate))
         await asyncio.gather(*work)
         seconds = time.monotonic() - started
@@ -408,15 +409,20 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
         return Window(label, rate, latencies, [cycles[i] for i in sorted(cycles) if first <= i <= last],
                       updates[0], seconds)
 
+    # idle windows before and after the windows under updates: their cycles together are the
+    # baseline, so the first cycles after the load and the drift of a shared machine weigh on both
     windows = [await measure(IDLE, None)]
     for asked in args.slot_rates:
         windows.append(await measure(AS_FAST_AS_POSSIBLE if asked is None else f"{asked:,.0f} /s paced", asked))
+    windows.append(await measure(IDLE_AGAIN, None))
+    quiet = Window("idle", None, windows[0].latencies + windows[-1].latencies,
+                   windows[0].cycles + windows[-1].cycles, 0, windows[0].seconds + windows[-1].seconds)
+    loaded = windows[1:-1]
     final = (await status(session, url))[1]
     while final["cycle"]["running"]:
         await asyncio.sleep(0.2)
         final = (await status(session, url))[1]
     cycle = final["last_cycle"] or {}
-    quiet = windows[0]
     idle_cycle = quiet.median_cycle
     print(f"during cycles, back to back (the last took {cycle.get('Duration', float('nan')):.1f} s over "
           f"{cycle.get('TotalSlots')} slots, {cycle.get('NumIdleJobs')} idle jobs, {cycle.get('Matches')} matches; "
@@ -425,18 +431,19 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
           f" {'status p50':>10} {'p99':>9} {'max':>9} {'p99 vs no cycle':>15}")
     for window in windows:
         p50, p99 = percentile(window.latencies, .5), percentile(window.latencies, .99)
-        taken = "" if window.label == IDLE else f"{window.rate_ingested:,.0f} /s"
+        taken = "" if window.label in (IDLE, IDLE_AGAIN) else f"{window.rate_ingested:,.0f} /s"
         print(f"  {window.label:<22} {taken:>11} {len(window.cycles):>6} {window.median_cycle:>10.2f} s"
               f" {window.median_cycle / idle_cycle:>7.2f}x {p50:>7.2f} ms {p99:>6.2f} ms"
               f" {max(window.latencies, default=float('nan')):>6.2f} ms {p99 / percentile(idle, .99):>14.1f}x")
-    for window in windows[1:]:
+    print(f"  cycle time, idle, median of both idle windows: {idle_cycle:.2f} s ({len(quiet.cycles)} cycles)")
+    for window in loaded:
         print(f"  phases, median, {window.label} (slot updates: {window.updates:,} in {window.seconds:.1f} s):")
         print_phases(quiet.cycles, window.cycles)
     print()
     for kind, rate in rates.items():
         print(f"target >= {TARGET_UPDATES_PER_S:,} updates/s, {kind.value} without a cycle: {rate:,.0f}/s "
               f"{'MET' if rate >= TARGET_UPDATES_PER_S else 'NOT MET'}")
-    for window in windows[1:]:
+    for window in loaded:
         if window.rate is None or window.rate >= TARGET_UPDATES_DURING_CYCLES_PER_S:
             print(f"target >= {TARGET_UPDATES_DURING_CYCLES_PER_S:,} updates/s, slots during cycles, "
                   f"{window.label}: {window.rate_ingested:,.0f}/s "
