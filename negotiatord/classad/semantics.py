@@ -18,3 +18,13 @@ def old_semantics() -> bool:
     target = classad2.ClassAd()
     target["probe"] = 1
     return classad2.ExprTree("probe").eval(classad2.ClassAd(), target) == 1
+
+
+def adopt_old_semantics() -> None:
+    """Switch classad2 to HTCondor's old semantics for the rest of the process, as HTCondor's
+    daemons run them (``STRICT_CLASSAD_EVALUATION`` defaults to False): an unscoped name the ad
+    lacks is then found in the other ad of the match, whatever form the ads arrived in. Without
+    this, a process that has read only new-form or JSON ads, or built its ads itself (a trace
+    replay), would find ``SubmitterUserPrio`` in ``PREEMPTION_REQUIREMENTS`` nowhere. classad2
+    has no call for it: parsing an old-syntax ad is what switches it, for good."""
+    classad2.parseOne('MyType = "Negotiator"', classad2.ParserType.Old)
