@@ -113,6 +113,9 @@ _lock = threading.Lock()
 _paused = 0                 # cycles running with garbage collection paused
 _was_enabled = False        # whether automatic collection was enabled when the first of them began
 _was_frozen = False         # whether the process had frozen its heap when the first began
+# Whether a HeapKeeper keeps this process's heap frozen: known here, because asking the collector
+# (gc.get_freeze_count) walks every frozen object, tens of milliseconds on a daemon's heap.
+_heap_frozen = False
 
 
 def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
@@ -262,7 +265,7 @@ def garbage_collection_paused() -> Iterator[None]:
     global _paused, _was_enabled, _was_frozen
     with _lock:
         if _paused == 0:
-            _was_enabled, _was_frozen = gc.isenabled(), gc.get_freeze_count() > 0
+            _was_enabled, _was_frozen = gc.isenabled(), _heap_frozen
             gc.disable()
         _paused += 1
     try:
@@ -287,7 +290,9 @@ class HeapKeeper:
 
     def tick(self) -> None:
         """Leave what exists now out of later collections (called about once a second)."""
+        global _heap_frozen
         gc.freeze()
+        _heap_frozen = True
 
     def after_cycle(self) -> float | None:
         """Every ``full_every`` cycles, collect everything once; returns the seconds it took,
@@ -295,10 +300,12 @@ class HeapKeeper:
         self.cycles += 1
         if self.cycles % self.full_every:
             return None
+        global _heap_frozen
         started = time.perf_counter()
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+        _heap_frozen = True
         return time.perf_counter() - started
 
     def release(self) -> None:
@@ -306,4 +313,6 @@ class HeapKeeper:
         goes on (tests, an embedding program) leaves it as it found it. Left frozen, every later
         cycle would freeze its own objects too (:func:`garbage_collection_paused` keeps a frozen
         heap frozen), and their reference cycles would never be collected."""
+        global _heap_frozen
         gc.unfreeze()
+        _heap_frozen = False

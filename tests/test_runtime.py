@@ -19,9 +19,9 @@ from negotiatord.runtime import HeapKeeper, garbage_collection_paused
 @pytest.fixture(autouse=True)
 def restore_collection():
     enabled = gc.isenabled()
-    gc.unfreeze()
+    HeapKeeper().release()
     yield
-    gc.unfreeze()
+    HeapKeeper().release()
     (gc.enable if enabled else gc.disable)()
 
 
@@ -57,11 +57,20 @@ def test_collection_switched_off_before_stays_off():
 
 
 def test_a_heap_frozen_before_the_cycle_stays_frozen_with_the_cycles_objects():
-    gc.freeze()                                         # as the daemon's heap keeper does
+    HeapKeeper().tick()                                 # the daemon's heap keeper freezes the heap
     frozen = gc.get_freeze_count()
     with garbage_collection_paused():
         made = [[] for _ in range(100)]
     assert gc.get_freeze_count() >= frozen + 100 and made
+
+
+def test_a_heap_handed_back_is_not_frozen_again_by_the_next_cycle():
+    keeper = HeapKeeper()
+    keeper.tick()
+    keeper.release()
+    with garbage_collection_paused():
+        made = [[] for _ in range(100)]
+    assert gc.get_freeze_count() == 0 and made
 
 
 def test_a_failing_cycle_restores_it_too():

@@ -179,8 +179,7 @@ class _Replay:
         preempting = may_preempt(self.settings)
         # the cycles' reference cycles reach the oldest generation uncollected
         # (runtime.garbage_collection_paused): collected in full every so many cycles, as the daemon does
-        # (HeapKeeper), but the heap is not left frozen: a cycle starting over a frozen heap counts it
-        # (gc.get_freeze_count walks the frozen objects), ~40 ms a cycle once a replay's heap is large
+        # (HeapKeeper), but the heap is not left frozen (HeapKeeper.release says why)
         heap = HeapKeeper(full_every=FULL_COLLECTION_EVERY)
         try:
             while True:
