@@ -15,15 +15,18 @@ DATA = ROOT.parent / "shared" / "data"
 KTH = DATA / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
 HISTORY = DATA / "htcondor" / "history" / "sandyHistory.hist"
 
-# The CPU-centric consumption policy, a cycle every 60 s, two groups with a static quota of 2 cpus
-# each (the pool has 4) that lend their unused quota to each other.
-CONFIG = """\
+# The CPU-centric consumption policy and a cycle every 60 s.
+CPU_CENTRIC = """\
 CONSUMPTION_POLICY = True
 CONSUMPTION_CPUS = target.RequestCpus
 CONSUMPTION_MEMORY = target.RequestMemory
 CONSUMPTION_DISK = target.RequestDisk
 SLOT_WEIGHT = Cpus
 NEGOTIATOR_INTERVAL = 60
+"""
+# With two groups of a static quota of 2 cpus each (the pool has 4) that lend their unused quota
+# to each other.
+CONFIG = CPU_CENTRIC + """\
 GROUP_NAMES = group_g1, group_g2
 GROUP_QUOTA_group_g1 = 2
 GROUP_QUOTA_group_g2 = 2

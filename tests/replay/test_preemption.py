@@ -26,15 +26,9 @@ from negotiatord.replay import NodeShape, SimulatedPool, read_trace, replay
 from negotiatord.replay.report import job_rows, summary, utilization
 from negotiatord.service.cycles import CycleRunner
 from negotiatord.settings import Settings, load_settings
+from tests.replay.conftest import CPU_CENTRIC
 
-BASE = """\
-CONSUMPTION_POLICY = True
-CONSUMPTION_CPUS = target.RequestCpus
-CONSUMPTION_MEMORY = target.RequestMemory
-CONSUMPTION_DISK = target.RequestDisk
-SLOT_WEIGHT = Cpus
-NEGOTIATOR_INTERVAL = 60
-"""
+BASE = CPU_CENTRIC
 # The priority moves half way to the usage each minute, so one minute of a running job takes its
 # submitter from 0.5 to 0.75, 1.2 times 0.5 and more.
 PRIORITY = BASE + """\
