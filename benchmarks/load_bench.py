@@ -57,10 +57,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+import classad2
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -81,7 +83,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def batches(ads: list, size: int) -> list[str]:
+def batches(ads: Sequence[classad2.ClassAd], size: int) -> list[str]:
     return ["\n".join(ad.printOld() for ad in ads[i:i + size]) for i in range(0, len(ads), size)]
 
 
@@ -308,10 +310,10 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
 
     phase_end = time.monotonic() + args.max_seconds
     started = time.perf_counter()
-    loaded = await post_all(session, url, AdKind.SLOT, slot_batches, token, args.concurrency, phase_end)
-    loaded += await post_all(session, url, AdKind.JOB, job_batches, token, args.concurrency, phase_end)
+    first_load = await post_all(session, url, AdKind.SLOT, slot_batches, token, args.concurrency, phase_end)
+    first_load += await post_all(session, url, AdKind.JOB, job_batches, token, args.concurrency, phase_end)
     elapsed = time.perf_counter() - started
-    print(f"first load:                  {loaded:,} ads in {elapsed:.1f} s = {loaded / elapsed:,.0f} ads/s")
+    print(f"first load:                  {first_load:,} ads in {elapsed:.1f} s = {first_load / elapsed:,.0f} ads/s")
 
     rates = {}
     for kind, texts in ((AdKind.SLOT, periodic_update(slot_batches, 1, args.seed)), (AdKind.JOB, job_batches)):

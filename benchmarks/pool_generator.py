@@ -157,7 +157,7 @@ class JobAds(Sequence[classad2.ClassAd]):
     def __len__(self) -> int:
         return int(self._starts[-1])
 
-    def __getitem__(self, index: int | slice) -> classad2.ClassAd | list[classad2.ClassAd]:  # type: ignore[override]
+    def __getitem__(self, index: int | slice) -> classad2.ClassAd | list[classad2.ClassAd]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if not -len(self) <= index < len(self):
