@@ -248,35 +248,24 @@ class SimulatedPool:
         weight, and the spent p-slots of weight 0 (see the module's docstring)."""
         weight = self._empty_node_weight(settings)
         left_out = self.count - len(self._busy) - idle_jobs
+        if self._fractional == 0 and claims_stand_in_for(settings):
+            return self._open_offer(idle_jobs, settings, weight, left_out)
         ads: list[classad2.ClassAd] = []
         spent = 0
-        claims_stood_in = self._fractional == 0 and claims_stand_in_for(settings)
 
         def offer(name: str) -> None:
             nonlocal spent
             node = self._ads[name]
-            if name in self._spent and self._weightless(name, settings):
-                spent += 1
-            else:
+            if self._offers_pslot(self._index[name], settings):
                 ads.append(node[0])
-            if not claims_stood_in:
-                ads.extend(node[1:])
+            else:
+                spent += 1
+            ads.extend(node[1:])
 
-        def claims() -> tuple[int, int]:
-            """The submitters' claim stand-ins, added to ``ads``: how many claimed slots they stand
-            for, and how many they are."""
-            if not claims_stood_in:
-                return 0, 0
-            for customer in sorted(self._claims):
-                ads.append(self._claim_stand_in(customer))
-            return len(self._jobs), len(self._claims)
-
-        if claims_stood_in:
-            return self._open_offer(idle_jobs, settings, weight, left_out)
         if weight is None or left_out <= 0:
             for name in self._names:
                 offer(name)
-            return Offer(ads, 0, spent, *claims())
+            return Offer(ads, 0, spent)
         # the nodes up to the last empty one offered, then the busy nodes after it: a step per
         # busy node and offered empty node, not per node of the pool
         index, offered = 0, 0
@@ -287,10 +276,8 @@ class SimulatedPool:
             index += 1
         for busy in self._busy[bisect.bisect_left(self._busy, index):]:
             offer(self._names[busy])
-        if self._last_stand_in is None or self._last_stand_in[0] != left_out:
-            self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
-        ads.append(self._last_stand_in[1])
-        return Offer(ads, left_out, spent, *claims())
+        ads.append(self._empty_nodes_stand_in(left_out, weight))
+        return Offer(ads, left_out, spent)
 
     def _open_offer(self, idle_jobs: int, settings: Settings, weight: int | None, left_out: int) -> Offer:
         """:meth:`offered_ads` with claims stood in: the p-slots of the first ``idle_jobs`` empty
@@ -303,12 +290,17 @@ class SimulatedPool:
         ads = [self._ads[self._names[index]][0] for index in heapq.merge(empty, open_busy)]
         if standing_in:
             assert weight is not None
-            if self._last_stand_in is None or self._last_stand_in[0] != left_out:
-                self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
-            ads.append(self._last_stand_in[1])
+            ads.append(self._empty_nodes_stand_in(left_out, weight))
         ads.extend(self._claim_stand_in(customer) for customer in sorted(self._claims))
         return Offer(ads, left_out if standing_in else 0, len(self._busy) - len(open_busy), len(self._jobs),
                      len(self._claims))
+
+    def _empty_nodes_stand_in(self, left_out: int, weight: int) -> classad2.ClassAd:
+        """The one slot standing in for ``left_out`` empty nodes of weight ``weight`` each, made
+        again only when their number changes."""
+        if self._last_stand_in is None or self._last_stand_in[0] != left_out:
+            self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
+        return self._last_stand_in[1]
 
     def _open_busy(self, settings: Settings) -> list[int]:
         """The busy nodes whose p-slot is offered under ``settings`` (kept up to date by :meth:`_rebuild`)."""
@@ -333,9 +325,7 @@ class SimulatedPool:
             self._spent_weightless = (settings, {})
         known = self._spent_weightless[1]
         if name not in known:
-            value = classad2.ExprTree(settings.slot_weight).eval(self._ads[name][0])
-            known[name] = (settings.use_slot_weights and isinstance(value, (int, float))
-                           and not isinstance(value, bool) and value == 0)
+            known[name] = settings.use_slot_weights and _slot_weight(self._ads[name][0], settings) == 0
         return known[name]
 
     def _empty_node_weight(self, settings: Settings) -> int | None:
@@ -344,8 +334,8 @@ class SimulatedPool:
         if self._weight is None or self._weight[0] is not settings:
             weight = None
             if settings.use_slot_weights:
-                value = classad2.ExprTree(settings.slot_weight).eval(next(iter(self._base.values())))
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer():
+                value = _slot_weight(next(iter(self._base.values())), settings)
+                if value is not None and value.is_integer():
                     weight = int(value)
             self._weight = (settings, weight)
         return self._weight[1]
@@ -412,6 +402,12 @@ class SimulatedPool:
         self._ads[name] = ads
         if self._open is not None and self._offers_pslot(index, self._open[0]):
             bisect.insort(self._open[1], index)
+
+
+def _slot_weight(slot: classad2.ClassAd, settings: Settings) -> float | None:
+    """``slot``'s SLOT_WEIGHT as classad2 evaluates it, None when that is not a number."""
+    value = classad2.ExprTree(settings.slot_weight).eval(slot)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def may_preempt(settings: Settings) -> bool:
