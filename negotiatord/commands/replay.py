@@ -10,7 +10,6 @@ named with its file and line, a pool that cannot be built) or the outputs cannot
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
@@ -33,7 +32,6 @@ from negotiatord.replay import (
     write_outputs,
 )
 from negotiatord.replay.compare import comparison, text_table, write_comparison
-from negotiatord.replay.report import SUMMARY_FILE
 from negotiatord.settings import ConfigError, PslotLoading, Settings, load_settings
 
 EXIT_UNUSABLE = 2
@@ -77,10 +75,9 @@ def run(args: argparse.Namespace) -> int:
         log.info("replay policy", policy=policy.value)
         folder = args.out / policy.value
         status = _replay_once(args, trace, replace(settings, pslot_loading=policy), SimulatedPool(count, shape),
-                              folder, results)
+                              folder, results, summaries)
         if status:
             return status
-        summaries[policy.value] = json.loads((folder / SUMMARY_FILE).read_text())
     try:
         write_comparison(args.out, results, summaries, args.trace.name)
     except OSError as error:
@@ -91,9 +88,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay_once(args: argparse.Namespace, trace: Trace, settings: Settings, pool: SimulatedPool, out: Path,
-                 results: dict[str, ReplayResult] | None = None) -> int:
+                 results: dict[str, ReplayResult] | None = None, summaries: dict[str, dict] | None = None) -> int:
     """Replay ``trace`` on ``pool`` under ``settings`` into ``out``; file the result in ``results``
-    by the settings' p-slot loading policy."""
+    and the summary written to ``out`` in ``summaries``, by the settings' p-slot loading policy."""
     with _Progress(len(trace.jobs)) as progress:
         result = replay(trace, settings, pool, until=args.until, progress=progress)
     try:
@@ -103,6 +100,8 @@ def _replay_once(args: argparse.Namespace, trace: Trace, settings: Settings, poo
         return EXIT_UNUSABLE
     if results is not None:
         results[settings.pslot_loading.value] = result
+    if summaries is not None:
+        summaries[settings.pslot_loading.value] = document
     log.info("replayed", out=str(out), cycles=document["cycles"]["run"],
              matches=document["cycles"]["matches"], utilization=document["utilization"],
              wall_time_s=round(result.wall_time_s, 3),
