@@ -234,11 +234,9 @@ class SharedAds:
         ``own``, if that ad is ``ad``'s job under another identity: ``own`` holds just a plain
         identity (see :func:`_plain_identity`) and none of ``ad``'s expressions reads it, so all
         else reads the same in both. A shared MatchmakingAd was asked that already."""
-        if len(own) != len(IDENTITY):
+        if len(own) != len(IDENTITY) or not _plain_identity(own):
             return None
-        proc, global_id = own.get("ProcId"), own.get("GlobalJobId")
-        if type(proc) is not int or not isinstance(global_id, str) or not global_id:
-            return None
+        proc, global_id = identity_of(own)
         if isinstance(ad, MatchmakingAd):
             return (proc, global_id) if ad.shared else None
         key = id(ad)
