@@ -55,11 +55,7 @@ class OneCallAssessment:
     def assess(self, job: JobState, offer: Offer, amounts: np.ndarray) -> Assessment | None:
         """The whole assessment in one kernel call; None when some leaf the rows reach needs
         Python (classad2 steps or fallbacks): the staged path does those."""
-        space = self._space
-        if job.stack is None:
-            job.stack = self._stacks.of([self._roots.compiled(spec, job, space) if spec is not None else None
-                                         for spec in self._specs])
-        stack = job.stack
+        space, stack = self._space, self._stack(job)
         job_tables = self._job_tables(job, stack)
         rows, universe_rows = offer.rows, offer.universe_rows
         n = len(rows)
@@ -146,11 +142,7 @@ class OneCallAssessment:
         known for ``universe_rows``; None when the job's roots
         need Python (classad2 steps) or its values follow the wall clock (old-semantics
         CurrentTime, which each call reads anew)."""
-        space = self._space
-        if job.stack is None:
-            job.stack = self._stacks.of([self._roots.compiled(spec, job, space) if spec is not None else None
-                                         for spec in self._specs])
-        stack = job.stack
+        stack = self._stack(job)
         if stack.python_roots:
             return None
         job_tables = self._job_tables(job, stack)
@@ -162,7 +154,14 @@ class OneCallAssessment:
             return None
         known = stack.known_consumption
         return (known.prunable, known.kind, known.index,
-                *self.evaluation_inputs(stack, job_tables, job_ok, space.dynamic_inputs(1), 1))
+                *self.evaluation_inputs(stack, job_tables, job_ok, self._space.dynamic_inputs(1), 1))
+
+    def _stack(self, job: JobState) -> Stack:
+        """The job's roots compiled into one stack, made the first time the job is asked."""
+        if job.stack is None:
+            job.stack = self._stacks.of([self._roots.compiled(spec, job, self._space) if spec is not None else None
+                                         for spec in self._specs])
+        return job.stack
 
     def _job_tables(self, job: JobState, stack: Stack) -> JobTables:
         """Scalar inputs and job-only conjuncts of every leaf of the stack, computed together
