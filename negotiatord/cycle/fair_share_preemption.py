@@ -37,6 +37,7 @@ from negotiatord.cycle.fair_sharing import (
     RunningJob,
     candidate_order,
     choose_victims,
+    job_kind,
     nominal_shares,
 )
 from negotiatord.cycle.fair_sharing.shares import borrowing_on
@@ -211,8 +212,7 @@ class FairSharePreemptor:
         found = self._kinds.get(row)
         if found is None:
             job = self._running[row]
-            found = self._kinds[row] = ((candidate_order(job), job.slot),
-                                        (job.group, tuple(sorted(job.resources.items()))))
+            found = self._kinds[row] = ((candidate_order(job), job.slot), job_kind(job))
         return found
 
     def _first_alike(self, alike: dict[tuple, deque[tuple[tuple, Candidate]]], group: str,

@@ -14,6 +14,7 @@ from negotiatord.cycle.fair_sharing.victims import (
     Victim,
     candidate_order,
     choose_victims,
+    job_kind,
 )
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "Victim",
     "candidate_order",
     "choose_victims",
+    "job_kind",
     "nominal_shares",
 ]

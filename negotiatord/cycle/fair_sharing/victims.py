@@ -119,8 +119,7 @@ def choose_victims(
     for slot in sorted(by_slot, key=lambda name: (min(map(candidate_order, by_slot[name])), name)):
         slot_free = free.get(slot, {})
         jobs = by_slot[slot]
-        alike = (jobs[0].group, tuple(sorted(jobs[0].resources.items())), tuple(sorted(slot_free.items()))) \
-            if len(jobs) == 1 else None
+        alike = (*job_kind(jobs[0]), tuple(sorted(slot_free.items()))) if len(jobs) == 1 else None
         if alike in refused:
             continue
         if not _lacking(request, slot_free) or not _could_fit(request, slot_free, jobs):
@@ -150,6 +149,12 @@ def _could_fit(request: Mapping[str, float], free: Mapping[str, float], jobs: Se
 def candidate_order(job: RunningJob) -> tuple[int, float, str]:
     """Kueue's ``CandidatesOrdering``: lower priority first, then the most recently started."""
     return (job.prio, -job.start, job.job_id)
+
+
+def job_kind(job: RunningJob) -> tuple[str, tuple[tuple[str, float], ...]]:
+    """What the rules answer a one-job slot by, beside its free resources: the job's group and
+    what it holds. Slots whose jobs are of one kind are refused or taken alike."""
+    return (job.group, tuple(sorted(job.resources.items())))
 
 
 class _Attempt:
