@@ -4,10 +4,6 @@ A claimed static or dynamic slot's job holds the whole slot: each of the slot's 
 (lower-cased, as group quotas name them) and its SlotWeight as :data:`WEIGHT_UNIT`. Read from
 the slot ad: the claim's customer, ``GlobalJobId`` (else ``JobId``; the slot's name when neither
 is published), ``JobPrio`` (0 when missing) and ``JobStart`` (0 when missing: the oldest).
-
-A dynamic slot's partitionable slot is the one whose ``ChildName`` list names it, as HTCondor's
-negotiator finds a p-slot's dynamic slot ads by those names (``pslotMultiMatch`` in
-matchmaker.cpp looks each ``ChildName`` entry up among the cycle's slot ads).
 """
 
 from __future__ import annotations
@@ -16,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from negotiatord.cycle.result import Match
-from negotiatord.pool.slots import Slot, SlotKind
-from negotiatord.pool.snapshot import SlotTable
+from negotiatord.pool.slots import Slot
 from negotiatord.settings.groups import WEIGHT_UNIT
 
 
@@ -50,22 +45,6 @@ def running_job(slot: Slot, weight: float, group: str, partitionable: str | None
     assert claim is not None     # asked of claimed slots only
     return RunningJob(claim.job or slot.name, claim.customer, group, slot_resources(slot, weight),
                       int(claim.job_prio or 0), float(claim.job_start or 0.0), partitionable or slot.name)
-
-
-def partitionable_parents(table: SlotTable) -> dict[int, int]:
-    """Each claimed dynamic slot's row -> the row of the partitionable slot it was carved from
-    (``ChildName``); dynamic slots no p-slot of the table names are left out."""
-    rows = {slot.name: row for row, slot in enumerate(table.slots)}
-    parents: dict[int, int] = {}
-    for row, slot in enumerate(table.slots):
-        children = slot.ad.get("ChildName") if slot.kind is SlotKind.PARTITIONABLE else None
-        if not isinstance(children, list):
-            continue
-        for name in children:
-            child = rows.get(name) if isinstance(name, str) else None
-            if child is not None and table.slots[child].kind is SlotKind.DYNAMIC and table.slots[child].claim:
-                parents[child] = row
-    return parents
 
 
 def match_resources(match: Match) -> dict[str, float]:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from negotiatord.cycle.claimed import match_resources, partitionable_parents, running_job
+from negotiatord.cycle.claimed import match_resources, running_job
 from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.fair_sharing import (
     FairSharePreemption,
@@ -70,7 +70,7 @@ class FairSharePreemptor:
         self.usage = GroupUsage(tree, nominal_shares(tree, pool, hgq_quota))
         # ALLOW_PSLOT_PREEMPTION: a dynamic slot's job is preempted through its partitionable
         # slot, with as many of the p-slot's other dynamic slots as the preemptor needs
-        parents = partitionable_parents(table) if settings.allow_pslot_preemption else {}
+        parents = table.partitionable_parents if settings.allow_pslot_preemption else {}
         held: dict[str, tuple[int, RunningJob]] = {}     # slot name -> its row and the job on it
         self._running: dict[int, RunningJob] = {}        # row -> a job fair sharing may preempt
         self._children: dict[int, list[int]] = {}        # p-slot row -> its rows in _running

@@ -34,7 +34,6 @@ from enum import IntEnum
 import classad2
 import numpy as np
 
-from negotiatord.cycle.claimed import partitionable_parents
 from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.result import PREEMPTION_RULES
 from negotiatord.evaluation.loading import PoolColumns
@@ -108,7 +107,7 @@ class ClaimedSlots:
     """
 
     def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings) -> None:
-        parents = partitionable_parents(table) if settings.allow_pslot_preemption else {}
+        parents = table.partitionable_parents if settings.allow_pslot_preemption else {}
         eligible = [row for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist()))
                     if weight == weight and may_be_preempted(slot, settings)]
         self.children: dict[int, list[int]] = {}

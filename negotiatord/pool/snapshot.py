@@ -7,16 +7,18 @@ columns it changes (asset amounts of partitionable slots, availability) into its
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
+from types import MappingProxyType
 from operator import attrgetter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
-from negotiatord.pool.slots import Slot
+from negotiatord.pool.slots import Slot, SlotKind
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,23 @@ class SlotTable:
             candidate=np.array(candidate, dtype=bool),
             consumption_policy=np.array(policy, dtype=bool),
         )
+
+    @cached_property
+    def partitionable_parents(self) -> Mapping[int, int]:
+        """Each claimed dynamic slot's row -> the row of the partitionable slot it was carved from
+        (``ChildName``, as HTCondor's ``pslotMultiMatch`` looks a p-slot's dynamic slots up);
+        dynamic slots no p-slot of the table names are left out. Worked out once per table."""
+        rows = {slot.name: row for row, slot in enumerate(self.slots)}
+        parents: dict[int, int] = {}
+        for row, slot in enumerate(self.slots):
+            children = slot.ad.get("ChildName") if slot.kind is SlotKind.PARTITIONABLE else None
+            if not isinstance(children, list):
+                continue
+            for name in children:
+                child = rows.get(name) if isinstance(name, str) else None
+                if child is not None and self.slots[child].kind is SlotKind.DYNAMIC and self.slots[child].claim:
+                    parents[child] = row
+        return MappingProxyType(parents)
 
     def asset_column(self, asset: str) -> int:
         return [a.lower() for a in self.assets].index(asset.lower())
