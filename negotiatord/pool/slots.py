@@ -228,6 +228,11 @@ def _consumption_policy(
     return policy
 
 
+def claimed_job(ad: classad2.ClassAd) -> str | None:
+    """The id of the job a claimed slot's ad shows running: GlobalJobId, else JobId."""
+    return evaluate_string(ad, "GlobalJobId") or evaluate_string(ad, "JobId")
+
+
 def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
     if state != "Claimed":
         return None
@@ -243,7 +248,7 @@ def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
         concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"),
         remote_user=(evaluate_string(ad, "PreemptingAccountingGroup") or evaluate_string(ad, "PreemptingUser")
                      or customer),
-        job=evaluate_string(ad, "GlobalJobId") or evaluate_string(ad, "JobId"),
+        job=claimed_job(ad),
         job_start=evaluate_number(ad, "JobStart"),
         job_prio=evaluate_number(ad, "JobPrio"),
         current_rank=evaluate_number(ad, "CurrentRank"),

@@ -33,6 +33,7 @@ from negotiatord.classad.conversion import evaluate_string
 from negotiatord.cycle.preemption import QUOTA
 from negotiatord.cycle.result import Preemption
 from negotiatord.feed.store import PoolView
+from negotiatord.pool.slots import claimed_job
 from negotiatord.publish.holds import copy_ad
 from negotiatord.settings import Settings
 
@@ -102,7 +103,7 @@ def _runs(ad: classad2.ClassAd, slot: str, job: str) -> bool:
     cycle reads a claim's: GlobalJobId, else JobId, else the slot's name)."""
     if evaluate_string(ad, "State") != "Claimed":
         return False
-    return (evaluate_string(ad, "GlobalJobId") or evaluate_string(ad, "JobId") or slot) == job
+    return (claimed_job(ad) or slot) == job
 
 
 def _delay(settings: Settings, group: str) -> float:
