@@ -157,12 +157,14 @@ def run_cycle_in_child(snapshot: Snapshot, accountant: AccountantState, settings
     """:func:`run_cycle` in a child process forked for it; ``started`` is told the child's pid
     (a caller that stops may kill it). Raises :class:`CycleProcessFailed` if the child ends
     without a result."""
+    # the ads whose descriptions the child may learn, listed once: the child inherits the list
+    records = _described_records(snapshot) if descriptions is not None else []
     reader, writer = os.pipe()
     forked = time.perf_counter()
     pid = os.fork()
     if pid == 0:    # the child: never returns
         os.close(reader)
-        _negotiate_in_child(writer, snapshot, accountant, settings, now, descriptions)
+        _negotiate_in_child(writer, snapshot, accountant, settings, now, descriptions, records)
     os.close(writer)
     if started is not None:
         started(pid)
@@ -183,15 +185,15 @@ def run_cycle_in_child(snapshot: Snapshot, accountant: AccountantState, settings
         raise CycleProcessFailed(pid, f"failed: {answer}")
     result, private_bytes, seconds, learnt = answer
     if descriptions is not None:
-        records = _described_records(snapshot)
         for index, read in learnt:
             descriptions.of(records[index]).update(read)
     return ChildCycle(result, pid, private_bytes, max(0.0, time.perf_counter() - forked - seconds))
 
 
 def _negotiate_in_child(writer: int, snapshot: Snapshot, accountant: AccountantState, settings: Settings,
-                        now: int, descriptions: AdDescriptions | None) -> NoReturn:
-    """The child's whole life: negotiate, send the answer (or the error) down ``writer``, exit."""
+                        now: int, descriptions: AdDescriptions | None, records: list) -> NoReturn:
+    """The child's whole life: negotiate, send the answer (or the error) down ``writer``, exit;
+    what it learns of ``records``' ads goes with the answer, by their place in the list."""
     status = 1
     try:
         signal.set_wakeup_fd(-1)    # the parent's event loop reads that one: a signal here is not its own
@@ -201,7 +203,6 @@ def _negotiate_in_child(writer: int, snapshot: Snapshot, accountant: AccountantS
         os.closerange(writer + 1, os.sysconf("SC_OPEN_MAX"))
         try:
             started = time.perf_counter()
-            records = _described_records(snapshot) if descriptions is not None else []
             known = _read_so_far(records, descriptions)
             result = run_cycle(snapshot, accountant, settings, now, descriptions=descriptions)
             learnt = _read_since(records, known, descriptions)
