@@ -294,9 +294,8 @@ class AdStore:
         """``share_cluster_ads=False`` keeps every job ad whole: the reference the compact store
         is measured and tested against."""
         self._graveyard: list = []
-        self._tables = {kind: AdTable(self._graveyard) for kind in AdKind}
-        if share_cluster_ads:
-            self._tables[AdKind.JOB] = AdTable(self._graveyard, ClusterAds(self._graveyard))
+        clusters = ClusterAds(self._graveyard) if share_cluster_ads else None
+        self._tables = {kind: AdTable(self._graveyard, clusters if kind is AdKind.JOB else None) for kind in AdKind}
 
     def take_graveyard(self) -> list:
         """The replaced and removed ads (and stand-ins) since the last call, for :func:`release`."""
