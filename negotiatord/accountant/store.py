@@ -286,10 +286,12 @@ class AccountantStore:
         """Admission usage belongs to the cycle alone: the stored one is replaced."""
         self._db.execute("DELETE FROM admission_usage")
         self._db.execute("DELETE FROM admission_clock")
-        for name, usage in sorted(state.admission_usages.items()):
-            self._db.execute("INSERT INTO admission_clock VALUES (?, ?)", (name, usage.last_update_time))
-            self._db.executemany("INSERT INTO admission_usage VALUES (?, ?, ?)",
-                                 ((name, resource, amount) for resource, amount in usage.resources.items()))
+        usages = sorted(state.admission_usages.items())
+        self._db.executemany("INSERT INTO admission_clock VALUES (?, ?)",
+                             ((name, usage.last_update_time) for name, usage in usages))
+        self._db.executemany("INSERT INTO admission_usage VALUES (?, ?, ?)",
+                             ((name, resource, amount) for name, usage in usages
+                              for resource, amount in usage.resources.items()))
 
     def _write_quota_timers(self, state: AccountantState) -> None:
         self._db.execute("DELETE FROM quota_timers")
