@@ -126,7 +126,8 @@ class ClaimedSlots:
         # one comparison per slot, made before the slots are assessed (:meth:`could_outrank`)
         self._ranks: dict[str, tuple[classad2.ExprTree, np.ndarray, np.ndarray]] = {}
         self._other = np.arange(len(rows))
-        self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
+        # PREEMPTION_REQUIREMENTS_STABLE and PREEMPTION_RANK_STABLE: answers outlive the pie spin
+        self.stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
         if not considers_priority_preemption(settings):
             self._group_by_rank(table)
         self.open = np.zeros(len(table), dtype=bool)
@@ -163,7 +164,7 @@ class ClaimedSlots:
         inserted = inserts(autocluster, np.zeros(0, dtype=np.int64)).submitter
         # unstable answers are asked again with the figures of the moment: a Rank reading them
         # cannot be decided now
-        varying = () if self._stable else {name.lower() for name in inserted}
+        varying = () if self.stable else {name.lower() for name in inserted}
         kept = [self._other]
         for rank, positions, currents in self._ranks.values():
             decidable, value = rank_for_every_slot(rank, autocluster.ad, inserted, varying)
@@ -189,13 +190,13 @@ class PreemptionList:
     idle ones; preemption state and PREEMPTION_RANK decide within a tier of equal ranks."""
 
     def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, claimed: ClaimedSlots,
-                 settings: Settings, pool: PoolColumns, inserts: Inserts) -> None:
+                 pool: PoolColumns, inserts: Inserts) -> None:
         self._autocluster = autocluster
         self._submitter = autocluster.submitter
         self._evaluator = evaluator
         self._claimed = claimed
         self._pool = pool
-        self._stable = settings.preemption_requirements_stable and settings.preemption_rank_stable
+        self._stable = claimed.stable
         asked_rows, asked_amounts = claimed.could_outrank(autocluster, inserts)
         if len(asked_rows):
             assessment = evaluator.assess(autocluster, asked_rows, asked_amounts)
@@ -435,7 +436,6 @@ class Preemptor:
                  inserts: Inserts) -> None:
         self.claimed = ClaimedSlots(table, pool.weights, settings)
         self._pool = pool
-        self._settings = settings
         self._evaluator = evaluator
         self._inserts = inserts
         self._lists: dict[int, PreemptionList] = {}
@@ -464,5 +464,5 @@ class Preemptor:
         found = self._lists.get(autocluster.id)
         if found is None:
             found = self._lists[autocluster.id] = PreemptionList(autocluster, self._evaluator, self.claimed,
-                                                                 self._settings, self._pool, self._inserts)
+                                                                 self._pool, self._inserts)
         return found
