@@ -244,7 +244,6 @@ class GroupUsage:
         return node_share(self.leaf(group))
 
 
-
 def above(usage: float, quota: float) -> bool:
     """Whether ``usage`` exceeds ``quota`` by more than rounding noise."""
     return usage - quota > _RESIDUE * max(1.0, abs(quota), abs(usage))
