@@ -72,7 +72,6 @@ _REFUSALS: dict[Stop | None, str] = {Stop.SUBMITTER_LIMIT: SUBMITTER_LIMIT, Stop
 CONCURRENCY_LIMIT = "concurrency limit {name} reached"
 
 
-
 @dataclass(frozen=True)
 class Room:
     """What is left of a pie: ``allocated`` less the own usage of ``group``, or of every group
