@@ -28,7 +28,7 @@ import numpy as np
 
 from negotiatord.classad.parser import ParseError, parse
 from negotiatord.cycle.state import PoolState
-from negotiatord.evaluation.loading import Candidates
+from negotiatord.evaluation.loading import Candidates, first_true
 from negotiatord.evaluation.protocol import Assessment, PairEvaluator
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.settings import PslotLoading
@@ -211,8 +211,7 @@ class RankedOffer:
         count = min(self._need, len(on_offer))
         if self._whole_ties and count:
             rank = self._left_rank[self._next:]
-            equal = (rank[on_offer[count:]] == rank[on_offer[count - 1]]).all(axis=1)
-            count += int(np.argmin(equal)) if not equal.all() else len(equal)
+            count += first_true(~(rank[on_offer[count:]] == rank[on_offer[count - 1]]).all(axis=1))
         taken = on_offer[:count]
         self._next += int(taken[-1]) + 1 if count else len(rows)
         self._done = count == len(on_offer)

@@ -36,7 +36,7 @@ import numpy as np
 
 from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.result import PREEMPTION_RULES
-from negotiatord.evaluation.loading import PoolColumns
+from negotiatord.evaluation.loading import PoolColumns, equal_ranks_end, first_true
 from negotiatord.evaluation.preemption import names_only_target, rank_for_every_slot
 from negotiatord.evaluation.protocol import PairEvaluator, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
@@ -272,7 +272,7 @@ class PreemptionList:
             rank = self._rank[position]
             if idle is not None and (float(rank[0]), float(rank[1]), float(rank[2])) <= idle.rank:
                 return None           # the idle slot ranks as well or better: no preemption
-            end = self._tier_end(position)
+            end = equal_ranks_end(self._rank, position)
             tier = np.arange(position, end)
             tier = tier[self._claimed.open[self._rows[tier]]]
             chosen = self._choose(tier, inserts)
@@ -290,15 +290,10 @@ class PreemptionList:
         return tuple(self._rank[position].tolist()) if position < len(self._rows) else None
 
     def _next_open(self, start: int) -> int:
-        still = self._claimed.open[self._rows[start:]]
-        found = start + (int(still.argmax()) if still.any() else len(still))
+        found = start + first_true(self._claimed.open[self._rows[start:]])
         if self._head == start:
             self._head = found
         return found
-
-    def _tier_end(self, start: int) -> int:
-        equal = np.all(self._rank[start:] == self._rank[start], axis=1)
-        return start + (int(np.argmin(equal)) if not equal.all() else len(equal))
 
     def _choose(self, tier: np.ndarray, inserts: Inserts) -> PreemptingCandidate | None:
         """Within a tier of equal ranks: the best preemption state, then the highest PREEMPTION_RANK,

@@ -153,8 +153,7 @@ class Candidates:
     def _next_on_offer(self, start: int, pool: PoolColumns) -> int:
         """The first position from ``start`` whose slot is still on offer (the end if none): one
         numpy pass, as a list may trail hundreds of slots taken since it was built."""
-        offered = pool.available[self.rows[start:]]
-        return start + (int(offered.argmax()) if offered.any() else len(offered))
+        return start + first_true(pool.available[self.rows[start:]])
 
     def _reassess(self, evaluator: PairEvaluator, autocluster: Autocluster, pool: PoolColumns, head: int) -> bool:
         """Assess the head's slot again as it is now; False if it no longer matches. Its rank
@@ -173,10 +172,19 @@ class Candidates:
         left stays first (depth-first) or goes behind the candidates of equal rank (breadth-first)."""
         head = self.head
         if breadth_first and pool.available[int(self.rows[head])]:
-            equal = np.all(self.rank[head:] == self.rank[head], axis=1)
-            end = head + (int(np.argmin(equal)) if not equal.all() else len(equal))
+            end = equal_ranks_end(self.rank, head)
             for column in (self.rows, self.rank, self.cost, self.consumption, self.version):
                 column[head:end] = np.roll(column[head:end], -1, axis=0)
+
+
+def first_true(mask: np.ndarray) -> int:
+    """The position of ``mask``'s first True; its length when it has none."""
+    return int(mask.argmax()) if mask.any() else len(mask)
+
+
+def equal_ranks_end(rank: np.ndarray, start: int) -> int:
+    """The end of the run of rows from ``start`` whose ranks (rows of ``rank``) equal its own."""
+    return start + first_true(~np.all(rank[start:] == rank[start], axis=1))
 
 
 def refusal(cost: float, submitter_limit: float, room: float) -> Stop | None:
