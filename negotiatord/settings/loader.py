@@ -225,13 +225,10 @@ def _build(path: Path, params: _Params) -> Settings:
         text = params.raw(name)
         return None if text is None else params.expression(name, text)
 
-    def defaulted_expression(name: str, default: str) -> str | None:
-        # HTCondor's param table default when unset; set to an empty value, HTCondor's param()
-        # gives NULL and matchmaker.cpp then has no such expression.
-        text = params.raw(name)
-        if text is not None and not text.strip():
-            return None
-        return params.expression(name, text or params.setting(name) or default)
+    def defaulted_expression(name: str, default: str) -> str:
+        # HTCondor's param table default when unset. A value set empty reads as unset: the config
+        # reader drops it (param_dump), so HTCondor's "no such expression" cannot be asked for.
+        return params.expression(name, params.setting(name) or default)
 
     accept_surplus = params.boolean("GROUP_ACCEPT_SURPLUS")
     autoregroup = params.boolean("GROUP_AUTOREGROUP")

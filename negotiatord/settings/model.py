@@ -158,8 +158,10 @@ class Settings:
     consider_preemption: bool = True            # NEGOTIATOR_CONSIDER_PREEMPTION
     consider_early_preemption: bool = False     # NEGOTIATOR_CONSIDER_EARLY_PREEMPTION
     allow_pslot_preemption: bool = False        # ALLOW_PSLOT_PREEMPTION: several d-slots of one p-slot
-    preemption_requirements: str | None = "False"   # PREEMPTION_REQUIREMENTS (None: set empty, no check)
-    preemption_rank: str | None = DEFAULT_PREEMPTION_RANK   # PREEMPTION_RANK (None: set empty)
+    # PREEMPTION_REQUIREMENTS and PREEMPTION_RANK; None is HTCondor's param set empty (no condition,
+    # no rank), which only a Settings made in code can say: the config reader drops an empty value
+    preemption_requirements: str | None = "False"
+    preemption_rank: str | None = DEFAULT_PREEMPTION_RANK
     preemption_requirements_stable: bool = True     # PREEMPTION_REQUIREMENTS_STABLE
     preemption_rank_stable: bool = True             # PREEMPTION_RANK_STABLE
 
