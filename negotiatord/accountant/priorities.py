@@ -168,7 +168,7 @@ class AccountantState:
 
     def with_admission_usage(self, admission: Mapping[str, AdmissionUsage]) -> AccountantState:
         """This state with ``admission`` in place of its admission usages."""
-        return AccountantState(self._records.values(), self._accrued, admission, self._quota_timers)
+        return self._sharing_records(admission, self._quota_timers)
 
     @property
     def quota_timers(self) -> Mapping[str, QuotaTimer]:
@@ -177,7 +177,18 @@ class AccountantState:
 
     def with_quota_timers(self, timers: Mapping[str, QuotaTimer]) -> AccountantState:
         """This state with ``timers`` in place of its quota preemption timers."""
-        return AccountantState(self._records.values(), self._accrued, self._admission, timers)
+        return self._sharing_records(self._admission, timers)
+
+    def _sharing_records(self, admission: Mapping[str, AdmissionUsage],
+                         timers: Mapping[str, QuotaTimer]) -> AccountantState:
+        """A state with these admission usages and timers, sharing this one's customer records
+        and accrued usage, which were checked when this state was made: a daemon or a replay
+        replaces both after every cycle, and checking every customer again costs as much again."""
+        state = object.__new__(AccountantState)
+        state._records, state._accrued = self._records, self._accrued
+        state._admission = MappingProxyType(dict(admission))
+        state._quota_timers = MappingProxyType(dict(timers))
+        return state
 
     def priority_factor(self, customer: str, group: str, settings: Settings) -> float:
         """The factor multiplying ``customer``'s real priority; ``group`` is its assigned group.
