@@ -360,6 +360,5 @@ class FairSharePreemptor:
         assets = self._table.slots[row].assets
         columns = self._columns.get(assets)
         if columns is None:
-            columns = self._columns[assets] = sorted((asset.lower(), self._table.asset_column(asset))
-                                                     for asset in assets)
+            columns = self._columns[assets] = sorted(zip(map(str.lower, assets), self._table.asset_columns(assets)))
         return columns

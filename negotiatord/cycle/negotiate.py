@@ -136,7 +136,6 @@ class _Cycle:
         self.entry_penalties: dict[str, float] = {}              # submitter -> admission fair sharing
                                                                  # penalty charged this cycle
         self.match_lists: dict[int, MatchList] = {}
-        self.asset_columns: dict[tuple[str, ...], list[int]] = {}   # a slot's assets -> their table columns
         self.exhausted: set[int] = set()                         # autoclusters that cannot start a job
                                                                  # any more this cycle
         self.preemptions: list[Preemption] = []
@@ -540,14 +539,8 @@ class _Cycle:
 
     def _consumed(self, slot: Slot, consumption: Sequence[float] | np.ndarray) -> dict[str, float | int]:
         """What a match on ``slot`` takes of each of its assets, from its consumption row."""
-        return {asset: _plain(consumption[column]) for asset, column in zip(slot.assets, self._columns(slot.assets))}
-
-    def _columns(self, assets: tuple[str, ...]) -> list[int]:
-        """The slot table's columns of a slot's ``assets``."""
-        columns = self.asset_columns.get(assets)
-        if columns is None:
-            columns = self.asset_columns[assets] = [self.table.asset_column(a) for a in assets]
-        return columns
+        return {asset: _plain(consumption[column])
+                for asset, column in zip(slot.assets, self.table.asset_columns(slot.assets))}
 
     def _offer(self, request: Request, submitter: Submitter) -> Candidate | None:
         """The best candidate for ``request``'s next job (a claimed slot it preempts when

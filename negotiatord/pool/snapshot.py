@@ -77,7 +77,24 @@ class SlotTable:
         return MappingProxyType(parents)
 
     def asset_column(self, asset: str) -> int:
-        return [a.lower() for a in self.assets].index(asset.lower())
+        return self._column_of[asset.lower()]
+
+    def asset_columns(self, assets: tuple[str, ...]) -> tuple[int, ...]:
+        """The columns of a slot's ``assets``, worked out once per list of assets (a pool's slots
+        share a handful of them)."""
+        columns = self._columns_of_assets.get(assets)
+        if columns is None:
+            columns = self._columns_of_assets[assets] = tuple(self._column_of[a.lower()] for a in assets)
+        return columns
+
+    @cached_property
+    def _column_of(self) -> dict[str, int]:
+        """Each asset's column, by lower-cased name (ClassAd attribute names are case-insensitive)."""
+        return {asset.lower(): column for column, asset in enumerate(self.assets)}
+
+    @cached_property
+    def _columns_of_assets(self) -> dict[tuple[str, ...], tuple[int, ...]]:
+        return {}
 
     def __len__(self) -> int:
         return len(self.slots)
