@@ -99,11 +99,15 @@ def _plainly_valid(record: CustomerRecord) -> bool:
     plain floats, asked without making their error messages: a replay makes a record per customer
     per cycle. False sends it through the checks, which raise the message naming the field."""
     times = (record.begin_usage_time, record.last_usage_time, record.last_update_time)
-    return (record.prio_factor is None
-            and type(record.real_priority) is float and MIN_PRIORITY <= record.real_priority < math.inf
-            and type(record.weighted_usage) is float and 0.0 <= record.weighted_usage < math.inf
-            and type(record.accumulated_usage) is float and 0.0 <= record.accumulated_usage < math.inf
-            and all(moment is None or (type(moment) is float and -math.inf < moment < math.inf) for moment in times))
+    return (record.prio_factor is None and _plain(record.real_priority, MIN_PRIORITY)
+            and _plain(record.weighted_usage) and _plain(record.accumulated_usage)
+            and all(moment is None or _plain(moment, -math.inf) for moment in times))
+
+
+def _plain(value: object, low: float = 0.0) -> bool:
+    """Whether ``value`` is a plain, finite float of at least ``low``: what the checks accept,
+    asked without making the messages they would raise (see :func:`_plainly_valid`)."""
+    return type(value) is float and math.isfinite(value) and value >= low
 
 
 class AccountantState:
@@ -135,7 +139,7 @@ class AccountantState:
         accrued = dict(accrued_usage or {})
         # the checks' messages are made only when a check fails: a replay makes a state per cycle
         if not (accrued.keys() <= by_name.keys()
-                and all(type(amount) is float and 0.0 <= amount < math.inf for amount in accrued.values())):
+                and all(map(_plain, accrued.values()))):
             for name, amount in accrued.items():
                 check_non_negative(f"accrued usage of customer {name!r}", amount)
                 if name not in by_name:
@@ -255,7 +259,7 @@ def advance(
     halflife = check_finite("PRIORITY_HALFLIFE", halflife)
     if halflife <= 0:
         raise ValueError(f"PRIORITY_HALFLIFE must be > 0 seconds, got {halflife!r}")
-    if all(type(amount) is float and 0.0 <= amount < math.inf for amount in usage.values()):
+    if all(map(_plain, usage.values())):
         usage_now = dict(usage)         # plain floats, checked without making the checks' messages
     else:
         usage_now = {name: check_usage(name, amount) for name, amount in usage.items()}
