@@ -8,9 +8,12 @@ HTCondor's NEGOTIATOR_INTERVAL of 60 s), under --policy's p-slot loading. Output
 temporary directory unless --out; the figures are printed. CPU time is printed beside wall time
 because a loaded machine stretches the wall time alone. --baseline also replays the trace offering
 every slot of the pool each cycle (no stand-ins for empty nodes or claims, spent p-slots offered),
-in the same run, and prints the CPU ratio and whether the jobs' starts are the same.
+in the same run, and prints the CPU ratio and whether the jobs' starts are the same. --pool replays
+on the slots of a condor_status -l file instead of the header's nodes (one node per partitionable
+or static slot, of its size; ../shared/data/ospool/pool_sample.ads.gz is the OSPool sample's 27).
 
-    python benchmarks/replay_bench.py [--trace kth|lcg] [--jobs N | --full] [--policy P] [--out DIR] [--baseline]
+    python benchmarks/replay_bench.py [--trace kth|lcg] [--jobs N | --full] [--policy P] [--pool FILE]
+                                      [--out DIR] [--baseline]
 """
 
 from __future__ import annotations
@@ -20,11 +23,20 @@ import resource
 import tempfile
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from negotiatord.replay import SimulatedPool, default_pool, fit_to_node, read_trace, replay, write_outputs
+from negotiatord.replay import (
+    SimulatedPool,
+    default_pool,
+    fit_to_nodes,
+    read_pool,
+    read_trace,
+    replay,
+    write_outputs,
+)
 from negotiatord.settings import PslotLoading, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +52,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="the whole trace")
     parser.add_argument("--policy", choices=[policy.value for policy in PslotLoading], default="depth_first")
     parser.add_argument("--config", type=Path, default=CONFIG)
+    parser.add_argument("--pool", type=Path, help="the pool's slots: a condor_status -l file (default: the header's)")
     parser.add_argument("--out", type=Path, help="keep jobs.csv, summary.json and report.html here")
     parser.add_argument("--baseline", action="store_true", help="also replay offering every slot, and compare")
     args = parser.parse_args()
@@ -47,9 +60,9 @@ def main() -> None:
     settings = replace(load_settings(args.config), pslot_loading=PslotLoading(args.policy))
     path = FILES[args.trace]
     trace = read_trace(path, None if args.full else args.jobs)
-    count, shape = default_pool(trace)
-    trace.jobs = fit_to_node(trace.jobs, shape, trace.cleaning)
-    pool = SimulatedPool(count, shape)
+    make_pool = partial(SimulatedPool.alike, *default_pool(trace)) if args.pool is None else read_pool(args.pool).pool
+    pool = make_pool()
+    trace.jobs = fit_to_nodes(trace.jobs, pool.shapes, trace.cleaning)
     cpu = time.process_time()
     result = replay(trace, settings, pool)
     cpu = time.process_time() - cpu
@@ -59,8 +72,8 @@ def main() -> None:
     days = summary["period"]["seconds"] / 86400
     durations = np.array([cycle.duration_s for cycle in result.cycles])
     snapshots = np.array([cycle.snapshot_s for cycle in result.cycles])
-    print(f"{path.name}, {trace.cleaning.records} records, {len(trace.jobs)} jobs kept, {count} nodes x "
-          f"{shape.cpus} cpu, NEGOTIATOR_INTERVAL {result.interval:.0f} s, {args.policy}")
+    print(f"{path.name}, {trace.cleaning.records} records, {len(trace.jobs)} jobs kept, {pool.count} nodes of "
+          f"{len(pool.shapes)} shapes, {pool.cpus} cpus, NEGOTIATOR_INTERVAL {result.interval:.0f} s, {args.policy}")
     print(f"  simulated: {days:.1f} days")
     print(f"  wall time: {wall['replay']:.1f} s (CPU {cpu:.1f} s)   simulated days per wall-clock hour: "
           f"{wall['simulated_days_per_wall_hour']:.0f} (per CPU hour: {days / (cpu / 3600):.0f})")
@@ -82,7 +95,7 @@ def main() -> None:
     print(f"  peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     if args.baseline:
         every = time.process_time()
-        offering_every_slot = replay(trace, settings, SimulatedPool(count, shape), stand_in_empty_nodes=False)
+        offering_every_slot = replay(trace, settings, make_pool(), stand_in_empty_nodes=False)
         every = time.process_time() - every
         same = [(run.start, run.slot) for run in offering_every_slot.runs] == [
             (run.start, run.slot) for run in result.runs]

@@ -1,10 +1,12 @@
 """``negotiatord replay``: a workload trace run through the real negotiation cycle on a simulated
 clock, written to ``--out`` as ``jobs.csv``, ``summary.json`` and ``report.html``
-(:mod:`negotiatord.replay`); with ``--policies``, once per p-slot loading policy into
+(:mod:`negotiatord.replay`), on a pool of ``--nodes`` alike nodes, the SWF header's, or the slots
+of a ``--pool`` file (``condor_status -l``); with ``--policies``, once per p-slot loading policy into
 ``--out/<policy>/``, with a table comparing them on the terminal and in ``--out``.
 
 Exit status: 0; 2 when the input cannot be used (a config error, a trace that cannot be read,
-named with its file and line, a pool that cannot be built) or the outputs cannot be written.
+named with its file and line, a pool that cannot be built, a pool file's bad ad, named likewise) or
+the outputs cannot be written; argparse's 2 for arguments that cannot go together.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import structlog
@@ -25,8 +29,10 @@ from negotiatord.replay import (
     SimulatedPool,
     Trace,
     TraceError,
+    alike_nodes,
     default_pool,
-    fit_to_node,
+    fit_to_nodes,
+    read_pool,
     read_trace,
     replay,
     write_outputs,
@@ -44,9 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, required=True, help="condor-style config file")
     parser.add_argument("--trace", type=Path, required=True,
                         help="workload trace: SWF (.swf, .swf.gz) or condor_history -l ads")
-    parser.add_argument("--nodes", type=_positive, help="number of nodes (default: the SWF header's MaxNodes/MaxProcs)")
-    parser.add_argument("--node", help='each node\'s p-slot, e.g. "Cpus=4, Memory=8192, Disk=100000000" '
-                                       "(Memory in MB, Disk in KB; with --nodes)")
+    parser.add_argument("--pool", type=Path, action=_OnePool,
+                        help="the pool's slots: a condor_status -l file (plain or .gz), one node per "
+                             "partitionable or static slot, of its size (not with --nodes/--node)")
+    parser.add_argument("--nodes", type=_positive, action=_OnePool,
+                        help="number of nodes (default: the SWF header's MaxNodes/MaxProcs)")
+    parser.add_argument("--node", action=_OnePool,
+                        help='each node\'s p-slot, e.g. "Cpus=4, Memory=8192, Disk=100000000" '
+                             "(Memory in MB, Disk in KB; with --nodes)")
     parser.add_argument("--out", type=Path, required=True, help="directory for jobs.csv and summary.json")
     parser.add_argument("--until", type=float, help="stop negotiating after this many simulated seconds")
     parser.add_argument("--jobs", type=_positive, help="replay only the trace's first N job records")
@@ -59,14 +70,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config)
         trace = read_trace(args.trace, args.jobs)
-        count, shape = _pool(args, trace)
-        pool = SimulatedPool(count, shape)
+        make_pool = _pool_maker(args, trace)
+        pool = make_pool()
     except (ConfigError, TraceError, PoolSpecError, OSError) as error:
         print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
-    trace.jobs = fit_to_node(trace.jobs, shape, trace.cleaning)
-    log.info("replay", trace=str(args.trace), jobs=len(trace.jobs), nodes=count, node=str(shape),
-             cleaning=trace.cleaning.document())
+    trace.jobs = fit_to_nodes(trace.jobs, pool.shapes, trace.cleaning)
+    log.info("replay", trace=str(args.trace), jobs=len(trace.jobs), nodes=pool.count, shapes=len(pool.shapes),
+             cpus=pool.cpus, cleaning=trace.cleaning.document())
     if args.policies is None:
         return _replay_once(args, trace, settings, pool, args.out)
     results: dict[str, ReplayResult] = {}
@@ -74,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
     for policy in args.policies:
         log.info("replay policy", policy=policy.value)
         folder = args.out / policy.value
-        status = _replay_once(args, trace, replace(settings, pslot_loading=policy), SimulatedPool(count, shape),
-                              folder, results, summaries)
+        status = _replay_once(args, trace, replace(settings, pslot_loading=policy), make_pool(), folder, results,
+                              summaries)
         if status:
             return status
     try:
@@ -128,12 +139,31 @@ def _policies(text: str) -> list[PslotLoading]:
     return policies
 
 
-def _pool(args: argparse.Namespace, trace: Trace) -> tuple[int, NodeShape]:
+def _pool_maker(args: argparse.Namespace, trace: Trace) -> Callable[[], SimulatedPool]:
+    """What makes the pool afresh, for each replay: ``--pool``'s slots, ``--nodes`` of ``--node``,
+    or the SWF header's nodes."""
+    if args.pool is not None:
+        return read_pool(args.pool).pool
     if args.nodes is None and args.node is None:
-        return default_pool(trace)
-    if args.nodes is None or args.node is None:
+        nodes = alike_nodes(*default_pool(trace))
+    elif args.nodes is None or args.node is None:
         raise PoolSpecError("give --nodes and --node together (or neither, for the SWF header's pool)")
-    return args.nodes, NodeShape.parse(args.node)
+    else:
+        nodes = alike_nodes(args.nodes, NodeShape.parse(args.node))
+    return partial(SimulatedPool, nodes)
+
+
+class _OnePool(argparse.Action):
+    """Stores its option's value; ``--pool`` beside ``--nodes`` or ``--node`` (in either order) is
+    an argparse error naming both: a pool file describes the whole pool."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        others = ("nodes", "node") if self.dest == "pool" else ("pool",)
+        given = [f"--{other}" for other in others if getattr(namespace, other, None) is not None]
+        if given:
+            raise argparse.ArgumentError(self, f"not allowed with {' or '.join(given)}")
+        setattr(namespace, self.dest, values)
 
 
 class _Progress:

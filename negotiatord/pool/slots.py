@@ -160,7 +160,7 @@ def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | LeftOut:
     name = evaluate_string(ad, "Name")
     if name is None:
         return LeftOut("slot", "<unnamed>", "Name", "missing or not a string")
-    kind = _slot_kind(ad)
+    kind = slot_kind(ad)
     assets = _assets(ad)
     amounts = []
     for asset in assets:
@@ -187,7 +187,8 @@ def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | LeftOut:
     )
 
 
-def _slot_kind(ad: classad2.ClassAd) -> SlotKind:
+def slot_kind(ad: classad2.ClassAd) -> SlotKind:
+    """What kind of slot a Machine ad is, by its PartitionableSlot, DynamicSlot and SlotType."""
     if ad.get("PartitionableSlot") is True:
         return SlotKind.PARTITIONABLE
     if ad.get("DynamicSlot") is True or evaluate_string(ad, "SlotType") == "Dynamic":

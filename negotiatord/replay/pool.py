@@ -1,5 +1,8 @@
-"""The simulated pool: one partitionable slot per node, and what the running jobs hold of it.
+"""The simulated pool: one slot per node, partitionable (or static, from a pool file), and what
+the running jobs hold of it.
 
+Nodes come in shapes (:class:`NodeShape`): ``--nodes N --node ...`` makes N of one shape, ``--pool``
+one per slot of a real pool (:mod:`negotiatord.replay.pool_file`), of as many shapes as it has.
 Each node's ads are what its startd would advertise: the p-slot less what its running jobs
 consumed, beside one claimed dynamic slot per running job, made by the same code that stands in
 for matched slots in the daemon (:func:`negotiatord.publish.holds.slot_after_matches`), with
@@ -8,39 +11,45 @@ and its Rank (a dynamic slot inherits its p-slot's configuration), ``CurrentRank
 for the running job: 0) and ``JobStart``, which preemption reads to rank and pick its victims
 (:mod:`negotiatord.cycle.preemption`, :mod:`negotiatord.cycle.claimed`). A node's
 ads are rebuilt only when a job starts or ends on it, so the snapshot builder reuses its work for
-the others (it recognises an unchanged ad by identity).
+the others (it recognises an unchanged ad by identity). A static node is its one slot,
+claimed whole by one job at a time (``slot_after_matches`` again).
 
-**Empty nodes beyond the idle jobs are stood in for.** A cycle is offered every node with work
-on it, but only the first N empty nodes (in node order) when N jobs are idle; one slot in the
-Owner state (never a candidate) carries the weight of the empty nodes left out, as a literal
-``SlotWeight``, so the pool size that quotas are shares of is unchanged. The matches are those
-over the whole pool: empty nodes are alike but for their names, so each job's candidate list
-ranks them alike and, slot-table order breaking ties, the first untouched one is always reached
-first, whatever the loading (depth-first stays on a slot, breadth-first moves a used one behind
-its equals, one match per p-slot withdraws it). Reaching an empty node past the first N would
-take a job placed on each of those N, and a job more: N + 1 jobs, of N idle (tested against
-replays offering every node). This keeps a cycle over a large, lightly queued pool (24,515
-one-cpu nodes for LCG) from reading every node's ads, columns and weights. It applies when each
-slot's weight is its SLOT_WEIGHT (NEGOTIATOR_USE_SLOT_WEIGHTS) and an empty node's is a whole
-number, so that one sum stands exactly for many.
+**Empty nodes beyond the idle jobs are stood in for, one stand-in per shape.** A cycle is offered
+every node with work on it, but of each shape's empty nodes only the first N (in node order) when
+N jobs are idle; per shape, one slot in the Owner state (never a candidate) carries the weight of
+that shape's empty nodes left out, as a literal ``SlotWeight``, so the pool size that quotas are
+shares of is unchanged. The matches are those over the whole pool: the empty nodes of one shape
+are alike but for their Name and Machine (their ads are made from the shape alone), so each job's
+candidate list ranks them alike and, slot-table order breaking ties, the first untouched one of
+the shape is always reached first, whatever the loading (depth-first stays on a slot,
+breadth-first moves a used one behind its equals, one match per p-slot withdraws it) and however
+the shapes rank against each other. Reaching an empty node of a shape past its first N would take
+a job placed on each of those N, and a job more: N + 1 jobs, of N idle (tested against replays
+offering every node, on pools of one shape and of several). This keeps a cycle over a large,
+lightly queued pool (24,515 one-cpu nodes for LCG) from reading every node's ads, columns and
+weights. It applies to a shape when each slot's weight is its SLOT_WEIGHT
+(NEGOTIATOR_USE_SLOT_WEIGHTS) and the shape's empty node weighs a whole number, so that one sum
+stands exactly for many; a shape whose weight is not whole has all its empty nodes offered.
+A config whose ranks read a slot's Name or Machine would tell the nodes of a shape apart; the
+replay's jobs and slots rank every slot 0.
 
 **Spent p-slots are left out.** A busy node's p-slot with less than one Cpu left can take no job
 of a trace (each requests at least one, and the slot's START asks for ``TARGET.RequestCpus <=
 MY.Cpus``); when its SLOT_WEIGHT is 0 as well, as under ``SLOT_WEIGHT = Cpus``, leaving it out
 changes neither the pool size nor any match, only the slot counts, which the replay adds back.
 A one-cpu node's p-slot is spent as soon as a job runs on it, so this halves the ads of a busy
-pool of such nodes (LCG's 24,515).
+pool of such nodes (LCG's 24,515). A busy static node has no p-slot: its one slot is claimed.
 
 **Each submitter's claimed dynamic slots are stood in for by one**, when no claimed slot can
 matter but for the weight it charges: no preemption of any kind can happen (:func:`may_preempt`,
 fair sharing, quota preemption), admission fair sharing is off (its sample reads each slot's
 assets) and slots are weighed by SLOT_WEIGHT. The stand-in is a claimed slot of the submitter
-holding the sum of their assets, so it weighs what they weigh together under a SLOT_WEIGHT that
-adds up (Cpus, Memory, a sum of assets): the cycle charges each submitter and group the same
-usage. Only while every running match's cost and assets are whole numbers, whose sums are exact
-in any order; a slot's weight in the cycle is SLOT_WEIGHT, not the SlotWeight it advertises, so
-a SLOT_WEIGHT that does not add up (a product of assets, say) breaks the replays' equality, which
-the tests check for ``SLOT_WEIGHT = Cpus``.
+holding the sum of their assets (a claimed static slot's too), so it weighs what they weigh
+together under a SLOT_WEIGHT that adds up (Cpus, Memory, a sum of assets): the cycle charges
+each submitter and group the same usage. Only while every running match's cost and assets are
+whole numbers, whose sums are exact in any order; a slot's weight in the cycle is SLOT_WEIGHT,
+not the SlotWeight it advertises, so a SLOT_WEIGHT that does not add up (a product of assets,
+say) breaks the replays' equality, which the tests check for ``SLOT_WEIGHT = Cpus``.
 """
 
 from __future__ import annotations
@@ -48,7 +57,8 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import heapq
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import classad2
@@ -70,7 +80,7 @@ START = "TARGET.RequestCpus <= MY.Cpus && TARGET.RequestMemory <= MY.Memory && T
 JOB_REQUIREMENTS = ("TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory && "
                     "TARGET.Disk >= RequestDisk")
 SUBMITTER_DOMAIN = "trace"
-STAND_IN = f"empty-nodes@{SUBMITTER_DOMAIN}"
+STAND_IN = "empty-nodes-{shape}@" + SUBMITTER_DOMAIN
 CLAIMS_STAND_IN = "claims-of-{customer}"
 
 
@@ -80,11 +90,16 @@ class PoolSpecError(ValueError):
 
 @dataclass(frozen=True)
 class NodeShape:
-    """The resources of each node: its p-slot's Cpus, Memory (MB) and Disk (KB)."""
+    """All that a cycle sees of an empty node but its Name and Machine: its slot's Cpus, Memory
+    (MB), Disk (KB) and GPUs, whether the slot is static (else partitionable), and the attributes
+    kept of a real slot's ad (:mod:`negotiatord.replay.pool_file`) as (name, value) pairs."""
 
     cpus: int
     memory_mb: int
     disk_kb: int
+    gpus: int = 0
+    static: bool = False
+    kept: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> NodeShape:
@@ -110,6 +125,35 @@ class NodeShape:
     def with_cpus(cls, cpus: int) -> NodeShape:
         return cls(cpus, cpus * DEFAULT_MEMORY_MB_PER_CPU, DEFAULT_DISK_KB_PER_NODE)
 
+    def holds(self, job: TraceJob) -> bool:
+        """Whether an empty node of this shape can take ``job`` (the replay's START)."""
+        return job.cpus <= self.cpus and job.memory_mb <= self.memory_mb and job.disk_kb <= self.disk_kb
+
+    def assets(self) -> dict[str, int]:
+        """The slot's assets as its MachineResources lists them; GPUs only on a node that has some."""
+        assets = {"Cpus": self.cpus, "Memory": self.memory_mb, "Disk": self.disk_kb}
+        if self.gpus:
+            assets["GPUs"] = self.gpus
+        return assets
+
+    def document(self) -> dict[str, object]:
+        """The shape as the replay's summary gives it."""
+        document: dict[str, object] = dict(self.assets())
+        if self.static:
+            document["static"] = True
+        document.update(self.kept)
+        return document
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the simulated pool: its slot's Name, its shape, and its Machine ("": the part
+    of the Name after its first ``@``)."""
+
+    name: str
+    shape: NodeShape
+    machine: str = ""
+
 
 def default_pool(trace: Trace) -> tuple[int, NodeShape]:
     """The pool an SWF header describes: ``MaxNodes`` nodes sharing ``MaxProcs`` processors
@@ -122,17 +166,39 @@ def default_pool(trace: Trace) -> tuple[int, NodeShape]:
     return nodes, NodeShape.with_cpus(max(1, (procs or nodes) // nodes))
 
 
-def fit_to_node(jobs: Iterable[TraceJob], shape: NodeShape, cleaning: Cleaning) -> list[TraceJob]:
-    """``jobs`` with requests larger than a node clamped to the node, each clamp counted: a job
-    that no slot can hold would wait for ever (HTCondor does not span a job over nodes)."""
+def alike_nodes(count: int, shape: NodeShape) -> list[Node]:
+    """``count`` nodes of ``shape``, ``slot1@node<i>.trace``."""
+    if count <= 0:
+        raise PoolSpecError(f"--nodes must be > 0, got {count}")
+    width = len(str(count))
+    return [Node(f"slot1@node{index:0{width}d}.{SUBMITTER_DOMAIN}", shape) for index in range(1, count + 1)]
+
+
+def fit_to_nodes(jobs: Iterable[TraceJob], shapes: Iterable[NodeShape], cleaning: Cleaning) -> list[TraceJob]:
+    """``jobs``, each that no node can hold clamped to one node, each clamp counted by resource: a
+    job that fits no machine would wait for ever (HTCondor does not span a job over machines). The
+    node is the one that takes the job with the fewest resources clamped, the largest (most Cpus,
+    then Memory, then Disk) among those: in a pool of one shape, that shape."""
+    largest_first = sorted(set(shapes), key=lambda shape: (shape.cpus, shape.memory_mb, shape.disk_kb),
+                           reverse=True)
+    if not largest_first:
+        raise PoolSpecError("the pool has no node")
     fitted = []
     for job in jobs:
-        cpus, memory_mb, disk_kb = (_clamped(job.cpus, shape.cpus, CPUS_CLAMPED, cleaning),
-                                    _clamped(job.memory_mb, shape.memory_mb, MEMORY_CLAMPED, cleaning),
-                                    _clamped(job.disk_kb, shape.disk_kb, DISK_CLAMPED, cleaning))
-        unchanged = (cpus, memory_mb, disk_kb) == (job.cpus, job.memory_mb, job.disk_kb)
-        fitted.append(job if unchanged else dataclasses.replace(job, cpus=cpus, memory_mb=memory_mb, disk_kb=disk_kb))
+        if any(shape.holds(job) for shape in largest_first):
+            fitted.append(job)
+            continue
+        shape = min(largest_first, key=lambda shape: _clamps(job, shape))    # the first of the fewest
+        fitted.append(dataclasses.replace(
+            job, cpus=_clamped(job.cpus, shape.cpus, CPUS_CLAMPED, cleaning),
+            memory_mb=_clamped(job.memory_mb, shape.memory_mb, MEMORY_CLAMPED, cleaning),
+            disk_kb=_clamped(job.disk_kb, shape.disk_kb, DISK_CLAMPED, cleaning)))
     return fitted
+
+
+def _clamps(job: TraceJob, shape: NodeShape) -> int:
+    """How many of ``job``'s requests a node of ``shape`` would clamp."""
+    return (job.cpus > shape.cpus) + (job.memory_mb > shape.memory_mb) + (job.disk_kb > shape.disk_kb)
 
 
 def _clamped(requested: int, limit: int, rule: str, cleaning: Cleaning) -> int:
@@ -177,36 +243,40 @@ class Offer:
     """The slot ads a cycle is offered, and what stands in for or leaves out the rest."""
 
     ads: list[classad2.ClassAd]
-    empty_nodes: int = 0      # empty nodes one stand-in slot stands for (0: none, and no stand-in)
+    empty_nodes: int = 0      # empty nodes stood in for, by one stand-in slot per shape
     spent_pslots: int = 0     # spent p-slots left out
-    claims: int = 0           # claimed dynamic slots stood in for, one stand-in per submitter
+    claims: int = 0           # claimed slots stood in for, one stand-in per submitter
     claim_stand_ins: int = 0
+    empty_stand_ins: int = 0
 
     @property
     def slots_left_out(self) -> int:
-        """Slots of the pool not among ``ads``: the empty nodes', less the one stand-in, the spent
-        p-slots, and the claimed dynamic slots less their stand-ins."""
-        return max(0, self.empty_nodes - 1) + self.spent_pslots + self.claims - self.claim_stand_ins
+        """Slots of the pool not among ``ads``: the empty nodes', less their stand-ins, the spent
+        p-slots, and the claimed slots less their stand-ins."""
+        return self.empty_nodes - self.empty_stand_ins + self.spent_pslots + self.claims - self.claim_stand_ins
 
     @property
     def candidates_left_out(self) -> int:
-        """Unclaimed slots of the pool not offered: every empty node's p-slot and the spent p-slots
-        (the stand-in is in the Owner state, no candidate)."""
+        """Unclaimed slots of the pool not offered: every empty node's slot and the spent p-slots
+        (the stand-ins are in the Owner state, no candidates)."""
         return self.empty_nodes + self.spent_pslots
 
 
 class SimulatedPool:
-    """``count`` nodes of ``shape``, and the matches running on them."""
+    """The nodes, in order, and the matches running on them."""
 
-    def __init__(self, count: int, shape: NodeShape) -> None:
-        if count <= 0:
-            raise PoolSpecError(f"--nodes must be > 0, got {count}")
-        self.count, self.shape = count, shape
-        width = len(str(count))
-        self._base = {}
-        for index in range(1, count + 1):
-            name = f"slot1@node{index:0{width}d}.{SUBMITTER_DOMAIN}"
-            self._base[name] = _pslot(name, shape)
+    def __init__(self, nodes: Sequence[Node], origin: dict[str, object] | None = None) -> None:
+        """``origin``: where the nodes came from, for the summary (a pool file's account of its ads)."""
+        if not nodes:
+            raise PoolSpecError("the pool has no node")
+        self.nodes, self.origin = list(nodes), origin
+        self._base = {node.name: _slot_ad(node.name, node.machine, node.shape) for node in self.nodes}
+        if len(self._base) != len(self.nodes):
+            raise PoolSpecError("two nodes of the pool have the same name")
+        numbers: dict[NodeShape, int] = {}
+        self._shape_of = [numbers.setdefault(node.shape, len(numbers)) for node in self.nodes]   # node -> shape
+        self.shapes = list(numbers)                                    # in order of first node
+        self._static = [node.shape.static for node in self.nodes]
         self._running: dict[str, list[Match]] = {name: [] for name in self._base}
         self._jobs: dict[str, classad2.ClassAd] = {}
         self._started: dict[str, int] = {}                              # job key -> JobStart
@@ -215,24 +285,50 @@ class SimulatedPool:
         self._names = list(self._base)                                 # in node order
         self._index = {name: index for index, name in enumerate(self._names)}
         self._busy: list[int] = []                                     # nodes with work on them, in order
-        self._empty: list[int] = list(range(count))                    # the others, in order
-        # busy nodes whose p-slot is offered (not spent with weight 0) under the settings given, in order
+        self._busy_static = 0                                          # of which static
+        self._empty: list[list[int]] = [[] for _ in self.shapes]       # the others, per shape, in order
+        for index, shape in enumerate(self._shape_of):
+            self._empty[shape].append(index)
+        self._first_of_shape = [self._empty[shape][0] for shape in range(len(self.shapes))]
+        # busy partitionable nodes whose p-slot is offered (not spent with weight 0) under the settings given
         self._open: tuple[Settings, list[int]] | None = None
-        self._weight: tuple[Settings, int | None] | None = None         # per settings, see offered_ads
-        self._last_stand_in: tuple[int, classad2.ClassAd] | None = None      # the last one, by nodes stood in for
+        self._weights: tuple[Settings, list[int | None]] | None = None     # per settings, see offered_ads
+        self._last_stand_ins: dict[int, tuple[int, classad2.ClassAd]] = {}   # per shape, by nodes stood in for
         self._spent: set[str] = set()                                  # nodes whose p-slot has < 1 Cpu left
         self._spent_weightless: tuple[Settings, dict[str, bool]] | None = None   # per settings and node
         self._claims: dict[str, dict[str, Match]] = {}         # customer -> job key -> its running match
         self._claim_stand_ins: dict[str, classad2.ClassAd] = {}     # customer -> its stand-in, while valid
         self._fractional = 0                                   # running matches with a cost or asset not whole
 
+    @classmethod
+    def alike(cls, count: int, shape: NodeShape) -> SimulatedPool:
+        """A pool of :func:`alike_nodes`."""
+        return cls(alike_nodes(count, shape))
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
     @property
     def cpus(self) -> int:
-        return self.count * self.shape.cpus
+        return sum(node.shape.cpus for node in self.nodes)
+
+    def document(self) -> dict[str, object]:
+        """The pool as the replay's summary gives it: its nodes and cpus, its shapes with how many
+        nodes have each (and ``node``, the shape, when there is one), and the pool file's account."""
+        counts = Counter(self._shape_of)
+        document: dict[str, object] = {"nodes": self.count, "cpus": self.cpus}
+        if len(self.shapes) == 1:
+            document["node"] = self.shapes[0].document()
+        document["shapes"] = [{**shape.document(), "nodes": counts[number]} for number, shape in enumerate(self.shapes)]
+        if self.origin is not None:
+            document["slots_file"] = self.origin
+        return document
 
     def free(self, name: str) -> tuple[float, float]:
-        """The Cpus and Memory (MB) p-slot ``name`` has left."""
-        cpus, memory = float(self.shape.cpus), float(self.shape.memory_mb)
+        """The Cpus and Memory (MB) slot ``name`` has left."""
+        shape = self.nodes[self._index[name]].shape
+        cpus, memory = float(shape.cpus), float(shape.memory_mb)
         for match in self._running[name]:
             cpus -= match.consumed.get("Cpus", 0.0)
             memory -= match.consumed.get("Memory", 0.0)
@@ -244,71 +340,69 @@ class SimulatedPool:
 
     def offered_ads(self, idle_jobs: int, settings: Settings) -> Offer:
         """The ads a cycle with ``idle_jobs`` idle jobs is offered: every node's, node by node, but
-        for the empty nodes past the first ``idle_jobs``, stood in for by one slot carrying their
-        weight, and the spent p-slots of weight 0 (see the module's docstring)."""
-        weight = self._empty_node_weight(settings)
-        left_out = self.count - len(self._busy) - idle_jobs
+        for each shape's empty nodes past its first ``idle_jobs``, stood in for by one slot per
+        shape carrying their weight, and the spent p-slots of weight 0 (see the module's
+        docstring); with claims stood in for, see :meth:`_open_offer`. A step per busy node and
+        offered empty node, not per node of the pool."""
+        weights = self._empty_node_weights(settings)
+        empty: list[list[int]] = []
+        stand_ins: list[classad2.ClassAd] = []
+        left_out = 0
+        for shape, nodes in enumerate(self._empty):
+            beyond, weight = len(nodes) - idle_jobs, weights[shape]
+            if weight is None or beyond <= 0:
+                empty.append(nodes)
+                continue
+            empty.append(nodes[:idle_jobs])
+            stand_ins.append(self._empty_nodes_stand_in(shape, beyond, weight))
+            left_out += beyond
         if self._fractional == 0 and claims_stand_in_for(settings):
-            return self._open_offer(idle_jobs, settings, weight, left_out)
+            return self._open_offer(settings, empty, stand_ins, left_out)
         ads: list[classad2.ClassAd] = []
         spent = 0
-
-        def offer(name: str) -> None:
-            nonlocal spent
-            node = self._ads[name]
-            if self._offers_pslot(self._index[name], settings):
+        for index in heapq.merge(self._busy, *empty):
+            node = self._ads[self._names[index]]
+            if self._offers_slot(index, settings):
                 ads.append(node[0])
             else:
                 spent += 1
             ads.extend(node[1:])
+        ads.extend(stand_ins)
+        return Offer(ads, left_out, spent, empty_stand_ins=len(stand_ins))
 
-        if weight is None or left_out <= 0:
-            for name in self._names:
-                offer(name)
-            return Offer(ads, 0, spent)
-        # the nodes up to the last empty one offered, then the busy nodes after it: a step per
-        # busy node and offered empty node, not per node of the pool
-        index, offered = 0, 0
-        while offered < idle_jobs:
-            name = self._names[index]
-            offer(name)
-            offered += not self._running[name]
-            index += 1
-        for busy in self._busy[bisect.bisect_left(self._busy, index):]:
-            offer(self._names[busy])
-        ads.append(self._empty_nodes_stand_in(left_out, weight))
-        return Offer(ads, left_out, spent)
-
-    def _open_offer(self, idle_jobs: int, settings: Settings, weight: int | None, left_out: int) -> Offer:
-        """:meth:`offered_ads` with claims stood in: the p-slots of the first ``idle_jobs`` empty
-        nodes (of every empty node, without a stand-in for the rest) and of the busy nodes not
-        spent with weight 0, in node order, then the stand-ins; a step per slot offered, not per
-        busy node."""
+    def _open_offer(self, settings: Settings, empty: list[list[int]], stand_ins: list[classad2.ClassAd],
+                    left_out: int) -> Offer:
+        """:meth:`offered_ads` with claims stood in: the slots of the ``empty`` nodes offered and
+        the p-slots of the busy nodes not spent with weight 0, in node order, then the stand-ins
+        for the empty nodes and for each submitter's claims (a busy static node's slot is one of
+        those claims); a step per slot offered, not per busy node."""
         open_busy = self._open_busy(settings)
-        standing_in = weight is not None and left_out > 0
-        empty = self._empty[:idle_jobs] if standing_in else self._empty
-        ads = [self._ads[self._names[index]][0] for index in heapq.merge(empty, open_busy)]
-        if standing_in:
-            assert weight is not None
-            ads.append(self._empty_nodes_stand_in(left_out, weight))
+        ads = [self._ads[self._names[index]][0] for index in heapq.merge(open_busy, *empty)]
+        ads.extend(stand_ins)
         ads.extend(self._claim_stand_in(customer) for customer in sorted(self._claims))
-        return Offer(ads, left_out if standing_in else 0, len(self._busy) - len(open_busy), len(self._jobs),
-                     len(self._claims))
+        return Offer(ads, left_out, len(self._busy) - self._busy_static - len(open_busy), len(self._jobs),
+                     len(self._claims), len(stand_ins))
 
-    def _empty_nodes_stand_in(self, left_out: int, weight: int) -> classad2.ClassAd:
-        """The one slot standing in for ``left_out`` empty nodes of weight ``weight`` each, made
-        again only when their number changes."""
-        if self._last_stand_in is None or self._last_stand_in[0] != left_out:
-            self._last_stand_in = (left_out, _stand_in(self.shape, left_out * weight))
-        return self._last_stand_in[1]
+    def _empty_nodes_stand_in(self, shape: int, left_out: int, weight: int) -> classad2.ClassAd:
+        """The one slot standing in for ``left_out`` empty nodes of shape number ``shape``, of
+        weight ``weight`` each, made again only when their number changes."""
+        last = self._last_stand_ins.get(shape)
+        if last is None or last[0] != left_out:
+            last = self._last_stand_ins[shape] = (left_out, _stand_in(shape, self.shapes[shape], left_out * weight))
+        return last[1]
 
     def _open_busy(self, settings: Settings) -> list[int]:
         """The busy nodes whose p-slot is offered under ``settings`` (kept up to date by :meth:`_rebuild`)."""
         if self._open is None or self._open[0] is not settings:
-            self._open = (settings, [index for index in self._busy if self._offers_pslot(index, settings)])
+            self._open = (settings, [index for index in self._busy if self._opens(index, settings)])
         return self._open[1]
 
-    def _offers_pslot(self, index: int, settings: Settings) -> bool:
+    def _opens(self, index: int, settings: Settings) -> bool:
+        """Whether busy node ``index`` has a p-slot to offer under ``settings``."""
+        return not self._static[index] and self._offers_slot(index, settings)
+
+    def _offers_slot(self, index: int, settings: Settings) -> bool:
+        """Whether node ``index``'s first ad (its p-slot, or its static slot) is offered."""
         name = self._names[index]
         return name not in self._spent or not self._weightless(name, settings)
 
@@ -328,20 +422,20 @@ class SimulatedPool:
             known[name] = settings.use_slot_weights and _slot_weight(self._ads[name][0], settings) == 0
         return known[name]
 
-    def _empty_node_weight(self, settings: Settings) -> int | None:
-        """An empty node's SLOT_WEIGHT as classad2 evaluates it, if stand-ins apply: slot weights
-        are used and it is a whole number."""
-        if self._weight is None or self._weight[0] is not settings:
-            weight = None
-            if settings.use_slot_weights:
-                value = _slot_weight(next(iter(self._base.values())), settings)
-                if value is not None and value.is_integer():
-                    weight = int(value)
-            self._weight = (settings, weight)
-        return self._weight[1]
+    def _empty_node_weights(self, settings: Settings) -> list[int | None]:
+        """Per shape, an empty node's SLOT_WEIGHT as classad2 evaluates it, if stand-ins apply:
+        slot weights are used and it is a whole number (else None)."""
+        if self._weights is None or self._weights[0] is not settings:
+            weights: list[int | None] = []
+            for first in self._first_of_shape:
+                value = _slot_weight(self._base[self._names[first]], settings) if settings.use_slot_weights else None
+                weights.append(int(value) if value is not None and value.is_integer() else None)
+            self._weights = (settings, weights)
+        return self._weights[1]
 
     def start(self, match: Match, job: classad2.ClassAd, epoch: int) -> None:
-        """``match``'s job starts at ``epoch``: its p-slot gives up what the match consumed."""
+        """``match``'s job starts at ``epoch``: its p-slot gives up what the match consumed, or
+        its static slot is claimed."""
         self._jobs[match.job] = job
         self._started[match.job] = epoch
         self._running[match.slot].append(match)
@@ -351,7 +445,7 @@ class SimulatedPool:
         self._rebuild(match.slot)
 
     def release(self, match: Match) -> None:
-        """``match``'s job ends: what it consumed returns to its p-slot."""
+        """``match``'s job ends: what it consumed returns to its p-slot, or its static slot is free."""
         self._running[match.slot].remove(match)
         del self._jobs[match.job]
         del self._started[match.job]
@@ -366,6 +460,7 @@ class SimulatedPool:
 
     def _rebuild(self, name: str) -> None:
         running, index = self._running[name], self._index[name]
+        static, empty = self._static[index], self._empty[self._shape_of[index]]
         at = bisect.bisect_left(self._busy, index)
         listed = at < len(self._busy) and self._busy[at] == index
         self._spent.discard(name)
@@ -380,14 +475,21 @@ class SimulatedPool:
             self._ads[name] = [self._base[name]]
             if listed:
                 del self._busy[at]
-                bisect.insort(self._empty, index)
+                self._busy_static -= static
+                bisect.insort(empty, index)
             return
         if not listed:
             self._busy.insert(at, index)
-            del self._empty[bisect.bisect_left(self._empty, index)]
+            self._busy_static += static
+            del empty[bisect.bisect_left(empty, index)]
         left, dynamic = slot_after_matches(name, self._base[name], running, self._jobs.get)
         assert left is not None, "the simulated p-slot's assets are numbers"
-        if left["Cpus"] < 1:
+        if static:
+            # the claimed static slot, as its startd advertises it once the job runs
+            (match,) = running
+            left["JobStart"] = self._started[match.job]
+            left["CurrentRank"] = 0.0
+        elif left["Cpus"] < 1:
             self._spent.add(name)
         ads = [left]
         for (key, ad), match in zip(dynamic, running):
@@ -400,7 +502,7 @@ class SimulatedPool:
                 self._dynamic[key] = ad
             ads.append(self._dynamic[key])
         self._ads[name] = ads
-        if self._open is not None and self._offers_pslot(index, self._open[0]):
+        if self._open is not None and self._opens(index, self._open[0]):
             bisect.insort(self._open[1], index)
 
 
@@ -457,30 +559,29 @@ def _claims_stand_in(customer: str, matches: Iterable[Match]) -> classad2.ClassA
     return ad
 
 
-def _stand_in(shape: NodeShape, weight: int) -> classad2.ClassAd:
-    """A node's p-slot that no job is offered (its state is Owner), whose weight is ``weight``."""
-    ad = _pslot(STAND_IN, shape)
+def _stand_in(number: int, shape: NodeShape, weight: int) -> classad2.ClassAd:
+    """A slot of ``shape`` that no job is offered (its state is Owner), whose weight is ``weight``."""
+    ad = _slot_ad(STAND_IN.format(shape=number + 1), "", shape)
     ad["State"] = "Owner"
     ad["SlotWeight"] = weight
     return ad
 
 
-def _pslot(name: str, shape: NodeShape) -> classad2.ClassAd:
-    ad = classad2.ClassAd({
+def _slot_ad(name: str, machine: str, shape: NodeShape) -> classad2.ClassAd:
+    """An empty node's slot: partitionable, or static, with the attributes its shape keeps."""
+    assets = shape.assets()
+    ad = classad2.ClassAd(dict(shape.kept))
+    ad.update({
         "MyType": "Machine",
         "Name": name,
-        "Machine": name.partition("@")[2],
-        "PartitionableSlot": True,
-        "SlotType": "Partitionable",
+        "Machine": machine or name.partition("@")[2],
+        "PartitionableSlot": not shape.static,
+        "SlotType": "Static" if shape.static else "Partitionable",
         "State": "Unclaimed",
         "Activity": "Idle",
-        "Cpus": shape.cpus,
-        "Memory": shape.memory_mb,
-        "Disk": shape.disk_kb,
-        "TotalSlotCpus": shape.cpus,
-        "TotalSlotMemory": shape.memory_mb,
-        "TotalSlotDisk": shape.disk_kb,
-        "MachineResources": "Cpus Memory Disk",
+        **assets,
+        **{f"TotalSlot{asset}": amount for asset, amount in assets.items()},
+        "MachineResources": " ".join(assets),
         "Rank": 0,
     })
     ad["Start"] = classad2.ExprTree(START)

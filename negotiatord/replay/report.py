@@ -104,8 +104,7 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
     wall = result.wall_time_s
     return {
         "trace": trace_name,
-        "pool": {"nodes": pool.count, "node": {"Cpus": pool.shape.cpus, "Memory": pool.shape.memory_mb,
-                                               "Disk": pool.shape.disk_kb}, "cpus": pool.cpus},
+        "pool": pool.document(),
         "negotiator_interval_s": result.interval,
         "period": {"start": result.origin, "end": result.end, "seconds": period, "start_epoch": result.start_epoch},
         "cleaning": cleaning.document(),

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 KTH = DATA / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
 HISTORY = DATA / "htcondor" / "history" / "sandyHistory.hist"
+OSPOOL = DATA / "ospool" / "pool_sample.ads.gz"
 
 # The CPU-centric consumption policy and a cycle every 60 s.
 CPU_CENTRIC = """\

@@ -63,7 +63,7 @@ def test_a_preempted_job_goes_back_to_the_queue_with_its_whole_run_time(tmp_path
     cannot take the slot back from u2 at 0.5. b ends at 220, a starts again at 240 and runs its
     whole 1000 s, to 1240; the cycle at 1260 finds nothing left to do."""
     config, trace = files(tmp_path, PRIORITY, PRIORITY_TRACE)
-    pool = SimulatedPool(1, NodeShape.parse("Cpus=1, Memory=1024"))
+    pool = SimulatedPool.alike(1, NodeShape.parse("Cpus=1, Memory=1024"))
     result = replay(read_trace(trace), config, pool)
     rows = {row[0]: row for row in job_rows(result)}
     # job, submit, start, finish, wait, turnaround, stretch ...
@@ -84,7 +84,7 @@ def test_a_preempted_job_goes_back_to_the_queue_with_its_whole_run_time(tmp_path
 def test_without_preemption_configured_the_same_trace_waits(tmp_path: Path) -> None:
     """HTCondor's default PREEMPTION_REQUIREMENTS is False: b waits for a to end."""
     config, trace = files(tmp_path, BASE, PRIORITY_TRACE)
-    result = replay(read_trace(trace), config, SimulatedPool(1, NodeShape.parse("Cpus=1, Memory=1024")))
+    result = replay(read_trace(trace), config, SimulatedPool.alike(1, NodeShape.parse("Cpus=1, Memory=1024")))
     assert [(run.job.id, run.start, run.preempted) for run in result.runs] == [("a", 0, 0), ("b", 1020, 0)]
 
 
@@ -94,7 +94,8 @@ def test_quota_timers_and_admission_usage_run_after_each_cycle(tmp_path: Path) -
     and the accountant is advanced over it as it would have been: u1's admission usage in cpus is
     1 at 0 (the first sample), 1.5 at 60 and 1.75 at 120 (half way to the 2 held, each minute)."""
     config, trace = files(tmp_path, QUOTA, QUOTA_TRACE)
-    result = replay(read_trace(trace), config, SimulatedPool(1, NodeShape.parse("Cpus=2, Memory=1024")), until=170)
+    pool = SimulatedPool.alike(1, NodeShape.parse("Cpus=2, Memory=1024"))
+    result = replay(read_trace(trace), config, pool, until=170)
     assert [cycle.time for cycle in result.cycles] == [0, 60]
     usage = result.accountant.admission_usage("group_g1.u1@trace")
     assert usage is not None and (usage.resources["cpus"], usage.last_update_time) == (1.75, 120)
@@ -107,7 +108,8 @@ def test_a_due_quota_timer_preempts_the_youngest_job_back_to_the_queue(tmp_path:
     take its cpu: y2 waits in the queue again, after 120 s of badput. The replay does not skip
     over the due time, although no job arrives or ends then."""
     config, trace = files(tmp_path, QUOTA, QUOTA_TRACE)
-    result = replay(read_trace(trace), config, SimulatedPool(1, NodeShape.parse("Cpus=2, Memory=1024")), until=200)
+    pool = SimulatedPool.alike(1, NodeShape.parse("Cpus=2, Memory=1024"))
+    result = replay(read_trace(trace), config, pool, until=200)
     assert [(cycle.time, cycle.preemptions, cycle.busy_cpus, cycle.queued) for cycle in result.cycles] == [
         (0, {}, 1.0, 0), (60, {}, 2.0, 0), (180, {"quota": 1}, 1.0, 1)]
     y1, y2 = result.runs
@@ -136,7 +138,7 @@ def test_the_replay_leaves_the_accountant_state_the_daemon_leaves(
 
     monkeypatch.setattr(SnapshotBuilder, "build", recording)
     loaded = read_trace(trace)
-    result = replay(loaded, config, SimulatedPool(1, NodeShape.parse(node)), until=1000, skip_quiet_cycles=False)
+    result = replay(loaded, config, SimulatedPool.alike(1, NodeShape.parse(node)), until=1000, skip_quiet_cycles=False)
     monkeypatch.undo()
     assert len(offered) == len(result.cycles)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from negotiatord.replay import NodeShape, SimulatedPool, default_pool, fit_to_node, read_trace, replay
+from negotiatord.replay import NodeShape, SimulatedPool, default_pool, fit_to_nodes, read_trace, replay
 from negotiatord.replay.html import deterministic_part
 from negotiatord.replay.report import job_rows, jain_summary, utilization
 from negotiatord.settings import Settings, load_settings
@@ -37,8 +37,8 @@ def test_the_same_inputs_give_the_same_files(replay_files: tuple[Path, Path], tm
 
 def kth_replay(settings: Settings, jobs: int, nodes: int, node: NodeShape, skip: bool):
     trace = read_trace(KTH, jobs)
-    trace.jobs = fit_to_node(trace.jobs, node, trace.cleaning)
-    return replay(trace, settings, SimulatedPool(nodes, node), skip_quiet_cycles=skip)
+    trace.jobs = fit_to_nodes(trace.jobs, [node], trace.cleaning)
+    return replay(trace, settings, SimulatedPool.alike(nodes, node), skip_quiet_cycles=skip)
 
 
 @pytest.mark.parametrize("source", ["hand", "kth"])
@@ -52,8 +52,8 @@ def test_skipping_quiet_cycles_changes_no_match(source: str, replay_files: tuple
         if source == "hand":
             trace = read_trace(replay_files[1])
             shape = NodeShape.parse(NODE)
-            trace.jobs = fit_to_node(trace.jobs, shape, trace.cleaning)
-            results.append(replay(trace, settings, SimulatedPool(2, shape), skip_quiet_cycles=skip))
+            trace.jobs = fit_to_nodes(trace.jobs, [shape], trace.cleaning)
+            results.append(replay(trace, settings, SimulatedPool.alike(2, shape), skip_quiet_cycles=skip))
         else:
             results.append(kth_replay(settings, 60, 3, NodeShape.with_cpus(2), skip))
     every, skipping = results
@@ -74,7 +74,8 @@ def test_a_kth_slice_runs_and_accounts_for_every_job(replay_files: tuple[Path, P
     assert cleaning["records"] == 300
     assert cleaning["kept"] + sum(cleaning["dropped"].values()) == 300
     assert jobs["started"] == jobs["kept"] == cleaning["kept"]
-    assert summary["pool"] == {"nodes": 100, "node": {"Cpus": 1, "Memory": 1024, "Disk": 104857600}, "cpus": 100}
+    node = {"Cpus": 1, "Memory": 1024, "Disk": 104857600}
+    assert summary["pool"] == {"nodes": 100, "cpus": 100, "node": node, "shapes": [{**node, "nodes": 100}]}
     rows = (tmp_path / "jobs.csv").read_text().splitlines()
     assert len(rows) == 1 + cleaning["kept"] and all(row.split(",")[2] for row in rows[1:])
     assert summary["cycles"]["matches"] == cleaning["kept"]
@@ -108,6 +109,6 @@ def test_a_pslot_without_consumption_policy_is_held_whole_by_its_job(tmp_path: P
     config.write_text("NEGOTIATOR_INTERVAL = 60\nSLOT_WEIGHT = Cpus\n")
     trace_file = tmp_path / "two.csv"
     trace_file.write_text("job,submit,runtime,cpus,memory,user\na,0,100,1,100,u1\nb,0,100,1,100,u1\n")
-    result = replay(read_trace(trace_file), load_settings(config), SimulatedPool(1, NodeShape.parse("Cpus=4")))
+    result = replay(read_trace(trace_file), load_settings(config), SimulatedPool.alike(1, NodeShape.parse("Cpus=4")))
     assert [(run.job.id, run.start, run.cpus, run.cost) for run in result.runs] == [("a", 0, 4, 4), ("b", 120, 4, 4)]
     assert result.cycles[0].busy_cpus == 4

@@ -1,7 +1,8 @@
-"""Empty nodes beyond the idle jobs stood in for by one slot carrying their weight, and spent
-p-slots of weight 0 left out: the same jobs.csv and summary.json as a replay offering every cycle
-every slot, on slices of KTH and LCG and on the hand-made trace whose two groups' quotas are
-shares of the pool's weight."""
+"""Empty nodes beyond the idle jobs stood in for by one slot per shape carrying their weight, and
+spent p-slots of weight 0 left out: the same jobs.csv and summary.json as a replay offering every
+cycle every slot, on slices of KTH and LCG, on pools of one shape and of several (static slots
+among them, and the OSPool sample's slots), and on the hand-made trace whose two groups' quotas
+are shares of the pool's weight."""
 
 from __future__ import annotations
 
@@ -13,24 +14,42 @@ import classad2
 import pytest
 
 from negotiatord.cycle.result import Match
-from negotiatord.replay import NodeShape, SimulatedPool, fit_to_node, read_trace, replay, write_outputs
+from negotiatord.replay import (
+    Node,
+    NodeShape,
+    SimulatedPool,
+    alike_nodes,
+    fit_to_nodes,
+    read_pool,
+    read_trace,
+    replay,
+    write_outputs,
+)
 from negotiatord.replay.pool import Offer
 from negotiatord.replay.simulate import ReplayResult
 from negotiatord.replay.trace import Trace
 from negotiatord.settings import PslotLoading, Settings, load_settings
 
-from .conftest import DATA, KTH, NODE, ROOT
+from .conftest import DATA, KTH, NODE, OSPOOL, ROOT
 
 LCG = DATA / "traces" / "LCG.swf.gz"
 CPU_CENTRIC = ROOT / "config" / "cpu_centric.conf"
+
+
+def mixed_nodes(count: int) -> list[Node]:
+    """``count`` nodes of four shapes taken in turn: partitionable nodes of 8, 4 and 2 cpus (the
+    2-cpu ones with 4096 MB, more memory per cpu), and static one-cpu slots."""
+    shapes = [NodeShape.with_cpus(8), NodeShape.with_cpus(4), NodeShape(2, 4096, 10_000_000),
+              NodeShape(1, 2048, 10_000_000, static=True)]
+    return [Node(f"slot1@mixed{index}.trace", shapes[index % len(shapes)]) for index in range(count)]
 
 
 class WatchedPool(SimulatedPool):
     """A simulated pool that notes how many empty nodes each cycle's stand-in stood in for, and
     how many spent p-slots each cycle left out."""
 
-    def __init__(self, count: int, shape: NodeShape) -> None:
-        super().__init__(count, shape)
+    def __init__(self, nodes: list[Node]) -> None:
+        super().__init__(nodes)
         self.left_out: list[int] = []
         self.spent: list[int] = []
 
@@ -41,17 +60,17 @@ class WatchedPool(SimulatedPool):
         return offer
 
 
-def replayed(trace_path: Path, jobs: int | None, nodes: int, shape: NodeShape, settings: Settings,
+def replayed(trace_path: Path, jobs: int | None, nodes: list[Node], settings: Settings,
              stand_in: bool) -> tuple[ReplayResult, Trace, WatchedPool]:
     trace = read_trace(trace_path, jobs)
-    trace.jobs = fit_to_node(trace.jobs, shape, trace.cleaning)
-    pool = WatchedPool(nodes, shape)
+    pool = WatchedPool(nodes)
+    trace.jobs = fit_to_nodes(trace.jobs, pool.shapes, trace.cleaning)
     return replay(trace, settings, pool, stand_in_empty_nodes=stand_in), trace, pool
 
 
-def outputs(folder: Path, trace_path: Path, jobs: int | None, nodes: int, shape: NodeShape,
-            settings: Settings, stand_in: bool) -> tuple[bytes, str, WatchedPool]:
-    result, trace, pool = replayed(trace_path, jobs, nodes, shape, settings, stand_in)
+def outputs(folder: Path, trace_path: Path, jobs: int | None, nodes: list[Node], settings: Settings,
+            stand_in: bool) -> tuple[bytes, str, WatchedPool]:
+    result, trace, pool = replayed(trace_path, jobs, nodes, settings, stand_in)
     summary = write_outputs(folder, result, trace.cleaning, pool, trace_path.name)
     summary = {key: value for key, value in summary.items() if key != "wall_time_s"}
     return (folder / "jobs.csv").read_bytes(), json.dumps(summary), pool
@@ -77,9 +96,9 @@ def test_standing_in_for_empty_nodes_changes_no_output(trace_path: Path, jobs: i
     the same slot, costs the same, and every per-cycle figure (slots, candidates, group loads) is
     the same. A spent p-slot (no Cpu left, weight 0 under SLOT_WEIGHT = Cpus) could take no job."""
     settings = dataclasses.replace(load_settings(CPU_CENTRIC), pslot_loading=PslotLoading(policy))
-    shape = NodeShape.parse(node)
-    every = outputs(tmp_path / "every", trace_path, jobs, nodes, shape, settings, stand_in=False)
-    stood_in = outputs(tmp_path / "stood_in", trace_path, jobs, nodes, shape, settings, stand_in=True)
+    pool = alike_nodes(nodes, NodeShape.parse(node))
+    every = outputs(tmp_path / "every", trace_path, jobs, pool, settings, stand_in=False)
+    stood_in = outputs(tmp_path / "stood_in", trace_path, jobs, pool, settings, stand_in=True)
     assert stood_in[0] == every[0]
     assert stood_in[1] == every[1]
     # nodes were left out, in most cycles, and in none of the replay offering every node
@@ -89,14 +108,43 @@ def test_standing_in_for_empty_nodes_changes_no_output(trace_path: Path, jobs: i
     assert any(stood_in[2].spent)
 
 
+MIXED_CASES = [
+    # KTH's parallel jobs on 40 nodes of four shapes in turn: wide jobs fit the 8-cpu nodes only,
+    # the rest share shapes, and static slots take one job each
+    pytest.param(KTH, 300, mixed_nodes(40), id="kth-mixed"),
+    # LCG's serial jobs on 60 nodes of the four shapes
+    pytest.param(LCG, 400, mixed_nodes(60), id="lcg-mixed"),
+    # the OSPool sample's 27 slots (16 partitionable, 11 static; some of one shape)
+    pytest.param(KTH, 300, read_pool(OSPOOL).nodes, id="kth-ospool"),
+]
+
+
+@pytest.mark.parametrize("policy", [policy.value for policy in PslotLoading])
+@pytest.mark.parametrize(("trace_path", "jobs", "nodes"), MIXED_CASES)
+def test_standing_in_per_shape_changes_no_output(trace_path: Path, jobs: int, nodes: list[Node], policy: str,
+                                                 tmp_path: Path) -> None:
+    """Empty nodes of one shape are alike but for their names, whatever the other shapes: one
+    stand-in per shape leaves every start, slot, cost and per-cycle figure as offering every node."""
+    settings = dataclasses.replace(load_settings(CPU_CENTRIC), pslot_loading=PslotLoading(policy))
+    every = outputs(tmp_path / "every", trace_path, jobs, nodes, settings, stand_in=False)
+    stood_in = outputs(tmp_path / "stood_in", trace_path, jobs, nodes, settings, stand_in=True)
+    assert stood_in[0] == every[0]
+    assert stood_in[1] == every[1]
+    assert any(stood_in[2].left_out) and every[2].left_out == []
+    # the static slots took jobs
+    rows = stood_in[0].decode().splitlines()
+    static = {node.name for node in nodes if node.shape.static}
+    assert any(row.split(",")[9] in static for row in rows[1:])
+
+
 def test_quota_shares_of_the_pool_are_unchanged(replay_files: tuple[Path, Path], settings: Settings,
                                                 tmp_path: Path) -> None:
     """The hand-made trace's two groups have a static quota of 2 cpus each; the stand-in carries
     the weight of the empty node it stands for, so each group's load (usage over quota) and each
     start are those of the whole pool."""
-    shape = NodeShape.parse(NODE)
-    every = outputs(tmp_path / "every", replay_files[1], None, 2, shape, settings, stand_in=False)
-    stood_in = outputs(tmp_path / "stood_in", replay_files[1], None, 2, shape, settings, stand_in=True)
+    nodes = alike_nodes(2, NodeShape.parse(NODE))
+    every = outputs(tmp_path / "every", replay_files[1], None, nodes, settings, stand_in=False)
+    stood_in = outputs(tmp_path / "stood_in", replay_files[1], None, nodes, settings, stand_in=True)
     assert stood_in[:2] == every[:2]
     assert any(stood_in[2].left_out)
 
@@ -104,12 +152,12 @@ def test_quota_shares_of_the_pool_are_unchanged(replay_files: tuple[Path, Path],
 def test_the_stand_in_carries_the_weight_of_the_nodes_left_out(settings: Settings) -> None:
     """Two idle jobs on five empty two-cpu nodes under SLOT_WEIGHT = Cpus: the first two nodes are
     offered, and one slot in the Owner state (offered to no job) weighs the other three's 6 cpus."""
-    pool = SimulatedPool(5, NodeShape.parse(NODE))
+    pool = SimulatedPool.alike(5, NodeShape.parse(NODE))
     offer = pool.offered_ads(2, settings)
     assert (offer.empty_nodes, offer.spent_pslots) == (3, 0)
     ads = offer.ads
     assert [ad["Name"] for ad in ads[:2]] == ["slot1@node1.trace", "slot1@node2.trace"]
-    assert (ads[2]["State"], ads[2]["SlotWeight"]) == ("Owner", 6)
+    assert (ads[2]["Name"], ads[2]["State"], ads[2]["SlotWeight"]) == ("empty-nodes-1@trace", "Owner", 6)
     assert pool.offered_ads(2, settings).ads[2] is ads[2]          # the same ad while nothing changes
     assert pool.offered_ads(5, settings) == Offer(pool.slot_ads())
     weighted_by_memory = dataclasses.replace(settings, slot_weight="Memory / 3.0")
@@ -121,20 +169,21 @@ def test_a_spent_pslot_of_weight_0_is_left_out_and_claims_are_stood_in_per_submi
     under SLOT_WEIGHT = Cpus and is left out; weighed by Memory it weighs 1024 and stays. Without
     preemption, the submitter's claimed dynamic slot is offered as one claimed slot holding what
     its jobs hold; with PREEMPTION_REQUIREMENTS, each claimed slot is offered, a victim to choose."""
-    pool = SimulatedPool(2, NodeShape.parse(NODE))
+    pool = SimulatedPool.alike(2, NodeShape.parse(NODE))
     match = Match("job1", "slot1@node1.trace", "u@trace", "<none>", 2.0, {"Cpus": 2, "Memory": 1024})
     pool.start(match, classad2.ClassAd(), 0)
     offer = pool.offered_ads(0, settings)
     assert (offer.empty_nodes, offer.spent_pslots, offer.claims, offer.claim_stand_ins) == (1, 1, 1, 1)
     assert (offer.slots_left_out, offer.candidates_left_out) == (1, 2)
-    assert [ad["Name"] for ad in offer.ads] == ["empty-nodes@trace", "claims-of-u@trace"]
+    assert [ad["Name"] for ad in offer.ads] == ["empty-nodes-1@trace", "claims-of-u@trace"]
     claims = offer.ads[1]
     assert (claims["State"], claims["AccountingGroup"], claims["Cpus"], claims["Memory"], claims["SlotWeight"]) == (
         "Claimed", "u@trace", 2, 1024, 2.0)
     by_memory = dataclasses.replace(settings, slot_weight="Memory")
     assert [ad["Name"] for ad in pool.offered_ads(0, by_memory).ads] == [
-        "slot1@node1.trace", "empty-nodes@trace", "claims-of-u@trace"]
+        "slot1@node1.trace", "empty-nodes-1@trace", "claims-of-u@trace"]
     preempting = dataclasses.replace(settings, preemption_requirements="True")
-    assert [ad["Name"] for ad in pool.offered_ads(0, preempting).ads] == ["slot1@node1.trace#job1", "empty-nodes@trace"]
+    assert [ad["Name"] for ad in pool.offered_ads(0, preempting).ads] == [
+        "slot1@node1.trace#job1", "empty-nodes-1@trace"]
     pool.release(match)
     assert pool.offered_ads(2, settings) == Offer(pool.slot_ads())

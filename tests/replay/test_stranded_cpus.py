@@ -22,7 +22,7 @@ def test_cpus_left_without_memory_are_stranded_until_the_memory_comes_back(setti
     trace_file = tmp_path / "memory.csv"
     trace_file.write_text("job,submit,runtime,cpus,memory,user,group\n"
                           "a,0,100,1,3072,u1,g1\nb,0,200,1,1024,u1,g1\n")
-    result = replay(read_trace(trace_file), settings, SimulatedPool(1, NodeShape.parse("Cpus=4, Memory=4096")))
+    result = replay(read_trace(trace_file), settings, SimulatedPool.alike(1, NodeShape.parse("Cpus=4, Memory=4096")))
     assert [(cycle.time, cycle.stranded_cpus) for cycle in result.cycles] == [(0, 2), (120, 0), (240, 0)]
     assert stranded_summary(result.cycles, result.end) == {
         "mean": pytest.approx(1.0), "max": 2, "every": 1, "series": [[0, 2], [120, 0], [240, 0]]}

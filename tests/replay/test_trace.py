@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from negotiatord.replay import NodeShape, PoolSpecError, TraceError, default_pool, fit_to_node, read_trace
+from negotiatord.replay import NodeShape, PoolSpecError, TraceError, default_pool, fit_to_nodes, read_trace
 
 from .conftest import HISTORY, replay_command
 
@@ -57,7 +57,7 @@ def test_every_cleaning_rule_is_counted(tmp_path: Path) -> None:
 def test_requests_larger_than_a_node_are_clamped_and_counted(tmp_path: Path) -> None:
     trace = read_trace(swf(tmp_path, "1 0 -1 10 8 -1 -1 8 -1 4194304 1 1 1 -1 -1 -1 -1 -1\n"))
     cleaning = trace.cleaning
-    (job,) = fit_to_node(trace.jobs, NodeShape(4, 8192, 100), cleaning)
+    (job,) = fit_to_nodes(trace.jobs, [NodeShape(4, 8192, 100)], cleaning)
     assert (job.cpus, job.memory_mb, job.disk_kb) == (4, 8192, 100)   # 8 cpus; 4194304 KB x 8 / 1024 = 32768 MB
     assert cleaning.adjusted == {"cpus_clamped_to_node": 1, "memory_clamped_to_node": 1, "disk_clamped_to_node": 1}
 
