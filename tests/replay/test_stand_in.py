@@ -187,3 +187,36 @@ def test_a_spent_pslot_of_weight_0_is_left_out_and_claims_are_stood_in_per_submi
         "slot1@node1.trace#job1", "empty-nodes-1@trace"]
     pool.release(match)
     assert pool.offered_ads(2, settings) == Offer(pool.slot_ads())
+
+
+def test_each_shape_has_its_stand_in_and_a_busy_static_slot_is_a_claim(settings: Settings) -> None:
+    """Eight nodes of the four shapes in turn (8, 4 and 2 cpus partitionable, 1 cpu static): with
+    one idle job, each shape's first empty node is offered, and one stand-in per shape weighs the
+    other node of its shape under SLOT_WEIGHT = Cpus. A job on the first static slot claims it
+    whole: the static shape's other node is then offered, and the claimed slot stands in its
+    submitter's claims, or, where a claimed slot may be preempted, is offered itself."""
+    pool = SimulatedPool(mixed_nodes(8))
+    offer = pool.offered_ads(1, settings)
+    names = [f"slot1@mixed{index}.trace" for index in range(8)]
+    assert [ad["Name"] for ad in offer.ads] == names[:4] + [f"empty-nodes-{shape}@trace" for shape in (1, 2, 3, 4)]
+    assert [ad["SlotWeight"] for ad in offer.ads[4:]] == [8, 4, 2, 1]
+    assert [ad["SlotType"] for ad in offer.ads] == ["Partitionable"] * 3 + ["Static"] + ["Partitionable"] * 3 + [
+        "Static"]
+    assert (offer.empty_nodes, offer.empty_stand_ins, offer.slots_left_out, offer.candidates_left_out) == (4, 4, 0, 4)
+    match = Match("job1", names[3], "u@trace", "<none>", 1.0, {"Cpus": 1, "Memory": 2048, "Disk": 10_000_000})
+    pool.start(match, classad2.ClassAd(), 7)
+    offer = pool.offered_ads(1, settings)
+    assert [ad["Name"] for ad in offer.ads] == [*names[:3], names[7], "empty-nodes-1@trace", "empty-nodes-2@trace",
+                                                "empty-nodes-3@trace", "claims-of-u@trace"]
+    assert (offer.empty_nodes, offer.spent_pslots, offer.claims, offer.claim_stand_ins) == (3, 0, 1, 1)
+    assert offer.ads[-1]["SlotWeight"] == 1.0
+    preempting = dataclasses.replace(settings, preemption_requirements="True")
+    offer = pool.offered_ads(1, preempting)
+    assert [ad["Name"] for ad in offer.ads] == [*names[:4], names[7], "empty-nodes-1@trace", "empty-nodes-2@trace",
+                                                "empty-nodes-3@trace"]
+    claimed = offer.ads[3]
+    assert (claimed["State"], claimed["RemoteUser"], claimed["JobStart"], claimed["Cpus"]) == (
+        "Claimed", "u@trace", 7, 1)
+    pool.release(match)
+    assert [ad["Name"] for ad in pool.offered_ads(1, settings).ads] == names[:4] + [
+        f"empty-nodes-{shape}@trace" for shape in (1, 2, 3, 4)]
