@@ -85,7 +85,7 @@ CLAIMS_STAND_IN = "claims-of-{customer}"
 
 
 class PoolSpecError(ValueError):
-    """A ``--node`` description or pool size that cannot be used."""
+    """A ``--node`` description, pool size or ``--pool`` file that cannot be used."""
 
 
 @dataclass(frozen=True)
