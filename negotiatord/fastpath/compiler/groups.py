@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns
+from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler.resolution import SLOT, Builder, Question, Split, Unsupported
 
 Outcome = tuple[int | None, str]      # (IR node, "") or (None, why classad2 evaluates it)
@@ -147,7 +147,7 @@ def resolve(make_builder: Callable[[np.ndarray], Builder], root: Callable[[Build
     asking = make_builder(rows[:1])
     reached: dict[Outcome, list[int]] = {}
     pending: list[np.ndarray] = []
-    present = np.unique(classes).tolist()
+    present = distinct_rows(classes, len(slots.shapes)).tolist()
     for found in present:
         branch = known.follow(slots.shapes[found], asking)
         if branch.outcome is not None:
@@ -156,8 +156,12 @@ def resolve(make_builder: Callable[[np.ndarray], Builder], root: Callable[[Build
             pending.append(rows[classes == found])
     probes.update(asking.probes)
     for reaching, members in reached.items():
-        group = rows if len(members) == len(present) else rows[np.isin(classes, members)]
-        groups.append((group, *reaching))
+        if len(members) == len(present):
+            groups.append((rows, *reaching))
+        else:
+            chosen = np.zeros(len(slots.shapes), dtype=bool)
+            chosen[members] = True
+            groups.append((rows[chosen[classes]], *reaching))
     while pending:
         group = pending.pop()
         builder = make_builder(group)

@@ -12,7 +12,8 @@ cycle and kept in the static store, one row per IR node.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from copy import copy
+from dataclasses import dataclass
 from functools import cached_property
 from collections.abc import Callable, Iterable, Iterator
 
@@ -273,7 +274,8 @@ class Space:
         found = self._leaf_ids.get(key)
         if found is not None:
             return self.leaves[found]
-        leaf = replace(self.context.compiled.leaf(node, sink, reason), id=len(self.leaves))
+        leaf = copy(self.context.compiled.leaf(node, sink, reason))
+        leaf.id = len(self.leaves)
         self._leaf_ids[key] = leaf.id
         self.leaves.append(leaf)
         self.tables.add(leaf.id, leaf.plan, leaf.chain, leaf.never)
