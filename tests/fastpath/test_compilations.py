@@ -50,10 +50,11 @@ def decided(result: CycleResult) -> tuple:
             result.problems)
 
 
-def negotiate_both_ways(cycles: Sequence[Cycle], config: Settings, reference: bool = False) -> list[CycleResult]:
+def negotiate_both_ways(cycles: Sequence[Cycle], config: Settings, reference: bool = False,
+                        starts: int = 1) -> list[CycleResult]:
     """Each cycle negotiated with compilations and descriptions kept from the earlier ones, and
-    with a fresh evaluator (and, with ``reference``, with classad2's); asserts they decide alike
-    and returns the kept-compilations results."""
+    with a fresh evaluator (and, with ``reference``, with classad2's); asserts they decide alike,
+    and that the compilations started ``starts`` times; returns the kept-compilations results."""
     builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
     kept_state = fresh_state = AccountantState()
     results = []
@@ -70,7 +71,7 @@ def negotiate_both_ways(cycles: Sequence[Cycle], config: Settings, reference: bo
         kept_state = after_cycle(kept_state, now, kept.usage, kept.held, config)
         fresh_state = after_cycle(fresh_state, now, fresh.usage, fresh.held, config)
         results.append(kept)
-    assert compilations.started == 1          # one set of compilations served every cycle
+    assert compilations.started == starts
     return results
 
 
@@ -137,6 +138,18 @@ def test_p_slots_shrinking_as_jobs_start():
         queue = [job for job in queue if f"{job['GlobalJobId'].split('#')[1]}" not in started]
     results = negotiate_both_ways(cycles, config, reference=True)
     assert sum(len(result.matches) for result in results) > 10
+
+
+def test_compilations_start_over_when_the_pools_assets_change():
+    """Leaves read an asset by its column in the slot table: a pool that starts advertising GPUs
+    (a column more) is compiled afresh, and so is the pool without them after it."""
+    config = settings()
+    plain = [pslot(f"p{i}", cpus=4) for i in range(2)]
+    gpus = [*plain, pslot("gpu", cpus=4, GPUs=2, MachineResources="Cpus Memory Disk Swap GPUs")]
+    job_ads = [*jobs("alice", 2), *jobs("bob", 2, cluster=2, RequestGPUs=1)]
+    cycles = [(pool, job_ads, NOW + 60 * step) for step, pool in enumerate((plain, plain, gpus, plain))]
+    results = negotiate_both_ways(cycles, config, reference=True, starts=3)
+    assert any(match.slot == "gpu" for match in results[2].matches)
 
 
 def test_the_bundled_sample_pool_changing_cycle_by_cycle():

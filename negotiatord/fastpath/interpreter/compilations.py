@@ -27,12 +27,14 @@ from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
 from negotiatord.fastpath.strings import StringTable
 
 # Past any of these the compilations start over: each entry is a few hundred bytes, and the
-# string ranks are sorted again whenever strings are added.
+# string ranks are sorted again whenever strings are added. Every space's static store holds each
+# numbered row (18 bytes a slot), rows numbered for expressions no slot shows any more included:
+# at 8M cells, 136 MB a space (at 45k slots, 177 rows).
 MAX_CELLS = 250_000
 MAX_NODES = 250_000
 MAX_STRINGS = 100_000
 MAX_JOB_VALUES = 1_000_000
-SPARE_STATIC_ROWS = 64
+MAX_STATIC_CELLS = 8_000_000
 
 
 @dataclass
@@ -56,7 +58,6 @@ class Compiled:
     scalar_inputs: dict = field(default_factory=dict)   # node -> the job and clock nodes it reads
     static_rows: dict[int, int] = field(default_factory=dict)   # slot-only node -> its static store row
     python_rows: dict[int, int] = field(default_factory=dict)   # classad2-step node -> its dynamic input row
-    static_in_use: set[int] = field(default_factory=set)        # static store rows the current cycle filled
     _leaves: dict[tuple[int | None, int, str], Leaf] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -92,13 +93,12 @@ class Compiled:
             found = self._leaves[key] = compile_leaf(self.graph, len(self.assets), self, -1, node, sink, reason)
         return found
 
-    @property
-    def full(self) -> bool:
+    def full(self, slots: int) -> bool:
         """Grown past a limit: ever more cells, nodes, strings or job values, or static store rows
-        (each a row of every space's store) more than twice as many as the last cycle used."""
+        too many for a table of ``slots`` slots."""
         return (len(self.cells.cells) > MAX_CELLS or len(self.graph.nodes) > MAX_NODES
                 or len(self.strings) > MAX_STRINGS or len(self.scalar_values) > MAX_JOB_VALUES
-                or len(self.static_rows) > SPARE_STATIC_ROWS + 2 * len(self.static_in_use))
+                or len(self.static_rows) * slots > MAX_STATIC_CELLS)
 
 
 class Compilations:
@@ -108,13 +108,12 @@ class Compilations:
         self._kept: Compiled | None = None
         self.started = 0          # times the compilations started (over): the first, a mode change, a limit
 
-    def for_cycle(self, old_semantics: bool, assets: tuple[str, ...]) -> Compiled:
+    def for_cycle(self, old_semantics: bool, assets: tuple[str, ...], slots: int) -> Compiled:
         """The compilations for a cycle evaluated in ``old_semantics`` over a slot table of
-        ``assets``: those kept, unless made in the other mode, for other assets (leaves read an
-        asset by its column) or grown past a limit."""
+        ``slots`` slots and ``assets``: those kept, unless made in the other mode, for other
+        assets (leaves read an asset by its column) or grown past a limit."""
         kept = self._kept
-        if kept is None or kept.old_semantics != old_semantics or kept.assets != assets or kept.full:
+        if kept is None or kept.old_semantics != old_semantics or kept.assets != assets or kept.full(slots):
             kept = self._kept = Compiled(old_semantics, assets)
             self.started += 1
-        kept.static_in_use.clear()
         return kept

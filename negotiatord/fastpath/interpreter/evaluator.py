@@ -60,7 +60,7 @@ class FastEvaluator:
     def _reset(self, old: bool) -> None:
         """Everything compiled depends on classad2's scoping mode; start over when it changes."""
         table = self._table
-        compiled = self._compilations.for_cycle(old, table.assets)
+        compiled = self._compilations.for_cycle(old, table.assets, len(table))
         columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, compiled.cells,
                               self._now, self._descriptions)
         self._context = Context.of(compiled, columns, len(table.assets), self._now)

@@ -141,9 +141,7 @@ class Space:
     def static_row(self, node: int) -> int:
         """The static store row of slot-only ``node``, numbered alike in every space of the
         compilations (leaves.InputRows)."""
-        compiled = self.context.compiled
-        row = compiled.static_row(node)
-        compiled.static_in_use.add(row)
+        row = self.context.compiled.static_row(node)
         if row >= len(self.static[0]):
             self._grow(max(row + 1, 2 * len(self.static[0])), len(self.rows))
         return row
