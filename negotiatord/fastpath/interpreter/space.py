@@ -8,6 +8,11 @@ values are scalar inputs evaluated once per autocluster.
 
 Static values (sub-expressions of slot literals only) are computed once per slot for the whole
 cycle and kept in the static store, one row per IR node.
+
+What resolution and lowering make depends on no slot table, and is kept across cycles in the
+context's compilations (compilations.py): a space follows each root's known resolutions by its
+slots' classes (compiler/groups.py) and files the leaves it reaches under ids of its own, so it
+resolves and lowers only what no earlier cycle did.
 """
 
 from __future__ import annotations
