@@ -85,6 +85,7 @@ from negotiatord.cycle.negotiate import negotiate
 from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import PairEvaluator
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions, Description
+from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.pool.snapshot import Snapshot
@@ -119,15 +120,17 @@ _heap_frozen = False
 
 
 def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Settings, now: int,
-              evaluator: PairEvaluator | None = None, descriptions: AdDescriptions | None = None) -> CycleResult:
+              evaluator: PairEvaluator | None = None, descriptions: AdDescriptions | None = None,
+              compilations: Compilations | None = None) -> CycleResult:
     """Negotiate over ``snapshot`` at time ``now``, with garbage collection paused.
 
     ``evaluator`` answers the cycle's job-slot questions; by default the fast path, built here for
     the snapshot, inside the pause (building it reads the slots' attributes into columns), with
-    ``descriptions`` as what it knows of the ads already (a daemon keeps one across cycles)."""
+    ``descriptions`` as what it knows of the ads already and ``compilations`` as what it compiled
+    in earlier cycles (a daemon or a replay keeps both across cycles)."""
     with garbage_collection_paused():
         if evaluator is None:
-            evaluator = FastEvaluator(snapshot.table, settings, now, descriptions)
+            evaluator = FastEvaluator(snapshot.table, settings, now, descriptions, compilations)
         return negotiate(snapshot, accountant, settings, evaluator, now)
 
 

@@ -19,15 +19,14 @@ import numpy as np
 from negotiatord.classad.parser import parse
 from negotiatord.classad.semantics import old_semantics
 from negotiatord.classad.values import Value
-from negotiatord.fastpath.compiler.cells import CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler.cells import JobCells, SlotColumns
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
-from negotiatord.fastpath.compiler.ir import IRGraph
 from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
 from negotiatord.fastpath.instructions import SINK_RAW
+from negotiatord.fastpath.interpreter.compilations import Compiled
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, decode, run_plan, triple
 from negotiatord.fastpath.interpreter.job_scalars import JobScalars
 from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space
-from negotiatord.fastpath.strings import StringTable
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,10 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
                   job: classad2.ClassAd | None, now: int, my: str = SLOT) -> list[Value | None]:
     """``text`` (or the ads' own ``attribute``) with MY = each slot ad and TARGET = ``job``; or,
     with ``my="job"``, the job's ``attribute`` with MY = job and TARGET = each slot ad."""
-    strings = StringTable()
-    cells = CellTable(strings)
+    fresh = Compiled(old_semantics(), ())
+    strings, cells = fresh.strings, fresh.cells
     columns = SlotColumns(tuple(_Ad(ad) for ad in slots), {}, cells, now, AdDescriptions())
-    context = Context(IRGraph(), cells, columns, strings, 0, now, old_semantics())
+    context = Context.of(fresh, columns, 0, now)
     space = Space(context, np.arange(len(slots)), len(slots))
     job_cells = JobCells(job, cells, now) if job is not None else None
     ast = parse(str(classad2.ExprTree(text))) if text is not None else None

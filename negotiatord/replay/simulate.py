@@ -49,6 +49,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.accountant.after_cycle import after_cycle
 from negotiatord.cycle.result import PREEMPTION_RULES, CycleResult, Match, Preemption
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.jobs import submitter_of
 from negotiatord.replay.pool import Offer, SimulatedPool, job_ad, job_key, may_preempt
@@ -175,6 +176,7 @@ class _Replay:
         origin = jobs[0].submit if jobs else 0.0
         self.least_memory_mb = min((job.memory_mb for job in jobs), default=0)
         builder, descriptions, state = SnapshotBuilder(), AdDescriptions(), AccountantState()
+        compilations = Compilations()
         index, submitted, matched = 0, 0, True
         preempting = may_preempt(self.settings)
         # the cycles' reference cycles reach the oldest generation uncollected
@@ -191,7 +193,7 @@ class _Replay:
                     submitted += 1
                 while self._next_finish() <= now:
                     self._finish(heapq.heappop(self.running)[2])
-                state, matched = self._cycle(index, now, builder, descriptions, state)
+                state, matched = self._cycle(index, now, builder, descriptions, compilations, state)
                 if heap.after_cycle() is not None:
                     heap.release()
                 if self.progress is not None:
@@ -255,7 +257,7 @@ class _Replay:
             self.stranded[slot] = stranded
 
     def _cycle(self, index: int, now: float, builder: SnapshotBuilder, descriptions: AdDescriptions,
-               state: AccountantState) -> tuple[AccountantState, bool]:
+               compilations: Compilations, state: AccountantState) -> tuple[AccountantState, bool]:
         """Negotiate at grid point ``index``, preempt the victims and start the matched jobs; the
         accountant state after the cycle, and whether the cycle changed what runs."""
         wall = time.perf_counter()
@@ -264,7 +266,7 @@ class _Replay:
                  else Offer(self.pool.slot_ads()))
         snapshot = builder.build(offer.ads, [ad for _, ad in self.idle.values()], self.settings)
         built = time.perf_counter() - wall
-        result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions)
+        result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions, compilations=compilations)
         duration = time.perf_counter() - wall
         victims = {preemption.victim_job: self._evict(preemption, now) for preemption in result.preemptions
                    if preemption.victim_job in self.by_key}

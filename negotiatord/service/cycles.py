@@ -56,6 +56,7 @@ from negotiatord.accountant.after_cycle import after_cycle
 from negotiatord.accountant.quota_timers import QuotaTimer
 from negotiatord.cycle.result import CycleResult
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.publish.holds import Hold, holds_for
@@ -119,6 +120,9 @@ class CycleRunner:
         self.matches = matches
         self.snapshots = SnapshotBuilder()   # reuses per-ad work for ads unchanged since the last cycle
         self.descriptions = AdDescriptions()  # what the fast path read of the ads those records stand for
+        # what the fast path compiled, kept by cycles run in this process (a child process's would
+        # die with it, so a cycle in a child compiles afresh)
+        self.compilations = Compilations()
         self.phase = "idle"
         self._commit = threading.Lock()
         self._abandoned = False
@@ -168,7 +172,8 @@ class CycleRunner:
         with the child's private memory. What the child costs beyond the cycle itself (forking it,
         taking its result back) is filed as the phase ``child_process``."""
         if settings.service.cycle_worker is CycleWorker.THREAD:
-            return run_cycle(snapshot, state, settings, now, descriptions=self.descriptions), None
+            return run_cycle(snapshot, state, settings, now, descriptions=self.descriptions,
+                             compilations=self.compilations), None
         try:
             child = run_cycle_in_child(snapshot, state, settings, now, self.descriptions, self._child_started)
         except CycleProcessFailed as error:

@@ -25,9 +25,10 @@ from negotiatord.fastpath.instructions import OP_AND, SINK_MATCH, SOURCE_SCALAR,
 
 
 class InputRows(Protocol):
-    """Where the leaves of one universe of slots find their inputs (the interpreter's match space):
-    a row of the static store per slot-only node, a dynamic input row per classad2 step computed
-    before the kernel. Every leaf asking for a node gets the same row."""
+    """Where leaves find their inputs (the interpreter's compilations, which number them alike for
+    every space of every cycle): a row of the static store per slot-only node, a dynamic input
+    row per classad2 step computed before the kernel. Every leaf asking for a node gets the same
+    row."""
 
     def static_row(self, node: int) -> int: ...
 

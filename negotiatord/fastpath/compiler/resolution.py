@@ -42,6 +42,10 @@ from negotiatord.fastpath.instructions import (
 )
 
 SLOT, JOB = "slot", "job"
+CLOCK = "clock"          # the question time() asks: the cycle's clock
+# What a builder asks of the ads and the clock, in the order it asks: (SLOT, attribute) of the
+# group's slots, (JOB, attribute, probe mode) and (GUARD, node) of the job, (CLOCK,).
+Question = tuple
 
 NATIVE_BINARY = {
     "+": OP_ADD, "-": OP_SUB, "*": OP_MUL, "/": OP_DIV, "%": OP_MOD, "<": OP_LT, "<=": OP_LE,
@@ -116,6 +120,7 @@ class Builder:
     old_semantics: bool
     scalar_value: Callable[[int], Value] | None = None   # a job-only node's value for this job
     probes: dict[tuple[str, str], object] = field(default_factory=dict)  # (attribute, mode) -> what was seen
+    asked: list[tuple[Question, object]] = field(default_factory=list)  # every question, in order, and its answer
     _memo: dict[tuple[str, str, bool], int | None] = field(default_factory=dict)
     _active: set[tuple[str, str]] = field(default_factory=set)
     _depth: int = 0
@@ -173,7 +178,26 @@ class Builder:
         shapes = self.cells.shape_array()[column]
         if not (shapes == shapes[0]).all():
             raise Split(lower)
-        return int(shapes[0])
+        shape = int(shapes[0])
+        self.asked.append(((SLOT, lower), shape))
+        return shape
+
+    def answer(self, question: Question) -> object:
+        """The answer this builder's job (or clock) gives to a question about it, noted as a probe
+        as when resolution asks it: a job attribute's probe class, a GUARD condition's value, the
+        cycle's clock that ``time()`` reads. Slot questions are the caller's (their answer is per
+        slot)."""
+        kind = question[0]
+        if kind == JOB:
+            assert self.job is not None          # job questions are asked only with a job
+            lower, mode = question[1], question[2]
+            probe = self.probes[lower, mode] = probe_class(self.cells, self.job.cell(lower), mode)
+            return probe
+        if kind == GUARD:
+            assert self.scalar_value is not None     # GUARD questions are asked only with job values
+            guard = self.probes[str(question[1]), GUARD] = guard_key(self.scalar_value(question[1]))
+            return guard
+        return self.now
 
     def _slot_attribute(self, lower: str) -> int | None:
         self._slot_shape(lower)
@@ -195,7 +219,8 @@ class Builder:
         requested = lower.startswith("request") and (self.mode.override or self.mode.consume is not None)
         mode = PRESENCE if presence or requested else VALUE
         cell_id = job.cell(lower)
-        self.probes[lower, mode] = probe_class(self.cells, cell_id, mode)
+        probe = self.probes[lower, mode] = probe_class(self.cells, cell_id, mode)
+        self.asked.append(((JOB, lower, mode), probe))
         cell = self.cells.cells[cell_id]
         if requested:
             asset = lower[len("request"):]
@@ -329,7 +354,8 @@ class Builder:
         if self.scalar_value is None or self.graph[node].level != SCALAR:
             raise Unsupported("an unsupported branch behind a condition that depends on the slot")
         value = self.scalar_value(node)
-        self.probes[str(node), GUARD] = guard_key(value)
+        probe = self.probes[str(node), GUARD] = guard_key(value)
+        self.asked.append(((GUARD, node), probe))
         return self.graph.const(value)
 
     def _call(self, ast: Node, side: str) -> int:
@@ -338,6 +364,7 @@ class Builder:
         if lower in CONTEXT_FUNCTIONS:
             raise Unsupported(f"{name}() depends on the evaluation scope")
         if lower == "time" and not args:
+            self.asked.append(((CLOCK,), self.now))
             return self.graph.const((INT, self.now))
         if lower == "ifthenelse" and len(args) == 3:
             return self._choice(args[0], args[1], args[2], side, ("call", name, (hole(0), hole(1), hole(2))))
@@ -432,39 +459,3 @@ def _handled(ast: Node) -> bool:
         return ((lower == "time" and count == 0) or (lower == "ifthenelse" and count == 3)
                 or (lower in NATIVE_FUNCTIONS and count == 1) or lower in CONTEXT_FUNCTIONS)
     return False
-
-
-# -- groups of slots ------------------------------------------------------------------------------
-
-
-@dataclass
-class Grouping:
-    """The outcome of resolving one root expression over some slots: groups and their IR roots."""
-
-    groups: list[tuple[np.ndarray, int | None, str]]   # (table rows, IR node or None, fallback reason)
-    probes: dict[tuple[str, str], object]
-
-
-def resolve(make_builder: Callable[[np.ndarray], Builder], root: Callable[[Builder], int], rows: np.ndarray,
-            cells: CellTable, columns: SlotColumns) -> Grouping:
-    """Resolve ``root`` for ``rows``, splitting groups whose slots differ in an attribute's shape."""
-    groups: list[tuple[np.ndarray, int | None, str]] = []
-    probes: dict[tuple[str, str], object] = {}
-    pending = [rows] if len(rows) else []
-    while pending:
-        group = pending.pop()
-        builder = make_builder(group)
-        try:
-            node = root(builder)
-            groups.append((group, node, ""))
-        except Split as split:
-            column = columns.column(split.name, group)
-            shapes = cells.shape_array()[column]
-            for shape in np.unique(shapes):
-                pending.append(group[shapes == shape])
-        except Unsupported as why:
-            groups.append((group, None, str(why)))
-        except RecursionError:          # deeper than the stack left to this call: classad2's then
-            groups.append((group, None, "nested too deep for the fast path"))
-        probes.update(builder.probes)
-    return Grouping(groups, probes)

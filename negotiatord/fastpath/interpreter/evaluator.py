@@ -19,9 +19,9 @@ from negotiatord.classad.semantics import old_semantics
 from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns, Stop, load_plainly
 from negotiatord.evaluation.preemption import PreemptionQuestions
 from negotiatord.evaluation.protocol import Assessment, PreemptionAssessment, PreemptionInserts
-from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns
+from negotiatord.fastpath.compiler.cells import SlotColumns
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
-from negotiatord.fastpath.compiler.ir import IRGraph
+from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
 from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
@@ -30,7 +30,6 @@ from negotiatord.fastpath.interpreter.one_call import Offer, OneCallAssessment
 from negotiatord.fastpath.interpreter.roots import CycleRoots
 from negotiatord.fastpath.interpreter.space import Context, Space
 from negotiatord.fastpath.interpreter.stages import StagedAssessment
-from negotiatord.fastpath.strings import StringTable
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
@@ -42,13 +41,16 @@ class FastEvaluator:
     ``descriptions`` keeps what was read of each slot and job ad, by the ad's record. A daemon
     hands every cycle's evaluator the same cache, so its next cycle, over the records its snapshot
     builder kept, reads no unchanged ad again; by default the evaluator starts an empty one.
+    ``compilations`` likewise keeps what was compiled (compilations.py), so a cycle compiles only
+    what no earlier one did; by default the evaluator compiles everything it needs.
     """
 
     def __init__(self, table: SlotTable, settings: Settings, now: int,
-                 descriptions: AdDescriptions | None = None) -> None:
+                 descriptions: AdDescriptions | None = None, compilations: Compilations | None = None) -> None:
         self._table = table
         self._now = now
         self._descriptions = AdDescriptions() if descriptions is None else descriptions
+        self._compilations = Compilations() if compilations is None else compilations
         self.stats = FastPathStats()
         self._fallback = ReferenceFallback(table, settings, now)
         self._preemption = PreemptionQuestions(table, settings, now)
@@ -58,11 +60,10 @@ class FastEvaluator:
     def _reset(self, old: bool) -> None:
         """Everything compiled depends on classad2's scoping mode; start over when it changes."""
         table = self._table
-        strings = StringTable()
-        cells = CellTable(strings)
-        columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, cells, self._now,
-                              self._descriptions)
-        self._context = Context(IRGraph(), cells, columns, strings, len(table.assets), self._now, old)
+        compiled = self._compilations.for_cycle(old, table.assets, len(table))
+        columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, compiled.cells,
+                              self._now, self._descriptions)
+        self._context = Context.of(compiled, columns, len(table.assets), self._now)
         self._match_space = Space(self._context, np.flatnonzero(table.candidate), len(table))
         self._roots = JobRoots(table, self._context, self._match_space, self._descriptions)
         self._one_call = OneCallAssessment(self._context, self._match_space, self._roots,

@@ -8,11 +8,17 @@ values are scalar inputs evaluated once per autocluster.
 
 Static values (sub-expressions of slot literals only) are computed once per slot for the whole
 cycle and kept in the static store, one row per IR node.
+
+What resolution and lowering make depends on no slot table, and is kept across cycles in the
+context's compilations (compilations.py): a space follows each root's known resolutions by its
+slots' classes (compiler/groups.py) and files the leaves it reaches under ids of its own, so it
+resolves and lowers only what no earlier cycle did.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from copy import copy
+from dataclasses import dataclass
 from functools import cached_property
 from collections.abc import Callable, Iterable, Iterator
 
@@ -22,10 +28,12 @@ from negotiatord.classad.parser import Node
 from negotiatord.classad.values import BOOL, INT, REAL, UNDEF, Value
 from negotiatord.fastpath.compiler.cells import CellTable, JobCells, SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler.ir import CONST, IRGraph, collect
-from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
+from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.compiler.lowering import Operand, PyStep, lower
-from negotiatord.fastpath.compiler.resolution import GUARD, Builder, Mode, guard_key, probe_class, resolve
+from negotiatord.fastpath.compiler.groups import SlotClasses, resolve
+from negotiatord.fastpath.compiler.resolution import GUARD, Builder, Mode, guard_key, probe_class
 from negotiatord.fastpath.instructions import SINK_MATCH, SINK_RAW, SOURCE_SCALAR, SOURCE_STATIC
+from negotiatord.fastpath.interpreter.compilations import Compiled
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, run_plan, triple
 from negotiatord.fastpath.interpreter.python_inputs import PythonInputs
 from negotiatord.fastpath.interpreter.tables import LeafTables
@@ -34,7 +42,8 @@ from negotiatord.fastpath.strings import StringTable
 
 @dataclass(frozen=True)
 class Context:
-    """What every space of one evaluator shares."""
+    """What every space of one evaluator shares: the compilations of its scoping mode (kept across
+    cycles, see compilations.py) and the slot table's cell columns at the cycle's clock."""
 
     graph: IRGraph
     cells: CellTable
@@ -43,9 +52,16 @@ class Context:
     assets: int          # asset columns of the slot table
     now: int
     old_semantics: bool  # classad2's scoping mode (classad/semantics.py)
-    scalar_plans: dict = field(default_factory=dict)     # node tuple -> (plan, inputs), see job_scalars.py
-    scalar_values: dict = field(default_factory=dict)    # (node, *input keys) -> value, see job_scalars.py
-    scalar_inputs: dict = field(default_factory=dict)    # node -> the job and clock nodes it reads
+    scalar_plans: dict   # node tuple -> (plan, inputs), see job_scalars.py
+    scalar_values: dict  # (node, *input keys) -> value, see job_scalars.py
+    scalar_inputs: dict  # node -> the job and clock nodes it reads
+    compiled: Compiled
+
+    @classmethod
+    def of(cls, compiled: Compiled, columns: SlotColumns, assets: int, now: int) -> Context:
+        """The context of a cycle at ``now`` over ``columns`` (read into ``compiled.cells``)."""
+        return cls(compiled.graph, compiled.cells, columns, compiled.strings, assets, now, compiled.old_semantics,
+                   compiled.scalar_plans, compiled.scalar_values, compiled.scalar_inputs, compiled)
 
 
 @dataclass(frozen=True)
@@ -79,11 +95,11 @@ class Space:
         self.rows = np.asarray(rows, dtype=np.int64)
         self._universe_index = np.full(table_size, -1, dtype=np.int64)
         self._universe_index[self.rows] = np.arange(len(self.rows))
-        self.static: Triple = triple((16, max(len(self.rows), 1)))
-        self._computed = np.zeros((16, max(len(self.rows), 1)), dtype=bool)
-        self._static_row: dict[int, int] = {}
-        self.python_rows: dict[int, int] = {}   # classad2-step node -> its dynamic input row (after the assets)
+        stored = max(16, len(context.compiled.static_rows))      # the rows earlier cycles numbered
+        self.static: Triple = triple((stored, max(len(self.rows), 1)))
+        self._computed = np.zeros((stored, max(len(self.rows), 1)), dtype=bool)
         self.python = PythonInputs(context.strings)
+        self.classes = SlotClasses(self.rows, context.cells, context.columns)
         self.leaves: list[Leaf] = []
         self.tables = LeafTables(len(self.rows))
         self.epoch = 0                   # bumped when the universe grows (compiled roots are then stale)
@@ -108,6 +124,7 @@ class Space:
             new = np.unique(rows[found < 0])
             self._universe_index[new] = np.arange(len(self.rows), len(self.rows) + len(new))
             self.rows = np.concatenate([self.rows, new])
+            self.classes.grow(new)
             self._grow(len(self.static[0]), len(self.rows))
             self.tables.widen(len(self.rows))
             self._roots.clear()
@@ -127,23 +144,23 @@ class Space:
     # -- static store ------------------------------------------------------------------------------
 
     def static_row(self, node: int) -> int:
-        """The static store row of slot-only ``node`` (leaves.InputRows)."""
-        row = self._static_row.get(node)
-        if row is None:
-            row = self._static_row[node] = len(self._static_row)
-            if row >= len(self.static[0]):
-                self._grow(2 * len(self.static[0]), len(self.rows))
+        """The static store row of slot-only ``node``, numbered alike in every space of the
+        compilations (leaves.InputRows)."""
+        row = self.context.compiled.static_row(node)
+        if row >= len(self.static[0]):
+            self._grow(max(row + 1, 2 * len(self.static[0])), len(self.rows))
         return row
 
     def python_row(self, node: int) -> int:
         """The row of classad2 step ``node`` among the dynamic inputs after the assets'
         (leaves.InputRows)."""
-        return self.python_rows.setdefault(node, len(self.python_rows))
+        return self.context.compiled.python_row(node)
 
     def prepare_static(self, nodes: list[int], universe_rows: np.ndarray) -> None:
         """Compute static ``nodes`` for universe rows ``universe_rows`` where not done yet."""
         graph = self.context.graph
-        pending = [n for n in nodes if not self._computed[self.static_row(n), universe_rows].all()]
+        rows = [self.static_row(n) for n in nodes]      # first: numbering a node may grow the store
+        pending = [n for n, row in zip(nodes, rows) if not self._computed[row, universe_rows].all()]
         if not pending:
             return
         leaves: set[int] = set()
@@ -240,7 +257,8 @@ class Space:
             found = b.attribute(spec.side, spec.attribute)      # looked up directly, as reference.py does
             return context.graph.const((UNDEF, None)) if found is None else found
 
-        grouping = resolve(builder, root, self.rows[members], context.cells, context.columns)
+        known = context.compiled.resolutions_of((spec, job is not None))
+        grouping = resolve(builder, root, members, self.classes, context.cells, context.columns, known)
         leaf_of = np.full(len(self.rows), -1, dtype=np.int64)
         nodes = []
         for group, node, reason in grouping.groups:
@@ -253,11 +271,14 @@ class Space:
         return CompiledRoot(leaf_of, nodes), grouping.probes
 
     def leaf(self, node: int | None, sink: int, reason: str) -> Leaf:
+        """The space's leaf of IR root ``node`` for ``sink``: the compilations' (lowered once for
+        every space) under an id of this space."""
         key = (node, sink, reason if node is None else "")
         found = self._leaf_ids.get(key)
         if found is not None:
             return self.leaves[found]
-        leaf = compile_leaf(self.context.graph, self.context.assets, self, len(self.leaves), node, sink, reason)
+        leaf = copy(self.context.compiled.leaf(node, sink, reason))
+        leaf.id = len(self.leaves)
         self._leaf_ids[key] = leaf.id
         self.leaves.append(leaf)
         self.tables.add(leaf.id, leaf.plan, leaf.chain, leaf.never)
@@ -298,9 +319,9 @@ class Space:
     @property
     def dynamic_input_rows(self) -> int:
         """A frame's dynamic input rows: three per asset (the amounts offered, used and in the
-        slot's ad), then one per classad2 step (``python_rows``), whose values are computed before
+        slot's ad), then one per classad2 step (the compilations' ``python_rows``), whose values are computed before
         the kernel reads them (:meth:`fill_python_inputs`)."""
-        return 3 * self.context.assets + len(self.python_rows)
+        return 3 * self.context.assets + len(self.context.compiled.python_rows)
 
     def dynamic_inputs(self, n: int) -> Triple:
         """Dynamic inputs over ``n`` positions (:attr:`dynamic_input_rows`)."""
