@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from collections.abc import Iterable, Mapping
 
 from negotiatord.settings.model import Settings
@@ -19,6 +19,8 @@ from negotiatord.settings.model import Settings
 if TYPE_CHECKING:
     from negotiatord.accountant.admission import AdmissionUsage
     from negotiatord.accountant.quota_timers import QuotaTimer
+
+_Value = TypeVar("_Value")
 
 # Accountant::MinPriority: no real priority is ever better (lower) than this.
 MIN_PRIORITY = 0.5
@@ -188,10 +190,17 @@ class AccountantState:
         """A state with these admission usages and timers, sharing this one's customer records
         and accrued usage, which were checked when this state was made: a daemon or a replay
         replaces both after every cycle, and checking every customer again costs as much again."""
+        return AccountantState._of_checked(self._records, self._accrued, dict(admission), dict(timers))
+
+    @staticmethod
+    def _of_checked(records: Mapping[str, CustomerRecord], accrued: Mapping[str, float],
+                    admission: Mapping[str, AdmissionUsage], timers: Mapping[str, QuotaTimer]) -> AccountantState:
+        """A state of records (by name) and accrued usage that passed the constructor's checks,
+        made without them. The mappings are kept, not copied: nothing may change them after (a
+        read-only view, another state's, is kept as it is)."""
         state = object.__new__(AccountantState)
-        state._records, state._accrued = self._records, self._accrued
-        state._admission = MappingProxyType(dict(admission))
-        state._quota_timers = MappingProxyType(dict(timers))
+        state._records, state._accrued = _read_only(records), _read_only(accrued)
+        state._admission, state._quota_timers = _read_only(admission), _read_only(timers)
         return state
 
     def priority_factor(self, customer: str, group: str, settings: Settings) -> float:
@@ -230,6 +239,10 @@ class AccountantState:
         return f"AccountantState({len(self._records)} customers)"
 
 
+def _read_only(mapping: Mapping[str, _Value]) -> MappingProxyType[str, _Value]:
+    return mapping if isinstance(mapping, MappingProxyType) else MappingProxyType(mapping)
+
+
 def configured_factor(customer: str, group: str, settings: Settings) -> float:
     """The factor the config gives ``customer`` of assigned group ``group`` (see
     :meth:`AccountantState.priority_factor`), before the clamp to 1."""
@@ -264,30 +277,40 @@ def advance(
     else:
         usage_now = {name: check_usage(name, amount) for name, amount in usage.items()}
 
-    records = []
+    records: dict[str, CustomerRecord] = {}
     accrued = dict(state._accrued)
-    for name in sorted(set(state._records) | set(usage_now)):
-        record, charged = _advance_one(state.record(name), now, halflife, usage_now.get(name, 0.0))
-        records.append(record)
+    agings: dict[float, float] = {}     # by elapsed time: the customers updated together share it
+    for name in sorted(state._records.keys() | usage_now.keys()):
+        record, charged = _advance_one(state.record(name), now, halflife, usage_now.get(name, 0.0), agings)
+        records[name] = record
         if charged:
             accrued[name] = accrued.get(name, 0.0) + charged
-    return AccountantState(records, accrued, state._admission, state._quota_timers)
+    if not all(map(math.isfinite, accrued.values())):
+        return AccountantState(records.values(), accrued, state._admission, state._quota_timers)
+    # every record and accrued usage is checked: by its constructor or _advance_one
+    return AccountantState._of_checked(records, accrued, state._admission, state._quota_timers)
 
 
 def _advance_one(
-    record: CustomerRecord, now: float, halflife: float, usage: float
+    record: CustomerRecord, now: float, halflife: float, usage: float, agings: dict[float, float]
 ) -> tuple[CustomerRecord, float]:
     """``record`` decayed to ``now`` with ``usage`` in force from then, and the weighted seconds
-    charged for the interval (one new record per customer: a replay advances the state every
-    cycle)."""
+    charged for the interval. ``agings`` holds the decay factors worked out so far, by elapsed time.
+
+    A replay advances the state every cycle, one new record per customer: the new record is made
+    without its constructor's checks (:func:`_checked_record`), which ``record`` passed and ``now``
+    and ``usage`` (checked by :func:`advance`) keep passing, unless a sum overflowed, which the
+    constructor then reports."""
     last = record.last_update_time
     elapsed = 0.0 if last is None else now - last
     if elapsed <= 0:
         # UpdatePriorities returns when no time passed, and only restarts the clock when it went
         # backwards (a reset system clock): nothing is decayed or charged either way.
-        return CustomerRecord(record.name, record.real_priority, record.prio_factor, usage,
-                              record.accumulated_usage, record.begin_usage_time, record.last_usage_time, now), 0.0
-    aging = 0.5 ** (elapsed / halflife)
+        return _checked_record(record.name, record.real_priority, record.prio_factor, usage,
+                               record.accumulated_usage, record.begin_usage_time, record.last_usage_time, now), 0.0
+    aging = agings.get(elapsed)
+    if aging is None:
+        aging = agings[elapsed] = 0.5 ** (elapsed / halflife)
     held = record.weighted_usage
     real = max(MIN_PRIORITY, record.real_priority * aging + held * (1.0 - aging))
     charged = held * elapsed
@@ -295,6 +318,21 @@ def _advance_one(
     begins = record.begin_usage_time
     if begins is None and accumulated > 0:
         begins = now  # UpdateOnePriority: BeginUsageTime is set once usage has accumulated
-    decayed = CustomerRecord(record.name, real, record.prio_factor, usage, accumulated, begins,
-                             now if held > 0 else record.last_usage_time, now)
+    made = _checked_record if math.isfinite(real) and math.isfinite(accumulated) else CustomerRecord
+    decayed = made(record.name, real, record.prio_factor, usage, accumulated, begins,
+                   now if held > 0 else record.last_usage_time, now)
     return decayed, charged
+
+
+def _checked_record(name: str, real_priority: float, prio_factor: float | None, weighted_usage: float,
+                    accumulated_usage: float, begin_usage_time: float | None, last_usage_time: float | None,
+                    last_update_time: float | None) -> CustomerRecord:
+    """A :class:`CustomerRecord` of values known to pass its checks, made without them (a frozen
+    dataclass's constructor sets each field through ``object.__setattr__``, then checks: ten times
+    the cost of the record's arithmetic)."""
+    record = object.__new__(CustomerRecord)
+    object.__setattr__(record, "__dict__", {
+        "name": name, "real_priority": real_priority, "prio_factor": prio_factor, "weighted_usage": weighted_usage,
+        "accumulated_usage": accumulated_usage, "begin_usage_time": begin_usage_time,
+        "last_usage_time": last_usage_time, "last_update_time": last_update_time})
+    return record

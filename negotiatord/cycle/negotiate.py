@@ -63,7 +63,7 @@ from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.slots import Slot, SlotKind
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import ROOT_GROUP, Settings, SubmitterOrder
-from negotiatord.settings.groups import WEIGHT_UNIT
+from negotiatord.settings.groups import WEIGHT_UNIT, GroupTree
 
 NO_MATCH = "no match found"
 SUBMITTER_LIMIT = "submitter limit exceeded"
@@ -114,6 +114,26 @@ def negotiate(
     return _Cycle(snapshot, accountant, settings, evaluator, now).run()
 
 
+class _AssignedGroups:
+    """Each customer's assigned group, worked out once per customer: an OSPool-sized pool has 40k
+    claimed slots and a few hundred customers.
+
+    The cycle hands this to the preemptors it makes, rather than a bound method of its own: a
+    preemptor holding the cycle, which holds the preemptor, would make a reference cycle of every
+    object of the cycle, left to the cyclic garbage collector instead of freed when the cycle ends
+    (a replay of thousands of cycles piled them up by the gigabyte)."""
+
+    def __init__(self, tree: GroupTree) -> None:
+        self._tree = tree
+        self._groups: dict[str, str] = {}
+
+    def __call__(self, customer: str) -> str:
+        group = self._groups.get(customer)
+        if group is None:
+            group = self._groups[customer] = self._tree.assigned_group(customer)
+        return group
+
+
 class _Cycle:
     def __init__(self, snapshot: Snapshot, accountant: AccountantState, settings: Settings,
                  evaluator: PairEvaluator, now: float | None = None) -> None:
@@ -128,7 +148,7 @@ class _Cycle:
         self.problems: list[str] = [str(p) for p in snapshot.problems]
         self.usage: dict[str, float] = defaultdict(float)       # customer -> weighted usage
         self.own_usage: dict[str, float] = defaultdict(float)   # group -> its own submitters' usage
-        self.accounts: dict[str, str] = {}                      # customer -> its assigned group
+        self._account = _AssignedGroups(self.tree)              # customer -> its assigned group
         self.charges: dict[str, float] = defaultdict(float)     # submitter -> cost of its matches
         self.matches: list[Match] = []
         self.rejections: dict[tuple[str, str], Rejection] = {}   # (job, reason) -> its first rejection
@@ -198,11 +218,11 @@ class _Cycle:
         cycle's figures of the moment. The group quotas inserted are the tree's quotas of the
         pool, which no demand changes (as HTCondor's are computed before it negotiates)."""
         priorities: dict[str, float] = {s.name: s.priority for s in self.submitters.values()}
+        accountant, account, settings = self.accountant, self._account, self.settings
 
-        def priority(customer: str) -> float:
+        def priority(customer: str) -> float:     # holds no reference to the cycle (see _AssignedGroups)
             if customer not in priorities:
-                priorities[customer] = self.accountant.effective_priority(
-                    customer, self._account(customer), self.settings)
+                priorities[customer] = accountant.effective_priority(customer, account(customer), settings)
             return priorities[customer]
 
         quotas = {name: allocation.quota for name, allocation in
@@ -629,14 +649,6 @@ class _Cycle:
         customers' usage when asked for (:meth:`GroupTree.roll_up`)."""
         self.usage[customer] += weight
         self.own_usage[self._account(customer)] += weight
-
-    def _account(self, customer: str) -> str:
-        """The customer's assigned group, worked out once per customer: an OSPool-sized pool has
-        40k claimed slots and a few hundred customers."""
-        group = self.accounts.get(customer)
-        if group is None:
-            group = self.accounts[customer] = self.tree.assigned_group(customer)
-        return group
 
     def _close(self, request: Request, submitter: Submitter, reason: str) -> None:
         self.exhausted.add(request.autocluster.id)

@@ -103,7 +103,8 @@ class _Group:
     name: str
     settings: GroupSettings | None          # None for the root
     accept_surplus: bool
-    parent: _Group | None = None
+    parent: str | None = None               # its name: a link to the parent's _Group would make a
+                                            # reference cycle of the tree, left to the cyclic collector
     children: list[_Group] = field(default_factory=list)
     quota: float = 0.0
     own_quota: float = 0.0
@@ -142,7 +143,7 @@ def allocate_quotas(
     return {
         group.name: GroupAllocation(
             name=group.name,
-            parent=group.parent.name if group.parent else None,
+            parent=group.parent,
             quota=group.quota,
             own_quota=group.own_quota,
             demand=group.demand,
@@ -197,7 +198,7 @@ def _working_tree(tree: GroupTree, accept_surplus_root: bool) -> tuple[_Group, l
     for name, group in by_name.items():
         group.children = [by_name[child] for child in tree.children(name)]
         for child in group.children:
-            child.parent = group
+            child.parent = name
     return by_name[ROOT_GROUP], list(by_name.values())
 
 

@@ -51,7 +51,7 @@ class _SlotEntry:
     slot: Slot | None = None
     problem: LeftOut | None = None
     candidate: bool = False                  # the slot is offered to idle jobs
-    reads: set[JobRead] | None = None        # job attributes its expressions read, once asked
+    reads: frozenset[JobRead] | None = None  # job attributes the cycle's expressions of it read, once asked
 
 
 _OTHER, _IDLE, _NOT_IDLE, _PROBLEM = range(4)        # what a job ad is to a cycle
@@ -135,6 +135,10 @@ class SnapshotBuilder:
         self._remember = remember
         self._settings: Settings | None = None
         self._slots: dict[int, _SlotEntry] = {}
+        self._read_sets: dict[frozenset[JobRead], frozenset[JobRead]] = {}   # the slots' distinct reads
+        # what the settings' expressions say, of the settings the slot entries were read under
+        self._rank_exprs: list[classad2.ExprTree] = []
+        self._preemption_exprs: list[classad2.ExprTree] = []
         self._queue = _JobQueue.empty()
         self._autoclusters = Autoclusters()
         # what was read of each cluster ad, under the sharing rules of the last cycle
@@ -145,22 +149,14 @@ class SnapshotBuilder:
     def build(self, slot_ads: Iterable[classad2.ClassAd],
               job_ads: Iterable[classad2.ClassAd | RepeatedAd | ProcAd], settings: Settings) -> Snapshot:
         if settings is not self._settings:
-            self._settings, self._slots = settings, {}
+            self._settings, self._slots, self._read_sets = settings, {}, {}
+            self._rank_exprs = _expressions(settings.pre_job_rank, settings.post_job_rank)
+            self._preemption_exprs = _expressions(settings.preemption_requirements, settings.preemption_rank)
         problems: list[LeftOut] = []
         slots = self._slots_read(slot_ads, settings, problems)
         table = SlotTable.from_slots([slot for slot, _ in slots])
-        rank_exprs = [classad2.ExprTree(e) for e in (settings.pre_job_rank, settings.post_job_rank) if e]
-        # a claimed slot a job may preempt is asked its Rank, PREEMPTION_REQUIREMENTS and
-        # PREEMPTION_RANK too, whose job references HTCondor also counts as significant
-        preemption_exprs = [classad2.ExprTree(e) for e in (settings.preemption_requirements,
-                                                           settings.preemption_rank) if e]
-        reads: set[JobRead] = set()
-        for slot, entry in slots:
-            if entry.candidate:
-                reads |= self._reads(slot, entry, rank_exprs)
-            elif may_be_preempted(slot, settings):
-                slot_rank = [slot.ad.lookup("Rank")] if "Rank" in slot.ad else []
-                reads |= self._reads(slot, entry, [*rank_exprs, *preemption_exprs, *slot_rank])
+        # each distinct set once (the entries share equal sets: _reads)
+        reads = set().union(*{self._reads(slot, entry, settings) for slot, entry in slots})
         significant = significance(reads, table.assets)
         if self._remember:
             idle = self._idle_jobs(map(_kept, job_ads), problems, self._sharing(significant))
@@ -353,13 +349,31 @@ class SnapshotBuilder:
             if isinstance(problem, LeftOut):  # the same ad gives the same problem, named at its new place
                 entry.problem = problem
 
-    def _reads(self, slot: Slot, entry: _SlotEntry, rank_exprs: list[classad2.ExprTree]) -> set[JobRead]:
-        """The job attributes the expressions of ``slot`` (``entry``'s) read."""
+    def _reads(self, slot: Slot, entry: _SlotEntry, settings: Settings) -> frozenset[JobRead]:
+        """The job attributes read by what the cycle asks of ``slot`` (``entry``'s): a candidate's
+        Requirements, consumption and the PRE/POST_JOB_RANK; a claimed slot a job may preempt is
+        also asked its Rank, PREEMPTION_REQUIREMENTS and PREEMPTION_RANK, whose job references
+        HTCondor also counts as significant; other slots, nothing. Worked out once per ad (it
+        depends on the ad and the settings only), as one set shared by the entries that read the
+        same."""
         if entry.reads is None:
-            entry.reads = set()
-            for expr in (slot.requirements, *rank_exprs, *(slot.consumption or {}).values()):
-                entry.reads |= job_reads(expr, slot.ad)
+            if entry.candidate:
+                exprs = self._rank_exprs
+            elif may_be_preempted(slot, settings):
+                slot_rank = [slot.ad.lookup("Rank")] if "Rank" in slot.ad else []
+                exprs = [*self._rank_exprs, *self._preemption_exprs, *slot_rank]
+            else:
+                entry.reads = frozenset()
+                return entry.reads
+            read: set[JobRead] = set()
+            for expr in (slot.requirements, *exprs, *(slot.consumption or {}).values()):
+                read |= job_reads(expr, slot.ad)
+            entry.reads = self._read_sets.setdefault(frozenset(read), frozenset(read))
         return entry.reads
+
+def _expressions(*texts: str | None) -> list[classad2.ExprTree]:
+    """The expressions of the settings' ``texts`` that are set."""
+    return [classad2.ExprTree(text) for text in texts if text]
 
 
 def _repeated(repeat: RepeatedAd, position: int, earlier: _JobEntry, shared: SharedAds) -> _JobEntry | None:

@@ -162,6 +162,25 @@ def test_negative_or_non_finite_usage_is_refused(bad: float) -> None:
         advance(AccountantState(), 0.0, {"bob@site": bad}, HOUR)
 
 
+def test_an_accumulated_usage_that_overflows_is_refused_naming_the_customer() -> None:
+    """advance makes its records without their checks where the inputs passed them; a sum that
+    overflows still fails them."""
+    state = AccountantState([CustomerRecord(ALICE, 1.0, None, 1e300, 1.7e308, 0.0, 0.0, 0.0)])
+    with pytest.raises(ValueError, match=f"accumulated usage of customer '{ALICE}' must be a finite number"):
+        advance(state, now=1e10, usage={}, halflife=HOUR)
+
+
+def test_advanced_records_are_those_the_checked_constructor_makes() -> None:
+    """The same fields, the same types: a record made without its checks passes them."""
+    state = advance(AccountantState(), 0.0, {ALICE: 3.0, "bob@site": 0.0}, HOUR)
+    for now in (HOUR, HOUR, 2.5 * HOUR):
+        state = advance(state, now, {ALICE: 1.0}, HOUR)
+        for record in state.customers():
+            fields = {name: getattr(record, name) for name in CustomerRecord.__dataclass_fields__}
+            assert vars(record) == fields and CustomerRecord(**fields) == record
+            assert all(type(value) in (str, float, type(None)) for value in fields.values())
+
+
 def test_halflife_must_be_positive() -> None:
     with pytest.raises(ValueError, match="PRIORITY_HALFLIFE"):
         advance(AccountantState(), 0.0, {}, 0.0)
