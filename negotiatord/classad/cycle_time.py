@@ -37,6 +37,14 @@ def mentions_current_time(text: str) -> bool:
     return _CURRENT_TIME.search(text) is not None
 
 
+def references_current_time(expression: str) -> bool:
+    """Whether an expression's text (classad2's unparse of it) names ``CurrentTime`` as an
+    attribute: outside its string literals, in a text with no quoted attribute name or escape
+    left, so that the ad's text (``printOld``, the same expression in old syntax) names it too."""
+    bare = _STRING_LITERAL.sub('""', expression)
+    return "'" not in bare and "\\" not in bare and mentions_current_time(bare)
+
+
 def freeze_time(text: str, now: int) -> str:
     """``text`` with every ``time()`` call outside string literals replaced by ``now``."""
     pieces: list[str] = []

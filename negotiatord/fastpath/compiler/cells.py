@@ -24,7 +24,7 @@ from typing import Protocol
 import classad2
 import numpy as np
 
-from negotiatord.classad.cycle_time import mentions_current_time
+from negotiatord.classad.cycle_time import mentions_current_time, references_current_time
 from negotiatord.classad.parser import Node, ParseError, parse
 from negotiatord.classad.values import BOOL, INT, REAL, STR, NotScalar, Value, from_python
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions, Description
@@ -176,14 +176,20 @@ def describe(ad: classad2.ClassAd, name: str, value: object) -> Description:
 _FROZEN_CLOCK: Description = ("clock", None)   # CurrentTime is the cycle's clock
 
 
-def current_time_description(ad: classad2.ClassAd) -> Description:
+def current_time_description(ad: classad2.ClassAd, described: Mapping[str, Description] | None = None) -> Description:
     """What ``ad`` holds for ``CurrentTime``: its own attribute; else the cycle's clock where the
     reference freezes it (an ad that reads ``CurrentTime`` without defining it is given
     ``CurrentTime = now``: classad/cycle_time.py, frozen_ad); else nothing. It depends on the ad
-    alone, so it is kept with the ad's other descriptions: finding it prints the whole ad."""
+    alone, so it is kept with the ad's other descriptions: finding it prints the whole ad, unless
+    an expression of the ad already ``described`` names it (a slot's START that reads the clock
+    is described before the clock is asked for)."""
     value = ad.get("currenttime", _MISSING)
     if value is not _MISSING:
         return describe(ad, "currenttime", value)
+    if described is not None and any(
+            description[0] == EXPR and not (name.startswith(CONSUMPTION_PREFIX) or name == SLOT_WEIGHT)
+            and references_current_time(description[1]) for name, description in described.items()):
+        return _FROZEN_CLOCK
     return _FROZEN_CLOCK if mentions_current_time(ad.printOld()) else (ABSENT, None)
 
 
@@ -290,7 +296,9 @@ class SlotColumns:
             described = self._described[row] = self._descriptions.of(self._slots[row])
         description = described.get(name)
         if description is None:
-            description = described[name] = self._describe(self._slots[row], name)
+            slot = self._slots[row]
+            description = described[name] = (current_time_description(slot.ad, described) if name == "currenttime"
+                                              else self._describe(slot, name))
         return description
 
     def _current_time(self, row: int) -> int:
@@ -305,8 +313,6 @@ class SlotColumns:
             return (ABSENT, None) if expr is None else (EXPR, str(expr))
         if name == SLOT_WEIGHT:
             return (EXPR, str(slot.slot_weight))
-        if name == "currenttime":
-            return current_time_description(slot.ad)
         return describe(slot.ad, name, slot.ad.get(name, _MISSING))
 
     def _read_asset(self, name: str, rows: np.ndarray) -> list[int]:
