@@ -35,7 +35,7 @@ from negotiatord.pool.autoclusters import (
 from negotiatord.pool.job_ads import ClusterAd, MatchmakingAd, ProcAd, SharedAds, readable_ad
 from negotiatord.pool.jobs import Job, prepare_job, with_identity
 from negotiatord.pool.problems import LeftOut
-from negotiatord.pool.significance import JobRead, job_reads
+from negotiatord.pool.significance import JobRead, slot_job_reads
 from negotiatord.pool.slots import Slot, may_be_preempted, prepare_slot
 from negotiatord.pool.snapshot import SlotTable, Snapshot
 from negotiatord.settings import Settings
@@ -356,9 +356,7 @@ class SnapshotBuilder:
     def _reads(self, slot: Slot, entry: _SlotEntry, rank_exprs: list[classad2.ExprTree]) -> set[JobRead]:
         """The job attributes the expressions of ``slot`` (``entry``'s) read."""
         if entry.reads is None:
-            entry.reads = set()
-            for expr in (slot.requirements, *rank_exprs, *(slot.consumption or {}).values()):
-                entry.reads |= job_reads(expr, slot.ad)
+            entry.reads = slot_job_reads((slot.requirements, *rank_exprs, *(slot.consumption or {}).values()), slot.ad)
         return entry.reads
 
 
