@@ -41,14 +41,20 @@ class AdTally:
         self.wanted = wanted
         self.types: Counter[str] = Counter()   # MyType as the ads spell it; `wanted` for none
         self.job_status: Counter[int | None] = Counter()
+        self._last: tuple[classad2.ClassAd, str, int | None] | None = None   # an ad, its MyType and JobStatus
 
     def count(self, ad: classad2.ClassAd) -> None:
-        my_type = ad.get("MyType")
-        my_type = my_type if isinstance(my_type, str) else self.wanted
+        """Count ``ad``. The ad counted last is not asked again: the jobs of a cluster that repeat
+        one ad but for their identity come as that ad (a RepeatedAd's)."""
+        if self._last is None or self._last[0] is not ad:
+            my_type = ad.get("MyType")
+            my_type = my_type if isinstance(my_type, str) else self.wanted
+            status = evaluate_number(ad, "JobStatus") if my_type.lower() == "job" else None
+            self._last = (ad, my_type, int(status) if status is not None else None)
+        _, my_type, status = self._last
         self.types[my_type] += 1
         if my_type.lower() == "job":
-            status = evaluate_number(ad, "JobStatus")
-            self.job_status[int(status) if status is not None else None] += 1
+            self.job_status[status] += 1
 
     def of_kind(self, my_type: str) -> int:
         return sum(n for name, n in self.types.items() if name.lower() == my_type.lower())

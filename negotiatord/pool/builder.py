@@ -35,7 +35,7 @@ from negotiatord.pool.autoclusters import (
 from negotiatord.pool.job_ads import ClusterAd, MatchmakingAd, ProcAd, SharedAds, readable_ad
 from negotiatord.pool.jobs import Job, prepare_job, with_identity
 from negotiatord.pool.problems import LeftOut
-from negotiatord.pool.significance import JobRead, job_reads
+from negotiatord.pool.significance import JobRead, slot_job_reads
 from negotiatord.pool.slots import Slot, may_be_preempted, prepare_slot
 from negotiatord.pool.snapshot import SlotTable, Snapshot
 from negotiatord.settings import Settings
@@ -365,11 +365,10 @@ class SnapshotBuilder:
             else:
                 entry.reads = frozenset()
                 return entry.reads
-            read: set[JobRead] = set()
-            for expr in (slot.requirements, *exprs, *(slot.consumption or {}).values()):
-                read |= job_reads(expr, slot.ad)
-            entry.reads = self._read_sets.setdefault(frozenset(read), frozenset(read))
+            read = frozenset(slot_job_reads((slot.requirements, *exprs, *(slot.consumption or {}).values()), slot.ad))
+            entry.reads = self._read_sets.setdefault(read, read)
         return entry.reads
+
 
 def _expressions(*texts: str | None) -> list[classad2.ExprTree]:
     """The expressions of the settings' ``texts`` that are set."""

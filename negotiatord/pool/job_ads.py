@@ -223,7 +223,7 @@ class SharedAds:
         if text is not None:
             shared = self._by_text.get(text)
             if shared is None and text not in self._by_text:
-                shareable = self._shareable(ad)
+                shareable = self._shareable(ad, text)
                 shared = self._by_text[text] = MatchmakingAd(ad, self._book, shared=True) if shareable else None
             if shared is not None:
                 return shared
@@ -244,12 +244,14 @@ class SharedAds:
             self._reads_identity = {key: expressions_read_identity(ad)}     # the ads repeating one come together
         return None if self._reads_identity[key] else (proc, global_id)
 
-    def _shareable(self, ad: classad2.ClassAd) -> bool:
+    def _shareable(self, ad: classad2.ClassAd, text: str | None = None) -> bool:
         """Whether nothing evaluated for ``ad`` reads its identity: no guarded read of it is open
-        and none of its expressions reads it (ads of the same text answer the same)."""
+        and none of its expressions reads it (ads of the same text answer the same). Given the
+        ad's ``text`` (:func:`text_but_identity`), an ad whose text never names its identity is
+        not asked expression by expression (each of its values parsed, literals included)."""
         if any(read.is_live_for(ad) for read in self._watched):
             return False
-        return not expressions_read_identity(ad)
+        return (text is not None and not mentions_identity(text)) or not expressions_read_identity(ad)
 
 
 def mentions_identity(text: str) -> bool:

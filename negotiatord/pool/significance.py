@@ -22,10 +22,10 @@ name the slot defines is the slot's; one it lacks resolves to the job, as ClassA
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import classad2
 
@@ -85,17 +85,26 @@ def condition_value(condition: str, job: classad2.ClassAd) -> object:
 
 
 def job_reads(expr: classad2.ExprTree | None, slot: classad2.ClassAd) -> set[JobRead]:
-    """The job attributes ``expr``, evaluated with MY = ``slot``, can read, with their job guards.
+    """The job attributes ``expr``, evaluated with MY = ``slot``, can read, with their job guards."""
+    return slot_job_reads((expr,), slot)
+
+
+def slot_job_reads(exprs: Iterable[classad2.ExprTree | None], slot: classad2.ClassAd) -> set[JobRead]:
+    """The job attributes any of ``exprs``, evaluated with MY = ``slot``, can read, with their job
+    guards: :func:`job_reads` of each, asking the slot about each of its attributes once.
 
     An expression the parser does not accept is taken conservatively: every reference classad2's
     ``externalRefs`` reports, unguarded.
     """
-    if expr is None:
-        return set()
-    try:
-        return set(map(_shared, _resolve(str(expr), slot)))
-    except ParseError:
-        return {_shared(JobRead(name)) for name in map(_job_attribute, slot.externalRefs(expr)) if name}
+    view = _SlotView(slot)
+    reads: set[JobRead] = set()
+    for expr in exprs:
+        if expr is not None:
+            try:
+                reads |= _resolved(str(expr), view)
+            except ParseError:
+                reads.update(_shared(JobRead(name)) for name in map(_job_attribute, slot.externalRefs(expr)) if name)
+    return reads
 
 
 _SHARED_READS: dict[JobRead, JobRead] = {}
@@ -128,10 +137,90 @@ def condition_reads(condition: str) -> frozenset[str]:
 # -- per slot: resolving the symbolic references of cached analyses --------------------------------
 
 
-def _resolve(text: str, slot: classad2.ClassAd) -> Iterator[JobRead]:
-    """The job reads of ``text`` in ``slot``, following the slot's expression attributes it
-    reads (each once along a path, so a circular definition ends). Walked with a stack: a slot may
+# What resolving asks of a slot: whether it defines a name, or the text of the expression a name
+# holds (None for a literal). A name is folded as classad2 compares names: ASCII letters only.
+_DEFINES, _HOLDS = 0, 1
+_Question = tuple[int, str]
+_Answer = bool | str | None
+
+
+def _folded(name: str) -> str:
+    return name.lower() if name.isascii() else name
+
+
+class _SlotView:
+    """One slot ad, asked what resolving asks of it. Asking classad2 ``name in ad`` or
+    ``ad.get(name)`` copies the attribute's whole expression (START's included), so names are
+    looked up among the ad's own, folded, and each expression's text is made once."""
+
+    __slots__ = ("ad", "_names", "_texts")
+
+    def __init__(self, ad: classad2.ClassAd) -> None:
+        self.ad = ad
+        keys = list(ad)
+        # None: a name beyond ASCII, which only classad2 itself folds right
+        self._names = frozenset(map(str.lower, keys)) if "".join(keys).isascii() else None
+        self._texts: dict[str, str | None] = {}
+
+    def answer(self, question: _Question) -> _Answer:
+        kind, name = question
+        if kind == _DEFINES:
+            return name in self._names if self._names is not None and name.isascii() else name in self.ad
+        if name not in self._texts:
+            value = self.ad.get(name)
+            self._texts[name] = str(value) if isinstance(value, classad2.ExprTree) else None
+        return self._texts[name]
+
+
+@dataclass(eq=False)
+class _Step:
+    """A node of the resolutions of one text: the question the walk asked next of the slot, with
+    a branch for each answer seen; or, once nothing is left to ask, the reads it found."""
+
+    asks: _Question | None = None
+    branches: dict[_Answer, _Step] = field(default_factory=dict)
+    reads: frozenset[JobRead] = frozenset()
+
+
+_RESOLUTIONS: dict[str, _Step] = {}
+_RESOLUTIONS_MAX = 4096
+
+
+def _resolved(text: str, view: _SlotView) -> frozenset[JobRead]:
+    """The job reads of ``text`` in the view's slot. :func:`_resolve` reads nothing of the slot
+    but the answers to its questions, and asks each question as the answers before it lead: so
+    its resolutions of a text form a tree of questions, and a slot that answers as an earlier
+    one did (the slots of a pool mostly do) is given that one's reads by asking only the
+    questions, without walking the text again."""
+    step = _RESOLUTIONS.get(text)
+    while step is not None and step.asks is not None:
+        step = step.branches.get(view.answer(step.asks))
+    if step is not None:
+        return step.reads
+    asked: dict[_Question, _Answer] = {}
+    reads = frozenset(map(_shared, _resolve(text, view, asked)))
+    if len(_RESOLUTIONS) >= _RESOLUTIONS_MAX:
+        _RESOLUTIONS.clear()
+    step = _RESOLUTIONS.setdefault(text, _Step())
+    for question, answer in asked.items():
+        if step.asks is None:       # a new node (the same answers before lead to the same question)
+            step.asks = question
+        step = step.branches.setdefault(answer, _Step())
+    step.reads = reads
+    return reads
+
+
+def _resolve(text: str, view: _SlotView, asked: dict[_Question, _Answer]) -> Iterator[JobRead]:
+    """The job reads of ``text`` in the view's slot, following the slot's expression attributes it
+    reads (each once along a path, so a circular definition ends); ``asked`` gets each question
+    asked of the slot with its answer, in the order first asked. Walked with a stack: a slot may
     chain as many attributes as it has."""
+    def ask(kind: int, name: str) -> _Answer:
+        question = (kind, _folded(name))
+        if question not in asked:
+            asked[question] = view.answer(question)
+        return asked[question]
+
     stack: list[tuple[Iterator[_Reference], tuple[Guard, ...], str | None]] = [(iter(_analysis(text)), (), None)]
     following: set[str] = set()
     while stack:
@@ -143,19 +232,19 @@ def _resolve(text: str, slot: classad2.ClassAd) -> Iterator[JobRead]:
             continue
         extra = []
         for condition, when, names in reference.guards:
-            if not any(name in slot for name in names):   # reads nothing of the slot: a job guard
+            if not any(ask(_DEFINES, name) for name in names):   # reads nothing of the slot: a job guard
                 extra.append(Guard(condition, when))
         here = (*guards, *extra)
-        if reference.scope == "target" or (reference.scope is None and reference.name not in slot):
+        if reference.scope == "target" or (reference.scope is None and not ask(_DEFINES, reference.name)):
             if reference.name.lower() != CLOCK_ATTRIBUTE or reference.scope == "target":
                 yield JobRead(reference.name, here)
         elif reference.scope == "any":
             yield JobRead(ANY_ATTRIBUTE, here)
-        elif reference.name in slot and reference.name.lower() not in following:
-            value = slot.get(reference.name)
-            if isinstance(value, classad2.ExprTree):      # START, WithinResourceLimits, ...
+        elif ask(_DEFINES, reference.name) and reference.name.lower() not in following:
+            value = ask(_HOLDS, reference.name)
+            if isinstance(value, str):      # START, WithinResourceLimits, ...
                 following.add(reference.name.lower())
-                stack.append((iter(_analysis(str(value))), here, reference.name.lower()))
+                stack.append((iter(_analysis(value)), here, reference.name.lower()))
 
 
 # -- per expression text: the symbolic analysis, cached --------------------------------------------

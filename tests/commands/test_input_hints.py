@@ -102,3 +102,19 @@ def test_the_clock_hint_needs_most_slots_expired_and_every_start_reading_the_clo
                        now_given=False) == []                  # most glideins still start jobs
     static = classad2.ClassAd({"MyType": "Machine", "Name": "d", "START": True})
     assert input_hints(*tallies, [*expired, static], stats, now, now_given=False) == []
+
+
+def test_the_jobs_of_a_cluster_read_as_repeats_are_each_counted(tmp_path: Path) -> None:
+    """A cluster's jobs that differ only in ProcId and GlobalJobId are read as repeats of its first
+    ad; each is still a job of the tally, by its own status."""
+    first = JOBS.read_text().split("\n\n")[0]
+    ads = []
+    for cluster, status, count in ((101, 4, 4), (102, 5, 3), (103, 4, 1)):
+        for proc in range(count):
+            ads.append(first.replace("JobStatus = 1", f"JobStatus = {status}")
+                       .replace("ClusterId = 101", f"ClusterId = {cluster}").replace("ProcId = 0", f"ProcId = {proc}")
+                       .replace("#101.0#", f"#{cluster}.{proc}#"))
+    jobs = tmp_path / "jobs.ads"
+    jobs.write_text("\n\n".join(ads) + "\n")
+    done, document = dry_run("--slots", str(SLOTS), "--jobs", str(jobs))
+    assert document["problems"] == ["the jobs file holds 0 idle jobs (5 completed, 3 held)"]

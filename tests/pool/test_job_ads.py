@@ -56,6 +56,20 @@ def test_a_job_whose_expression_reads_its_identity_keeps_its_own_ad():
     assert reading[0] is not reading[1] and not reading[0].shared
 
 
+@pytest.mark.parametrize("text", ["my.procid * 2", 'strcat(MY.GLOBALJOBID, "-x")', "isUndefined(Procid)"])
+def test_an_expression_naming_the_identity_in_any_case_keeps_its_own_ad(text):
+    """ClassAd names are case-insensitive: an expression reading ``procid`` reads ProcId."""
+    ads = shared_ads()
+    reading = [ads.of(job(proc, Arguments=classad2.ExprTree(text))) for proc in (0, 1)]
+    assert reading[0] is not reading[1] and not reading[0].shared
+
+
+def test_a_value_naming_the_identity_that_is_no_expression_shares_the_ad():
+    """A string holding the name is read by no expression: the jobs still share one ad."""
+    ads = shared_ads()
+    assert ads.of(job(0, Note="ProcId")) is ads.of(job(1, Note="ProcId"))
+
+
 def test_an_open_guarded_read_of_the_identity_keeps_the_job_its_own_ad():
     ads = shared_ads(guarded=(JobRead("GlobalJobID", (CATALOG_GUARD,)),))
     assert ads.of(job(0)) is ads.of(job(1))
