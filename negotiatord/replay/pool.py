@@ -29,7 +29,10 @@ offering every node, on pools of one shape and of several). This keeps a cycle o
 lightly queued pool (24,515 one-cpu nodes for LCG) from reading every node's ads, columns and
 weights. It applies to a shape when each slot's weight is its SLOT_WEIGHT
 (NEGOTIATOR_USE_SLOT_WEIGHTS) and the shape's empty node weighs a whole number, so that one sum
-stands exactly for many; a shape whose weight is not whole has all its empty nodes offered.
+stands exactly for many; a shape whose weight is not whole has all its empty nodes offered, and
+so has a shape with one empty node past the first N: a stand-in for one node would only swap one
+ad for another, and each swap costs the snapshot builder the work it saves on unchanged ads (a
+real pool's slots are mostly of shapes of their own).
 A config whose ranks read a slot's Name or Machine would tell the nodes of a shape apart; the
 replay's jobs and slots rank every slot 0.
 
@@ -350,7 +353,7 @@ class SimulatedPool:
         left_out = 0
         for shape, nodes in enumerate(self._empty):
             beyond, weight = len(nodes) - idle_jobs, weights[shape]
-            if weight is None or beyond <= 0:
+            if weight is None or beyond < 2:
                 empty.append(nodes)
                 continue
             empty.append(nodes[:idle_jobs])

@@ -111,18 +111,19 @@ def test_standing_in_for_empty_nodes_changes_no_output(trace_path: Path, jobs: i
 MIXED_CASES = [
     # KTH's parallel jobs on 40 nodes of four shapes in turn: wide jobs fit the 8-cpu nodes only,
     # the rest share shapes, and static slots take one job each
-    pytest.param(KTH, 300, mixed_nodes(40), id="kth-mixed"),
+    pytest.param(KTH, 300, mixed_nodes(40), True, id="kth-mixed"),
     # LCG's serial jobs on 60 nodes of the four shapes
-    pytest.param(LCG, 400, mixed_nodes(60), id="lcg-mixed"),
-    # the OSPool sample's 27 slots (16 partitionable, 11 static; some of one shape)
-    pytest.param(KTH, 300, read_pool(OSPOOL).nodes, id="kth-ospool"),
+    pytest.param(LCG, 400, mixed_nodes(60), True, id="lcg-mixed"),
+    # the OSPool sample's 27 slots (16 partitionable, 11 static), each a shape of its own (their
+    # disks differ): no empty node is stood in for, but spent p-slots and claims still are
+    pytest.param(KTH, 300, read_pool(OSPOOL).nodes, False, id="kth-ospool"),
 ]
 
 
 @pytest.mark.parametrize("policy", [policy.value for policy in PslotLoading])
-@pytest.mark.parametrize(("trace_path", "jobs", "nodes"), MIXED_CASES)
-def test_standing_in_per_shape_changes_no_output(trace_path: Path, jobs: int, nodes: list[Node], policy: str,
-                                                 tmp_path: Path) -> None:
+@pytest.mark.parametrize(("trace_path", "jobs", "nodes", "alike"), MIXED_CASES)
+def test_standing_in_per_shape_changes_no_output(trace_path: Path, jobs: int, nodes: list[Node], alike: bool,
+                                                 policy: str, tmp_path: Path) -> None:
     """Empty nodes of one shape are alike but for their names, whatever the other shapes: one
     stand-in per shape leaves every start, slot, cost and per-cycle figure as offering every node."""
     settings = dataclasses.replace(load_settings(CPU_CENTRIC), pslot_loading=PslotLoading(policy))
@@ -130,7 +131,7 @@ def test_standing_in_per_shape_changes_no_output(trace_path: Path, jobs: int, no
     stood_in = outputs(tmp_path / "stood_in", trace_path, jobs, nodes, settings, stand_in=True)
     assert stood_in[0] == every[0]
     assert stood_in[1] == every[1]
-    assert any(stood_in[2].left_out) and every[2].left_out == []
+    assert any(stood_in[2].left_out) is alike and every[2].left_out == []
     # the static slots took jobs
     rows = stood_in[0].decode().splitlines()
     static = {node.name for node in nodes if node.shape.static}
@@ -169,12 +170,12 @@ def test_a_spent_pslot_of_weight_0_is_left_out_and_claims_are_stood_in_per_submi
     under SLOT_WEIGHT = Cpus and is left out; weighed by Memory it weighs 1024 and stays. Without
     preemption, the submitter's claimed dynamic slot is offered as one claimed slot holding what
     its jobs hold; with PREEMPTION_REQUIREMENTS, each claimed slot is offered, a victim to choose."""
-    pool = SimulatedPool.alike(2, NodeShape.parse(NODE))
+    pool = SimulatedPool.alike(3, NodeShape.parse(NODE))
     match = Match("job1", "slot1@node1.trace", "u@trace", "<none>", 2.0, {"Cpus": 2, "Memory": 1024})
     pool.start(match, classad2.ClassAd(), 0)
     offer = pool.offered_ads(0, settings)
-    assert (offer.empty_nodes, offer.spent_pslots, offer.claims, offer.claim_stand_ins) == (1, 1, 1, 1)
-    assert (offer.slots_left_out, offer.candidates_left_out) == (1, 2)
+    assert (offer.empty_nodes, offer.spent_pslots, offer.claims, offer.claim_stand_ins) == (2, 1, 1, 1)
+    assert (offer.slots_left_out, offer.candidates_left_out) == (2, 3)
     assert [ad["Name"] for ad in offer.ads] == ["empty-nodes-1@trace", "claims-of-u@trace"]
     claims = offer.ads[1]
     assert (claims["State"], claims["AccountingGroup"], claims["Cpus"], claims["Memory"], claims["SlotWeight"]) == (
@@ -190,33 +191,32 @@ def test_a_spent_pslot_of_weight_0_is_left_out_and_claims_are_stood_in_per_submi
 
 
 def test_each_shape_has_its_stand_in_and_a_busy_static_slot_is_a_claim(settings: Settings) -> None:
-    """Eight nodes of the four shapes in turn (8, 4 and 2 cpus partitionable, 1 cpu static): with
+    """Twelve nodes of the four shapes in turn (8, 4 and 2 cpus partitionable, 1 cpu static): with
     one idle job, each shape's first empty node is offered, and one stand-in per shape weighs the
-    other node of its shape under SLOT_WEIGHT = Cpus. A job on the first static slot claims it
-    whole: the static shape's other node is then offered, and the claimed slot stands in its
-    submitter's claims, or, where a claimed slot may be preempted, is offered itself."""
-    pool = SimulatedPool(mixed_nodes(8))
+    other two of its shape under SLOT_WEIGHT = Cpus. A job on the first static slot claims it
+    whole: the static shape's other two nodes are then offered (a stand-in for one node would only
+    swap one ad for another), and the claimed slot stands in its submitter's claims, or, where a
+    claimed slot may be preempted, is offered itself."""
+    pool = SimulatedPool(mixed_nodes(12))
     offer = pool.offered_ads(1, settings)
-    names = [f"slot1@mixed{index}.trace" for index in range(8)]
-    assert [ad["Name"] for ad in offer.ads] == names[:4] + [f"empty-nodes-{shape}@trace" for shape in (1, 2, 3, 4)]
-    assert [ad["SlotWeight"] for ad in offer.ads[4:]] == [8, 4, 2, 1]
+    names = [f"slot1@mixed{index}.trace" for index in range(12)]
+    stand_ins = [f"empty-nodes-{shape}@trace" for shape in (1, 2, 3, 4)]
+    assert [ad["Name"] for ad in offer.ads] == names[:4] + stand_ins
+    assert [ad["SlotWeight"] for ad in offer.ads[4:]] == [16, 8, 4, 2]
     assert [ad["SlotType"] for ad in offer.ads] == ["Partitionable"] * 3 + ["Static"] + ["Partitionable"] * 3 + [
         "Static"]
-    assert (offer.empty_nodes, offer.empty_stand_ins, offer.slots_left_out, offer.candidates_left_out) == (4, 4, 0, 4)
+    assert (offer.empty_nodes, offer.empty_stand_ins, offer.slots_left_out, offer.candidates_left_out) == (8, 4, 4, 8)
     match = Match("job1", names[3], "u@trace", "<none>", 1.0, {"Cpus": 1, "Memory": 2048, "Disk": 10_000_000})
     pool.start(match, classad2.ClassAd(), 7)
     offer = pool.offered_ads(1, settings)
-    assert [ad["Name"] for ad in offer.ads] == [*names[:3], names[7], "empty-nodes-1@trace", "empty-nodes-2@trace",
-                                                "empty-nodes-3@trace", "claims-of-u@trace"]
-    assert (offer.empty_nodes, offer.spent_pslots, offer.claims, offer.claim_stand_ins) == (3, 0, 1, 1)
+    assert [ad["Name"] for ad in offer.ads] == [*names[:3], names[7], names[11], *stand_ins[:3], "claims-of-u@trace"]
+    assert (offer.empty_nodes, offer.spent_pslots, offer.claims, offer.claim_stand_ins) == (6, 0, 1, 1)
     assert offer.ads[-1]["SlotWeight"] == 1.0
     preempting = dataclasses.replace(settings, preemption_requirements="True")
     offer = pool.offered_ads(1, preempting)
-    assert [ad["Name"] for ad in offer.ads] == [*names[:4], names[7], "empty-nodes-1@trace", "empty-nodes-2@trace",
-                                                "empty-nodes-3@trace"]
+    assert [ad["Name"] for ad in offer.ads] == [*names[:4], names[7], names[11], *stand_ins[:3]]
     claimed = offer.ads[3]
     assert (claimed["State"], claimed["RemoteUser"], claimed["JobStart"], claimed["Cpus"]) == (
         "Claimed", "u@trace", 7, 1)
     pool.release(match)
-    assert [ad["Name"] for ad in pool.offered_ads(1, settings).ads] == names[:4] + [
-        f"empty-nodes-{shape}@trace" for shape in (1, 2, 3, 4)]
+    assert [ad["Name"] for ad in pool.offered_ads(1, settings).ads] == names[:4] + stand_ins
