@@ -132,8 +132,8 @@ def test_runs_of_slots_other_requests_left_too_small(loading):
     each slot it takes at 500 MiB, below START's 600; her second (300 MiB) takes two jobs a slot
     from the next ones and leaves its last slot at 700. bob's list then opens with a long run of
     slots that no longer match, then that last slot, which still does; carol's (600 MiB) with
-    slots whose memory left her consumption overruns. The loading kernel re-assesses such runs
-    in one call; the matches, their order and the pairs assessed are the job-by-job loop's."""
+    slots whose memory left her consumption overruns. The loading kernel re-assesses each in
+    turn; the matches, their order and the pairs assessed are the job-by-job loop's."""
     slot_ads = [pslot(f"s{i:02}", cpus=4, memory=1000, Start=expr("Memory >= 600"),
                       Requirements=expr("START && TARGET.RequestMemory <= MY.Memory"), **CPU_POLICY)
                 for i in range(60)]

@@ -850,7 +850,6 @@ def assess_rows(universe_rows: np.ndarray, consumption_policy: np.ndarray, amoun
 
 (LOAD_JOBS, LOAD_CONCURRENCY, LOAD_NO_MATCH, LOAD_SUBMITTER_LIMIT, LOAD_GROUP_QUOTA,
  LOAD_NEEDS_PYTHON) = (int(stop) for stop in Stop)
-AHEAD_MOST = 512        # most stale candidates re-assessed in one call (load_request, _reassess_ahead)
 
 
 @njit(**_JIT)
@@ -890,8 +889,6 @@ def load_request(c_rows: np.ndarray, c_rank: np.ndarray, c_cost: np.ndarray, c_c
     entries = concurrency_names.shape[0]
     count = 0
     reassessed = 0
-    ahead = 1               # stale candidates re-assessed in one call (0: one at a time for good)
-    pruned = np.zeros(m, dtype=np.bool_)
     while count < jobs:
         for e in range(entries):
             name = concurrency_names[e]
@@ -903,27 +900,6 @@ def load_request(c_rows: np.ndarray, c_rank: np.ndarray, c_cost: np.ndarray, c_c
             row = c_rows[head]
             if not available[row]:
                 head += 1
-                continue
-            if c_version[head] != version[row] and ahead > 1:
-                # A run of stale candidates that no longer fit (fragments other requests left) is
-                # re-assessed in one call: nothing changes a slot during the walk but a match on
-                # it, so each answer is the one its turn at the head would give.
-                stop, walked = _reassess_ahead(head, ahead, pruned, c_rows, c_cost, c_consumption, c_version, amounts,
-                                         available, version, consumption_policy, base, base_is_int, universe_of,
-                                         known_prunable, known_kind, known_index, prunable, root_leaf,
-                                         may_need_python, leaf_table, segments, static_ok, job_ok, job_scalar_base,
-                                         job_scalar_ok, code, scalar_t, scalar_i, scalar_f, static_t, static_i,
-                                         static_f, register_t.shape[0], dynamic_t.shape[0], string_lower, string_rank,
-                                         conversion_t, conversion_i, conversion_f)
-                if stop < 0:            # a leaf needs Python: on one row at a time, as without the run
-                    ahead = 0
-                    continue
-                reassessed += walked
-                head = stop
-                if head < m and c_version[head] == version[c_rows[head]] and available[c_rows[head]]:
-                    found = True
-                    break
-                ahead = min(2 * ahead, AHEAD_MOST)
                 continue
             if c_version[head] != version[row]:
                 one_universe[0] = universe_of[row]
@@ -951,8 +927,6 @@ def load_request(c_rows: np.ndarray, c_rank: np.ndarray, c_cost: np.ndarray, c_c
                 reassessed += 1
                 if not one_matched[0]:
                     head += 1
-                    if ahead > 0:
-                        ahead = 2
                     continue
                 c_cost[head] = one_cost[0]
                 for c in range(assets):
@@ -990,8 +964,6 @@ def load_request(c_rows: np.ndarray, c_rank: np.ndarray, c_cost: np.ndarray, c_c
             available[row] = False
         if breadth_first and available[row]:
             _behind_equals(head, c_rows, c_rank, c_cost, c_consumption, c_version)
-        if ahead > 0:
-            ahead = 1
         # the charges (LoadingLimits.charge)
         limit -= cost
         room_usage[room_term] += cost
@@ -999,99 +971,6 @@ def load_request(c_rows: np.ndarray, c_rank: np.ndarray, c_cost: np.ndarray, c_c
             concurrency_in_use[concurrency_names[e]] += concurrency_increments[e]
         count += 1
     return count, LOAD_JOBS, -1, head, limit, reassessed
-
-
-@njit(**_JIT)
-def _reassess_ahead(head, ahead, pruned, c_rows, c_cost, c_consumption, c_version, amounts, available, version,
-                    consumption_policy, base, base_is_int, universe_of, known_prunable, known_kind, known_index,
-                    prunable, root_leaf, may_need_python, leaf_table, segments, static_ok, job_ok, job_scalar_base,
-                    job_scalar_ok, code, scalar_t, scalar_i, scalar_f, static_t, static_i, static_f, registers,
-                    dynamic_rows, string_lower, string_rank, conversion_t, conversion_i, conversion_f):
-    """:func:`load_request`'s re-assessment of the stale candidates from ``head`` on, up to
-    ``ahead`` of them, in one :func:`assess_rows` call: the run stops at a candidate that is on
-    offer and current. Walks them in order as the one-at-a-time loop would: one ruled out by a
-    known consumption or no longer matching is passed; the first that still matches gets its
-    new cost, consumption and version, and the walk stops there (the answers after it are
-    dropped: a match may change the pool before their turn). Returns where the walk stopped (at
-    that candidate, else after the run) and the candidates it re-assessed or ruled out there,
-    as the one-at-a-time loop counts them; or (-1, 0) when a leaf needs Python (nothing written)."""
-    m = c_rows.shape[0]
-    assets = amounts.shape[1]
-    picked = np.empty(ahead, dtype=np.int64)
-    k = 0
-    end = head
-    one_universe = np.empty(1, dtype=np.int64)
-    one_policy = np.empty(1, dtype=np.bool_)
-    one_amounts = np.empty((1, assets))
-    one_base = np.empty((1, assets))
-    one_misfit = np.zeros(1, dtype=np.bool_)
-    while end < m and k < ahead:
-        row = c_rows[end]
-        if available[row]:
-            if c_version[end] == version[row]:
-                break
-            pruned[end] = False
-            if prunable:
-                one_universe[0] = universe_of[row]
-                one_policy[0] = consumption_policy[row]
-                for c in range(assets):
-                    one_amounts[0, c] = amounts[row, c]
-                    one_base[0, c] = base[row, c]
-                one_misfit[0] = False
-                pruned[end] = consumption_misfits(known_prunable, known_kind, known_index, root_leaf, one_universe,
-                                                  one_policy, one_base, one_amounts, job_scalar_base, scalar_t,
-                                                  scalar_i, scalar_f, static_t, static_i, static_f, one_misfit) > 0
-            if not pruned[end]:
-                picked[k] = end
-                k += 1
-        end += 1
-    universe = np.empty(k, dtype=np.int64)
-    policy = np.empty(k, dtype=np.bool_)
-    now = np.empty((k, assets))
-    then = np.empty((k, assets))
-    integer = np.empty((k, assets), dtype=np.bool_)
-    for j in range(k):
-        row = c_rows[picked[j]]
-        universe[j] = universe_of[row]
-        policy[j] = consumption_policy[row]
-        for c in range(assets):
-            now[j, c] = amounts[row, c]
-            then[j, c] = base[row, c]
-            integer[j, c] = base_is_int[row, c]
-    matched = np.zeros(k, dtype=np.bool_)
-    consumption = np.empty((k, assets))
-    cost = np.empty(k)
-    rank = np.empty((k, 3))
-    columns = max(k, 1)
-    register_t = np.zeros((registers, columns), dtype=np.int8)
-    register_i = np.zeros((registers, columns), dtype=np.int64)
-    register_f = np.zeros((registers, columns))
-    dynamic_t = np.zeros((dynamic_rows, columns), dtype=np.int8)
-    dynamic_i = np.zeros((dynamic_rows, columns), dtype=np.int64)
-    dynamic_f = np.zeros((dynamic_rows, columns))
-    if k and not assess_rows(universe, policy, now, then, integer, root_leaf, may_need_python, leaf_table, segments,
-                             static_ok, job_ok, job_scalar_base, job_scalar_ok, code, scalar_t, scalar_i, scalar_f,
-                             static_t, static_i, static_f, register_t, register_i, register_f, dynamic_t, dynamic_i,
-                             dynamic_f, string_lower, string_rank, conversion_t, conversion_i, conversion_f, matched,
-                             consumption, cost, rank, False):
-        return -1, 0
-    j = 0
-    walked = 0
-    for position in range(head, end):
-        row = c_rows[position]
-        if not available[row]:
-            continue
-        walked += 1
-        if pruned[position]:
-            continue
-        if matched[j]:
-            c_cost[position] = cost[j]
-            for c in range(assets):
-                c_consumption[position, c] = consumption[j, c]
-            c_version[position] = version[row]
-            return position, walked
-        j += 1
-    return end, walked
 
 
 @njit(**_JIT)

@@ -9,11 +9,7 @@ consumption known before the assessment no longer fits (bounds.py, as the assess
 stage would), else by :func:`kernels.assess_rows` on its one row, at the slot's amounts left: Consumption<asset>, both
 Requirements with the consumption in Request<asset>, SlotWeight before minus after. When that
 row reaches a leaf that needs classad2 the kernel stops (Stop.NEEDS_PYTHON) having changed
-nothing for the job it was placing, and the rest of the request is loaded in Python. Once a
-re-assessed candidate fails, the stale ones after it are re-assessed a run at a time, in one
-assess_rows call for up to twice as many as the run before (kernels._reassess_ahead): a list
-made before other requests took its slots opens with hundreds that no longer fit, and one row a
-call costs some twenty times a row's share of a larger call.
+nothing for the job it was placing, and the rest of the request is loaded in Python.
 
 The float arithmetic is the Python loop's, operation for operation (the submitter's limit, the
 group's usage summed in order, each concurrency entry added in turn), so both give the very same
