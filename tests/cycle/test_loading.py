@@ -126,6 +126,23 @@ def test_a_start_that_reads_the_memory_left():
     assert per_slot(result) == {"s": 7}
 
 
+@pytest.mark.parametrize("loading", [PslotLoading.DEPTH_FIRST, PslotLoading.BREADTH_FIRST])
+def test_runs_of_slots_other_requests_left_too_small(loading):
+    """Every list is made before the first match. alice's first request (500 MiB jobs) leaves
+    each slot it takes at 500 MiB, below START's 600; her second (300 MiB) takes two jobs a slot
+    from the next ones and leaves its last slot at 700. bob's list then opens with a long run of
+    slots that no longer match, then that last slot, which still does; carol's (600 MiB) with
+    slots whose memory left her consumption overruns. The loading kernel re-assesses each in
+    turn; the matches, their order and the pairs assessed are the job-by-job loop's."""
+    slot_ads = [pslot(f"s{i:02}", cpus=4, memory=1000, Start=expr("Memory >= 600"),
+                      Requirements=expr("START && TARGET.RequestMemory <= MY.Memory"), **CPU_POLICY)
+                for i in range(60)]
+    job_ads = (jobs("alice", 30, cluster=1, memory=500) + jobs("alice", 15, cluster=2, memory=300)
+               + jobs("bob", 20, cluster=3, memory=100) + jobs("carol", 12, cluster=4, memory=600))
+    result = both_ways(slot_ads, job_ads, settings(pslot_loading=loading))
+    assert len(result.matches) == 30 + 15 + 20 + 12     # bob's and carol's lists walked past their runs
+
+
 def test_a_slot_weight_nonlinear_in_what_is_left():
     """SlotWeight = Cpus * Cpus: each match costs the weight it removes, different every time."""
     slot = pslot("s", cpus=6, memory=8192, **{**CPU_POLICY, "SlotWeight": expr("Cpus * Cpus")})
