@@ -130,7 +130,7 @@ class ReplayResult:
         return counts
 
 
-FULL_COLLECTION_EVERY = 1000    # cycles: ~0.5 GB of garbage at most from cycles over LCG's 24,515 nodes
+FULL_COLLECTION_EVERY = 1000    # cycles: what reference cycles a cycle still makes is small (fair sharing's usage tree)
 
 ProgressCallback = Callable[[float, int], None]    # simulated time, jobs finished or started
 
@@ -179,9 +179,10 @@ class _Replay:
         compilations = Compilations()
         index, submitted, matched = 0, 0, True
         preempting = may_preempt(self.settings)
-        # the cycles' reference cycles reach the oldest generation uncollected
-        # (runtime.garbage_collection_paused): collected in full every so many cycles, as the daemon does
-        # (HeapKeeper), but the heap is not left frozen (HeapKeeper.release says why)
+        # a cycle's objects are freed with its result (tests/cycle/test_reference_cycles.py); reference
+        # cycles made within a cycle would reach the oldest generation uncollected
+        # (runtime.garbage_collection_paused), so the heap is collected in full every so many cycles, as
+        # the daemon does (HeapKeeper), but not left frozen (HeapKeeper.release says why)
         heap = HeapKeeper(full_every=FULL_COLLECTION_EVERY)
         try:
             while True:
