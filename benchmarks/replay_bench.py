@@ -66,6 +66,7 @@ def main() -> None:
     cpu = time.process_time()
     result = replay(trace, settings, pool)
     cpu = time.process_time() - cpu
+    replay_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # before the report is drawn
     with tempfile.TemporaryDirectory() as scratch:
         summary = write_outputs(args.out or Path(scratch), result, trace.cleaning, pool, path.name)
     wall = summary["wall_time_s"]
@@ -92,7 +93,8 @@ def main() -> None:
     if preemptions["jobs_preempted"]:
         print(f"  preemptions: {preemptions['by_rule']}, {preemptions['jobs_preempted']} jobs, "
               f"badput {preemptions['badput_cpu_s'] / 3600:.1f} cpu-hours")
-    print(f"  peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    print(f"  peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+          f" ({replay_peak:.0f} MiB before the outputs were written)")
     if args.baseline:
         every = time.process_time()
         offering_every_slot = replay(trace, settings, make_pool(), stand_in_empty_nodes=False)
