@@ -119,11 +119,12 @@ def read_pool(path: Path) -> PoolFile:
 
 
 def _shape(ad: classad2.ClassAd, kind: SlotKind, where: str) -> NodeShape:
-    cpus, memory, disk, gpus = SIZE[kind]
-    if _amount(ad, cpus, where) < 1:
-        raise PoolSpecError(f"--pool {where}: {cpus} is below 1: the slot can take no job")
+    cpus_attribute, memory, disk, gpus = SIZE[kind]
+    cpus = _amount(ad, cpus_attribute, where)
+    if cpus < 1:
+        raise PoolSpecError(f"--pool {where}: {cpus_attribute} is below 1: the slot can take no job")
     kept = tuple((attribute, value) for attribute in KEPT if (value := evaluate_string(ad, attribute)) is not None)
-    return NodeShape(_amount(ad, cpus, where), _amount(ad, memory, where), _amount(ad, disk, where),
+    return NodeShape(cpus, _amount(ad, memory, where), _amount(ad, disk, where),
                      _amount(ad, gpus, where) if gpus in ad else 0, kind is SlotKind.STATIC, kept)
 
 
