@@ -58,7 +58,7 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
     fresh = Compiled(old_semantics(), ())
     strings, cells = fresh.strings, fresh.cells
     columns = SlotColumns(tuple(_Ad(ad) for ad in slots), {}, cells, now, AdDescriptions())
-    context = Context.of(fresh, columns, 0, now)
+    context = Context(fresh, columns, now)
     space = Space(context, np.arange(len(slots)), len(slots))
     job_cells = JobCells(job, cells, now) if job is not None else None
     ast = parse(str(classad2.ExprTree(text))) if text is not None else None

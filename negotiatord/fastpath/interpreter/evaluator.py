@@ -63,7 +63,7 @@ class FastEvaluator:
         compiled = self._compilations.for_cycle(old, table.assets, len(table))
         columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, compiled.cells,
                               self._now, self._descriptions)
-        self._context = Context.of(compiled, columns, len(table.assets), self._now)
+        self._context = Context(compiled, columns, self._now)
         self._match_space = Space(self._context, np.flatnonzero(table.candidate), len(table))
         self._roots = JobRoots(table, self._context, self._match_space, self._descriptions)
         self._one_call = OneCallAssessment(self._context, self._match_space, self._roots,

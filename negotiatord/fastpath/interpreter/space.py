@@ -45,23 +45,46 @@ class Context:
     """What every space of one evaluator shares: the compilations of its scoping mode (kept across
     cycles, see compilations.py) and the slot table's cell columns at the cycle's clock."""
 
-    graph: IRGraph
-    cells: CellTable
-    columns: SlotColumns
-    strings: StringTable
-    assets: int          # asset columns of the slot table
-    now: int
-    old_semantics: bool  # classad2's scoping mode (classad/semantics.py)
-    scalar_plans: dict   # node tuple -> (plan, inputs), see job_scalars.py
-    scalar_values: dict  # (node, *input keys) -> value, see job_scalars.py
-    scalar_inputs: dict  # node -> the job and clock nodes it reads
     compiled: Compiled
+    columns: SlotColumns     # read into ``compiled.cells``
+    now: int
 
-    @classmethod
-    def of(cls, compiled: Compiled, columns: SlotColumns, assets: int, now: int) -> Context:
-        """The context of a cycle at ``now`` over ``columns`` (read into ``compiled.cells``)."""
-        return cls(compiled.graph, compiled.cells, columns, compiled.strings, assets, now, compiled.old_semantics,
-                   compiled.scalar_plans, compiled.scalar_values, compiled.scalar_inputs, compiled)
+    @property
+    def graph(self) -> IRGraph:
+        return self.compiled.graph
+
+    @property
+    def cells(self) -> CellTable:
+        return self.compiled.cells
+
+    @property
+    def strings(self) -> StringTable:
+        return self.compiled.strings
+
+    @property
+    def assets(self) -> int:
+        """Asset columns of the slot table (the compilations are kept for one list of assets)."""
+        return len(self.compiled.assets)
+
+    @property
+    def old_semantics(self) -> bool:
+        """classad2's scoping mode (classad/semantics.py)."""
+        return self.compiled.old_semantics
+
+    @property
+    def scalar_plans(self) -> dict:
+        """Node tuple -> (plan, inputs), see job_scalars.py."""
+        return self.compiled.scalar_plans
+
+    @property
+    def scalar_values(self) -> dict:
+        """(node, *input keys) -> value, see job_scalars.py."""
+        return self.compiled.scalar_values
+
+    @property
+    def scalar_inputs(self) -> dict:
+        """Node -> the job and clock nodes it reads."""
+        return self.compiled.scalar_inputs
 
 
 @dataclass(frozen=True)
