@@ -64,8 +64,9 @@ def main(argv: list[str]) -> int:
         print("usage: python -m negotiatord.feed.collector_query HOST", file=sys.stderr)
         return 2
     host = argv[1]
-    import htcondor2  # reads CONDOR_CONFIG on import
+    import htcondor2
 
+    htcondor2.reload_config()  # negotiatord's import read no config (negotiatord.classad.debug_log)
     htcondor2.enable_debug()   # HTCondor's own account of a failure goes to stderr, captured below
     try:
         with _htcondor_says() as said:

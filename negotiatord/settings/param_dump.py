@@ -62,7 +62,7 @@ def main() -> int:
     # only what HTCondor itself defines; then the real file, with the environment restored.
     overrides = {k: os.environ.pop(k) for k in list(os.environ) if k.upper().startswith("_CONDOR_")}
     os.environ["CONDOR_CONFIG"] = os.devnull
-    import htcondor2  # reads the config on import
+    import htcondor2
 
     htcondor2.set_subsystem(SUBSYSTEM)
     htcondor2.reload_config()
