@@ -84,3 +84,16 @@ def test_a_quota_preemption_cycle_leaves_no_reference_cycle():
         return run_cycle(build_snapshot(slots, jobs("carol", 1), config), state, config, NOW)
 
     assert cyclic_garbage(make) == 0
+
+
+def test_a_cycle_whose_snapshot_outlives_it_leaves_no_reference_cycle():
+    """A daemon's snapshot builder keeps each unchanged ad's records from one cycle to the next,
+    so the fast path's descriptions of those ads (weakly keyed by record) outlive an evaluator made
+    for one cycle: the cache, not the records, is let go first."""
+    config = settings(preemption_requirements=UWCS)
+    snapshot = build_snapshot([claimed("s1", "bob@site")], jobs("alice", 1), config)
+
+    def make() -> CycleResult:
+        return run_cycle(snapshot, accountant(alice=1.0, bob=100.0), config, NOW)
+
+    assert cyclic_garbage(make) == 0

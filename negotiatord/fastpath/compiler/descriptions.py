@@ -30,13 +30,17 @@ class AdDescriptions:
         if found is not None and found[0]() is record:
             return found[1]
         described: dict[str, Description] = {}
-        entries = self._by_record
+        # The callback reaches this cache weakly: a strong reference would close a loop (cache,
+        # entry, weak reference, callback, cache), and a cache let go while its records live on
+        # (an evaluator's own, over a builder's records) would wait for the cyclic collector.
+        owner = weakref.ref(self)
 
         def forget(reference: weakref.ref) -> None:
-            if entries.get(key, (None,))[0] is reference:
-                del entries[key]
+            cache = owner()
+            if cache is not None and cache._by_record.get(key, (None,))[0] is reference:
+                del cache._by_record[key]
 
-        entries[key] = (weakref.ref(record, forget), described)
+        self._by_record[key] = (weakref.ref(record, forget), described)
         return described
 
     def __len__(self) -> int:
