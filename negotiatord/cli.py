@@ -7,7 +7,6 @@ import os
 import sys
 
 from negotiatord import __version__
-from negotiatord.classad.semantics import adopt_old_semantics
 from negotiatord.commands import negotiate, replay, run, userprio
 from negotiatord.logs import configure_logging
 
@@ -31,7 +30,6 @@ def main(argv: list[str] | None = None) -> int:
         module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
-    adopt_old_semantics()     # every command evaluates ClassAds as HTCondor's daemons do
     try:
         status = COMMANDS[args.command][0].run(args)
         sys.stdout.flush()  # a reader gone away shows here, not at interpreter exit

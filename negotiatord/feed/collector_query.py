@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     host = argv[1]
     import htcondor2
 
-    htcondor2.reload_config()  # negotiatord's import read no config (negotiatord.classad.debug_log)
+    htcondor2.reload_config()  # negotiatord's import read no config (negotiatord.classad.library)
     htcondor2.enable_debug()   # HTCondor's own account of a failure goes to stderr, captured below
     try:
         with _htcondor_says() as said:

@@ -4,10 +4,11 @@ HTCondor's daemons run with ``STRICT_CLASSAD_EVALUATION = False`` (its default, 
 "Configuration macros"), which turns on the ClassAd library's old semantics: an unscoped name the
 ad lacks is looked up in the other ad of the match. The manual's ``PREEMPTION_REQUIREMENTS``
 examples rely on it (``RemoteUserPrio > SubmitterUserPrio * 1.2``: ``SubmitterUserPrio`` is
-inserted into the job ad, the expression evaluated with the slot as MY). classad2 switches to
-them only once something parses an old-syntax ad, so a trace replay, which builds its ads itself,
-ran under the strict semantics and such an expression never held. The command line now puts the
-process in HTCondor's mode before any command runs.
+inserted into the job ad, the expression evaluated with the slot as MY). classad2 alone switches
+to them only once something parses an old-syntax ad (that configures HTCondor's library), so a
+trace replay, which builds its ads itself, ran under the strict semantics and such an expression
+never held. Importing negotiatord configures the library, and so puts the process in HTCondor's
+mode before any command runs (negotiatord/classad/library.py).
 """
 
 from __future__ import annotations
@@ -37,17 +38,17 @@ def test_a_replay_evaluates_unscoped_names_in_the_other_ad(tmp_path):
     assert done.stdout.split()[-2:] == ["0", "True"]
 
 
-def test_the_switch_makes_preemption_requirements_read_the_job(tmp_path):
+def test_importing_negotiatord_makes_preemption_requirements_read_the_job():
     """The manual's unscoped form, evaluated by classad2 with the slot as MY and the job as
-    TARGET, in a fresh process: strict semantics leave ``SubmitterUserPrio`` undefined, HTCondor's
-    find it in the job ad."""
+    TARGET, in a fresh process: under classad2's strict semantics (classad2 alone, HTCondor not
+    configured) ``SubmitterUserPrio`` is undefined; once negotiatord is imported, HTCondor's
+    default semantics find it in the job ad."""
     probe = """
 import classad2
-from negotiatord.classad.semantics import adopt_old_semantics
 slot, job = classad2.ClassAd({"RemoteUserPrio": 600.0}), classad2.ClassAd({"SubmitterUserPrio": 100.0})
 requirements = classad2.ExprTree("RemoteUserPrio > SubmitterUserPrio * 1.2")
 before = requirements.eval(slot, job)
-adopt_old_semantics()
+import negotiatord
 print(before is classad2.Value.Undefined, requirements.eval(slot, job))
 """
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)

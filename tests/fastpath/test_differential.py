@@ -220,11 +220,14 @@ def test_data_expressions_against_every_job():
     assert handed == 0
 
 
+# The child's mode is set where HTCondor's library is configured (negotiatord/classad/library.py):
+# strict, by a config saying so, read before negotiatord is imported; else HTCondor's default.
 _CHILD = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
+    if sys.argv[1] == "new":
+        os.environ["CONDOR_CONFIG"] = sys.argv[2]
+        import htcondor2
     import classad2
-    if sys.argv[1] == "old":
-        classad2.parseOne("A = 1\\n", classad2.ParserType.Old)
     from negotiatord.classad.semantics import old_semantics
     from tests.fastpath.test_differential import data_disagreements
     ads = json.load(sys.stdin)
@@ -234,12 +237,14 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-def test_data_expressions_in_the_other_semantics_mode():
-    """classad2's scoping mode is process-wide and one-way; check the mode this process is not in."""
+def test_data_expressions_in_the_other_semantics_mode(tmp_path):
+    """classad2's scoping mode is process-wide; check the mode this process is not in."""
     other = "new" if old_semantics() else "old"
+    strict = tmp_path / "condor_config"
+    strict.write_text("STRICT_CLASSAD_EVALUATION = True\n")
     ads = {"slots": [str(ad) for ad in slot_ads()], "jobs": [str(ad) for ad in job_ads()], "now": NOW}
-    child = subprocess.run([sys.executable, "-c", _CHILD, other], input=json.dumps(ads), capture_output=True,
-                           text=True, cwd=ROOT, timeout=300, check=True)
+    child = subprocess.run([sys.executable, "-c", _CHILD, other, str(strict)], input=json.dumps(ads),
+                           capture_output=True, text=True, cwd=ROOT, timeout=300, check=True)
     mode_old, evaluated, wrong, handed = json.loads(child.stdout.strip().splitlines()[-1])
     assert mode_old == (other == "old")
     assert evaluated > 20_000 and wrong == 0

@@ -1,5 +1,6 @@
-"""HTCondor's debug log is configured when negotiatord is imported, so the ClassAd bindings do not
-keep a log line in memory for every ClassAd and expression the process frees.
+"""HTCondor's library is configured when negotiatord is imported, from no config file: the ClassAd
+bindings do not keep a log line in memory for every ClassAd and expression the process frees, and a
+config HTCondor rejects cannot end the process.
 
 The reference is HTCondor's own source: classad2's ``_handle_dealloc``
 (src/python-bindings/common2/py_handle.cpp) logs a D_ALWAYS line per freed handle, and dprintf
@@ -51,13 +52,15 @@ def test_freed_classads_and_expressions_leave_no_memory_behind() -> None:
 
 
 def test_the_import_reads_no_htcondor_config_and_leaves_the_environment_as_it_was(tmp_path) -> None:
-    """A config HTCondor rejects would end the process at import (its parser exits); negotiatord
-    reads its settings in a child, so importing the package must survive it and keep it for the
+    """A config HTCondor rejects ends the process that reads it (its parser exits): classad2 alone
+    read ``CONDOR_CONFIG`` at its first old-syntax parse. negotiatord reads its settings in a
+    child, so a process that imported it survives the parse, and keeps the environment for the
     child to read."""
     broken = tmp_path / "condor_config"
     broken.write_text("FOO = $(\n")
     env = {**os.environ, "CONDOR_CONFIG": str(broken), "_CONDOR_QUERY_TIMEOUT": "$("}
-    done = _run("import os, json, negotiatord\n"
+    done = _run("import os, json, classad2, negotiatord\n"
+                "classad2.parseOne('A = 1\\n', classad2.ParserType.Old)\n"
                 "print(json.dumps({k: v for k, v in os.environ.items() if 'CONDOR' in k.upper()}))", env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"CONDOR_CONFIG": str(broken), "_CONDOR_QUERY_TIMEOUT": "$("}
