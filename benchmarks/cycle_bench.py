@@ -35,7 +35,7 @@ The real OSPool negotiator's own figures (negotiator_cycle_stats.txt) are printe
 
     python benchmarks/cycle_bench.py [--size small|medium|large|all] [--evaluator fast|classad]
                                      [--scenario steady|fill|mixed] [--budget SECONDS] [--seed N]
-                                     [--daemon-only] [--repeat N]
+                                     [--daemon-only] [--daemon-cycles N] [--repeat N]
 """
 
 from __future__ import annotations
@@ -214,12 +214,14 @@ def describe_repeated(figures: Result) -> list[str]:
             for i, run in enumerate(figures["runs"], start=1)]
 
 
-def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, share_cluster_ads: bool) -> Result:
-    """Two cycles as the daemon runs them: the ads filed in an AdStore (``share_cluster_ads``: the
-    jobs of a cluster kept as ProcAds sharing one ad; else every job ad whole), its SnapshotBuilder
-    keeping per-ad work between cycles, and before the second one CHURN of the slot and job ads
-    re-advertised as new ad objects (a collector update; the content is the same, so both cycles
-    negotiate the same pool)."""
+def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, share_cluster_ads: bool,
+                    cycles: int = 2) -> Result:
+    """``cycles`` cycles as the daemon runs them: the ads filed in an AdStore
+    (``share_cluster_ads``: the jobs of a cluster kept as ProcAds sharing one ad; else every job ad
+    whole), its SnapshotBuilder keeping per-ad work between cycles, and before each next one CHURN
+    of the slot and job ads re-advertised as new ad objects (a collector update; the content is the
+    same, so every cycle negotiates the same pool). The RSS after each cycle shows whether a
+    running daemon's memory stays level."""
     # imported here, not at the top: --repeat also runs over checkouts from before ProcAd
     from negotiatord.pool.job_ads import ProcAd
 
@@ -237,7 +239,9 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
                        "rss_filed_mib": _status_kib("VmRSS") / 1024}
     del records
     builder = SnapshotBuilder()
-    for label in ("first", "next"):
+    figures["rss_after_mib"] = []
+    for number in range(cycles):
+        label = "first" if number == 0 else "next"
         started = time.perf_counter()
         view = store.view()
         snapshot = builder.build(view.slots.values(), view.jobs.records(), settings)
@@ -247,6 +251,7 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
         figures[label] = {"snapshot_s": built - started, "negotiate_s": time.perf_counter() - built,
                           "matches": result.stats.matches}
         del view, snapshot, evaluator, result
+        figures["rss_after_mib"].append(_status_kib("VmRSS") / 1024)
         rng = random.Random(2)
         slot_ads = list(pool.slot_ads)
         picked = rng.sample(range(len(slot_ads)), int(CHURN * len(slot_ads)))
@@ -388,7 +393,16 @@ def describe_daemon(label: str, figures: Result, baseline: Result | None = None)
             f"{figures['rss_filed_mib']:.0f} MiB (slot ads at start {figures['rss_start_mib']:.0f} MiB)",
             f"      first {cycle(figures['first'])}; next, after {CHURN:.0%} of the ads were updated: "
             f"{cycle(figures['next'])}",
-            f"      peak RSS {figures['rss_peak_mib']:.0f} MiB{ratio}"]
+            f"      peak RSS {figures['rss_peak_mib']:.0f} MiB{ratio}", *_rss_by_cycle(figures["rss_after_mib"])]
+
+
+def _rss_by_cycle(after: list[float]) -> list[str]:
+    """The RSS after each cycle, and how much each cycle from the second on added."""
+    if len(after) < 3:
+        return []
+    growth = (after[-1] - after[1]) / (len(after) - 2)
+    return [f"      RSS after each cycle: {', '.join(f'{mib:.0f}' for mib in after)} MiB; "
+            f"from the second cycle on, {growth:+.1f} MiB a cycle"]
 
 
 def describe_pairs(figures: Result) -> list[str]:
@@ -463,9 +477,10 @@ def bench_size(name: str, slots: int, jobs: int, args: argparse.Namespace, setti
         if args.scenario != "steady":
             sys.stdout.flush()
             return
-    whole = isolated(lambda: daemon_scenario(pool, settings, evaluator, False), 2 * args.budget)
+    cycles = args.daemon_cycles
+    whole = isolated(lambda: daemon_scenario(pool, settings, evaluator, False, cycles), cycles * args.budget)
     print("\n".join(describe_daemon("store keeping every job ad whole (baseline)", whole)))
-    shared = isolated(lambda: daemon_scenario(pool, settings, evaluator, True), 2 * args.budget)
+    shared = isolated(lambda: daemon_scenario(pool, settings, evaluator, True, cycles), cycles * args.budget)
     print("\n".join(describe_daemon("store sharing one ad per cluster", shared, whole)))
     if args.daemon_only:
         return
@@ -487,6 +502,9 @@ def main(argv: list[str] | None = None) -> int:
                              "mixed: steady with 10%% of the pool arriving empty")
     parser.add_argument("--daemon-only", action="store_true",
                         help="only the daemon's cycles over its store, compact against every job ad kept")
+    parser.add_argument("--daemon-cycles", type=int, default=2, metavar="N",
+                        help="cycles of the daemon scenarios, with 5%% of the ads updated before each "
+                             "next one; from 3 the RSS after each is printed (default 2)")
     parser.add_argument("--repeat", type=int, default=0, metavar="N",
                         help="only negotiate one snapshot N times, printing each cycle's CPU time by phase")
     args = parser.parse_args(argv)
