@@ -218,11 +218,14 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
                     cycles: int = 2) -> Result:
     """``cycles`` cycles as the daemon runs them: the ads filed in an AdStore
     (``share_cluster_ads``: the jobs of a cluster kept as ProcAds sharing one ad; else every job ad
-    whole), its SnapshotBuilder keeping per-ad work between cycles, and before each next one CHURN
+    whole), its SnapshotBuilder keeping per-ad work between cycles and the fast path what it read
+    of the ads and compiled (the daemon's thread worker), and before each next one CHURN
     of the slot and job ads re-advertised as new ad objects (a collector update; the content is the
     same, so every cycle negotiates the same pool). The RSS after each cycle shows whether a
     running daemon's memory stays level."""
-    # imported here, not at the top: --repeat also runs over checkouts from before ProcAd
+    # imported here, not at the top: --repeat also runs over checkouts from before these
+    from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+    from negotiatord.fastpath.interpreter.compilations import Compilations
     from negotiatord.pool.job_ads import ProcAd
 
     store = AdStore(share_cluster_ads=share_cluster_ads)
@@ -238,7 +241,7 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
                        "whole_job_ads": sum(not isinstance(r, ProcAd) for r in records),
                        "rss_filed_mib": _status_kib("VmRSS") / 1024}
     del records
-    builder = SnapshotBuilder()
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
     figures["rss_after_mib"] = []
     for number in range(cycles):
         label = "first" if number == 0 else "next"
@@ -246,11 +249,15 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
         view = store.view()
         snapshot = builder.build(view.slots.values(), view.jobs.records(), settings)
         built = time.perf_counter()
-        evaluator = make_evaluator(evaluator_kind, snapshot, settings, pool.now)
-        result = run_cycle(snapshot, AccountantState(), settings, pool.now, evaluator)
+        if evaluator_kind == "fast":     # what was read of the ads and compiled, kept as the daemon keeps it
+            result = run_cycle(snapshot, AccountantState(), settings, pool.now, descriptions=descriptions,
+                               compilations=compilations)
+        else:
+            result = run_cycle(snapshot, AccountantState(), settings, pool.now,
+                               make_evaluator(evaluator_kind, snapshot, settings, pool.now))
         figures[label] = {"snapshot_s": built - started, "negotiate_s": time.perf_counter() - built,
                           "matches": result.stats.matches}
-        del view, snapshot, evaluator, result
+        del view, snapshot, result
         figures["rss_after_mib"].append(_status_kib("VmRSS") / 1024)
         rng = random.Random(2)
         slot_ads = list(pool.slot_ads)

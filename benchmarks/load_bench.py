@@ -20,7 +20,9 @@ Starts ``negotiatord run`` on a loopback port with an OSPool-shaped pool from
    --max-seconds. For each window: the slot updates actually ingested per second, the median
    cycle time against the idle cycle (the ratio; the baseline is the cycles of both idle
    windows, which brackets the first cycles after the load and the drift of a shared machine),
-   the median of each of the cycle's phases, and the status latency while a cycle ran.
+   the median of each of the cycle's phases, the status latency while a cycle ran, and the
+   daemon's RSS as the window opened and closed (a daemon whose memory grows with the updates it
+   takes shows it here).
 
 ``--cycle-worker fork`` runs the daemon with ``NEGOTIATORD_CYCLE_WORKER = fork`` (each cycle
 negotiated in a child process forked for it) instead of the default, a thread of the daemon.
@@ -173,6 +175,7 @@ class Window:
     cycles: list[dict]
     updates: int
     seconds: float
+    resident_mib: tuple[float, float] = (float("nan"), float("nan"))   # the daemon's RSS as it opened and closed
 
     @property
     def rate_ingested(self) -> float:
@@ -181,6 +184,13 @@ class Window:
     @property
     def median_cycle(self) -> float:
         return percentile([figures["Duration"] for figures in self.cycles], .5)
+
+
+def resident_mib(pid: int) -> float:
+    """The RSS of process ``pid`` (VmRSS) in MiB."""
+    with open(f"/proc/{pid}/status") as status_file:
+        kib = next(line.split()[1] for line in status_file if line.startswith("VmRSS:"))
+    return int(kib) / 1024
 
 
 def free_port() -> int:
@@ -341,6 +351,7 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
         (``rate`` None) or ``rate`` a second, paced evenly. The cycle running when the window
         opens is not the window's."""
         first = await cycle_id() + 1
+        opened_mib = resident_mib(daemon.process.pid)
         latencies: list[float] = []
         cycles: dict[int, dict] = {}
         updates = [0]
@@ -409,7 +420,7 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
         seconds = time.monotonic() - started
         last = await cycle_id() - 1        # one running now began in the window but ends after it
         return Window(label, rate, latencies, [cycles[i] for i in sorted(cycles) if first <= i <= last],
-                      updates[0], seconds)
+                      updates[0], seconds, (opened_mib, resident_mib(daemon.process.pid)))
 
     # idle windows before and after the windows under updates: their cycles together are the
     # baseline, so the first cycles after the load and the drift of a shared machine weigh on both
@@ -430,13 +441,14 @@ async def report(session: aiohttp.ClientSession, daemon: Daemon, args: argparse.
           f"{cycle.get('TotalSlots')} slots, {cycle.get('NumIdleJobs')} idle jobs, {cycle.get('Matches')} matches; "
           f"windows >= {args.window_seconds:.0f} s and >= {args.min_cycles} cycles, <= {args.max_seconds:.0f} s):")
     print(f"  {'slot updates':<22} {'ingested':>11} {'cycles':>6} {'median cycle':>12} {'vs idle':>8}"
-          f" {'status p50':>10} {'p99':>9} {'max':>9} {'p99 vs no cycle':>15}")
+          f" {'status p50':>10} {'p99':>9} {'max':>9} {'p99 vs no cycle':>15} {'daemon RSS, MiB':>16}")
     for window in windows:
         p50, p99 = percentile(window.latencies, .5), percentile(window.latencies, .99)
         taken = "" if window.label in (IDLE, IDLE_AGAIN) else f"{window.rate_ingested:,.0f} /s"
         print(f"  {window.label:<22} {taken:>11} {len(window.cycles):>6} {window.median_cycle:>10.2f} s"
               f" {window.median_cycle / idle_cycle:>7.2f}x {p50:>7.2f} ms {p99:>6.2f} ms"
-              f" {max(window.latencies, default=float('nan')):>6.2f} ms {p99 / percentile(idle, .99):>14.1f}x")
+              f" {max(window.latencies, default=float('nan')):>6.2f} ms {p99 / percentile(idle, .99):>14.1f}x"
+              f" {window.resident_mib[0]:>7.0f} -> {window.resident_mib[1]:.0f}")
     print(f"  cycle time, idle, median of both idle windows: {idle_cycle:.2f} s ({len(quiet.cycles)} cycles)")
     for window in loaded:
         print(f"  phases, median, {window.label} (slot updates: {window.updates:,} in {window.seconds:.1f} s):")
