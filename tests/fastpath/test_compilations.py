@@ -117,6 +117,32 @@ def test_slots_reading_the_clock_stop_matching_when_the_cycles_clock_passes_thei
     assert counts[0] > counts[2] > counts[4] >= 1
 
 
+def test_cycles_whose_clock_alone_moves_compile_nothing_new():
+    """The clock is data the kernels read, not compiled in: once the first cycle compiled a pool
+    whose START reads ``time()`` and ``CurrentTime``, later cycles that differ only in their clock
+    add no IR node (so no leaf either) and no static store row. A daemon's idle cycles over glideins (whose
+    START reads the clock) compiled START again each cycle, and kept every copy."""
+    config = settings()
+    slot_ads = [
+        pslot("glidein", GLIDEIN_ToDie=NOW + 10_000, Start=expr("CurrentTime < GLIDEIN_ToDie"),
+              Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus")),
+        pslot("timer", Deadline=NOW + 10_000, Start=expr("time() < Deadline && time() - Deadline < Cpus"),
+              Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus")),
+    ]
+    job_ads = jobs("alice", 2, Requirements=expr("TARGET.Cpus >= RequestCpus"))
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    sizes = []
+    for step in range(4):
+        result = run_cycle(builder.build(slot_ads, job_ads, config), AccountantState(), config, NOW + 60 * step,
+                           descriptions=descriptions, compilations=compilations)
+        assert len(result.matches) == 2
+        kept = compilations.kept
+        assert kept is not None
+        sizes.append((len(kept.graph.nodes), len(kept.static_rows)))
+    assert sizes[1:] == sizes[:1] * 3
+    assert compilations.started == 1
+
+
 def test_p_slots_shrinking_as_jobs_start():
     """What the replay and the daemon see: each cycle a p-slot's Cpus and Memory are what the last
     cycle's matches left, and the queue loses the jobs that started."""

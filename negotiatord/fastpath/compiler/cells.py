@@ -33,6 +33,11 @@ from negotiatord.fastpath.strings import StringTable
 ABSENT, LITERAL, ASSET, EXPR, OTHER = "absent", "literal", "asset", "expr", "other"
 CONSUMPTION_PREFIX = "__consumption_"   # pseudo-attributes: a slot's expressions kept beside its ad
 SLOT_WEIGHT = "__slotweight"
+# The cycle's clock, which ``time()`` reads (the reference freezes it for the cycle:
+# classad/cycle_time.py), as a column every slot holds alike. Its value is data the kernels read,
+# so what is compiled does not depend on it and is kept from one cycle to the next. No expression
+# can name it: it is no attribute name.
+CYCLE_CLOCK = "time()"
 _MISSING = object()
 
 
@@ -251,6 +256,8 @@ class SlotColumns:
             return self._read_asset(name, rows)
         if name == "currenttime":
             return [self._current_time(row) for row in rows.tolist()]
+        if name == CYCLE_CLOCK:
+            return [self._cells.literal((INT, self._now))] * len(rows)
         if name.startswith(CONSUMPTION_PREFIX) or name == SLOT_WEIGHT:
             intern, description = self._cells.intern, self._description
             return [intern(description(row, name)) for row in rows.tolist()]

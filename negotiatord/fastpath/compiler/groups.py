@@ -4,8 +4,9 @@ the next.
 Resolving (resolution.py) splits the slots wherever they differ in the shape of an attribute the
 expression reads. A :class:`~.resolution.Builder` depends on nothing but the answers to the
 questions it asks, in the order it asks them: the shape of an attribute in the group's slots, the
-probe class of a job attribute, the value of a GUARD condition, the clock ``time()`` reads (its
-IR graph is hash-consed, so the same answers give the same node). The resolutions of a root
+probe class of a job attribute, the value of a GUARD condition (its IR graph is hash-consed, so
+the same answers give the same node; the clock ``time()`` reads is a slot column, cells.py's
+CYCLE_CLOCK, so a resolution holds for every cycle). The resolutions of a root
 therefore form a tree of questions (:class:`Resolutions`): a group of slots follows it, split by
 its slots' answers to each slot question, down to the outcome its answers lead to, and only a
 group whose answers lead somewhere not yet known is resolved (and its questions filed).

@@ -32,7 +32,9 @@ import numpy as np
 
 from negotiatord.classad.parser import SCOPES, Node
 from negotiatord.classad.values import BOOL, ERROR, INT, REAL, UNDEF, NotScalar, Value
-from negotiatord.fastpath.compiler.cells import ABSENT, ASSET, EXPR, LITERAL, CellTable, JobCells, SlotColumns
+from negotiatord.fastpath.compiler.cells import (
+    ABSENT, ASSET, CYCLE_CLOCK, EXPR, LITERAL, CellTable, JobCells, SlotColumns,
+)
 from negotiatord.fastpath.compiler.folding import evaluate, hole
 from negotiatord.fastpath.compiler.ir import SCALAR, IRGraph
 from negotiatord.fastpath.instructions import (
@@ -42,9 +44,8 @@ from negotiatord.fastpath.instructions import (
 )
 
 SLOT, JOB = "slot", "job"
-CLOCK = "clock"          # the question time() asks: the cycle's clock
-# What a builder asks of the ads and the clock, in the order it asks: (SLOT, attribute) of the
-# group's slots, (JOB, attribute, probe mode) and (GUARD, node) of the job, (CLOCK,).
+# What a builder asks of the ads, in the order it asks: (SLOT, attribute) of the group's slots,
+# (JOB, attribute, probe mode) and (GUARD, node) of the job.
 Question = tuple
 
 NATIVE_BINARY = {
@@ -116,7 +117,6 @@ class Builder:
     job: JobCells | None
     rows: np.ndarray                 # table rows of the group
     mode: Mode
-    now: int
     old_semantics: bool
     scalar_value: Callable[[int], Value] | None = None   # a job-only node's value for this job
     probes: dict[tuple[str, str], object] = field(default_factory=dict)  # (attribute, mode) -> what was seen
@@ -183,21 +183,17 @@ class Builder:
         return shape
 
     def answer(self, question: Question) -> object:
-        """The answer this builder's job (or clock) gives to a question about it, noted as a probe
-        as when resolution asks it: a job attribute's probe class, a GUARD condition's value, the
-        cycle's clock that ``time()`` reads. Slot questions are the caller's (their answer is per
-        slot)."""
-        kind = question[0]
-        if kind == JOB:
+        """The answer this builder's job gives to a question about it, noted as a probe as when
+        resolution asks it: a job attribute's probe class, a GUARD condition's value. Slot
+        questions are the caller's (their answer is per slot)."""
+        if question[0] == JOB:
             assert self.job is not None          # job questions are asked only with a job
             lower, mode = question[1], question[2]
             probe = self.probes[lower, mode] = probe_class(self.cells, self.job.cell(lower), mode)
             return probe
-        if kind == GUARD:
-            assert self.scalar_value is not None     # GUARD questions are asked only with job values
-            guard = self.probes[str(question[1]), GUARD] = guard_key(self.scalar_value(question[1]))
-            return guard
-        return self.now
+        assert question[0] == GUARD and self.scalar_value is not None   # asked only with job values
+        guard = self.probes[str(question[1]), GUARD] = guard_key(self.scalar_value(question[1]))
+        return guard
 
     def _slot_attribute(self, lower: str) -> int | None:
         self._slot_shape(lower)
@@ -364,8 +360,10 @@ class Builder:
         if lower in CONTEXT_FUNCTIONS:
             raise Unsupported(f"{name}() depends on the evaluation scope")
         if lower == "time" and not args:
-            self.asked.append(((CLOCK,), self.now))
-            return self.graph.const((INT, self.now))
+            # the cycle's clock, read from a column (cells.py, CYCLE_CLOCK): a value kept out of
+            # the compiled expression, which then serves every cycle
+            self._slot_shape(CYCLE_CLOCK)
+            return self.graph.slot(CYCLE_CLOCK)
         if lower == "ifthenelse" and len(args) == 3:
             return self._choice(args[0], args[1], args[2], side, ("call", name, (hole(0), hole(1), hole(2))))
         if lower in NATIVE_FUNCTIONS and len(args) == 1:

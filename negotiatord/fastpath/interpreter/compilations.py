@@ -6,9 +6,9 @@ A cycle's evaluator is built for one slot table, but little of what it compiles 
 table. Interned cells and strings, the IR graph, the job-only values and the resolutions of each
 root (compiler/groups.py: keyed by the shapes of the attributes resolution read, never by which
 slot holds them) stay true for any table; what is per table (the cell columns, the static store
-of slot values, the leaves lowered against that store) is made by each cycle's evaluator. What
-depends on the cycle's clock is keyed by it: ``time()`` is a question resolution asks, a job's
-``CurrentTime`` an input its values are keyed by.
+of slot values, the leaves lowered against that store) is made by each cycle's evaluator. The
+cycle's clock is data, never compiled in: ``time()`` reads a column every slot holds alike
+(cells.py, CYCLE_CLOCK), and a job's ``CurrentTime`` is an input its values are keyed by.
 
 Everything here depends on classad2's scoping mode and on the slot table's list of assets, so the
 compilations of one mode and list are kept at a time; and all of it only grows, so once any part
@@ -107,6 +107,11 @@ class Compilations:
     def __init__(self) -> None:
         self._kept: Compiled | None = None
         self.started = 0          # times the compilations started (over): the first, a mode change, a limit
+
+    @property
+    def kept(self) -> Compiled | None:
+        """The compilations kept now; None before the first cycle."""
+        return self._kept
 
     def for_cycle(self, old_semantics: bool, assets: tuple[str, ...], slots: int) -> Compiled:
         """The compilations for a cycle evaluated in ``old_semantics`` over a slot table of

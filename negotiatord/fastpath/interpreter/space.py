@@ -270,7 +270,7 @@ class Space:
         members = universe[domain(self.rows)]
 
         def builder(group: np.ndarray) -> Builder:
-            return Builder(context.graph, context.cells, context.columns, job, group, spec.mode, context.now,
+            return Builder(context.graph, context.cells, context.columns, job, group, spec.mode,
                            context.old_semantics, scalar_value)
 
         def root(b: Builder) -> int:
