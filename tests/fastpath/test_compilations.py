@@ -98,18 +98,23 @@ def test_expressions_that_change_between_cycles_are_compiled_again():
     assert len({repr(r.matches) for r in results}) >= 3      # the changes change what matches
 
 
+def clock_reading_slots(dies: int, deadline: int, timer_start: str) -> list[classad2.ClassAd]:
+    """A glidein whose START reads ``CurrentTime`` (undefined in its ad) against ``dies``, and a
+    slot whose START is ``timer_start``, reading ``time()`` and its ``Deadline``."""
+    return [
+        pslot("glidein", GLIDEIN_ToDie=dies, Start=expr("CurrentTime < GLIDEIN_ToDie"),
+              Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus")),
+        pslot("timer", Deadline=deadline, Start=expr(timer_start),
+              Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus")),
+    ]
+
+
 def test_slots_reading_the_clock_stop_matching_when_the_cycles_clock_passes_their_deadline():
     """``CurrentTime`` (the ad's own, and frozen at the cycle's clock where undefined, as
     HTCondor's negotiator evaluates it) and ``time()`` read each cycle's clock, also when every
     compilation else is kept."""
     config = settings()
-    slot_ads = [
-        pslot("glidein", GLIDEIN_ToDie=NOW + 150, Start=expr("CurrentTime < GLIDEIN_ToDie"),
-              Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus")),
-        pslot("timer", Deadline=NOW + 90, Start=expr("time() < Deadline"),
-              Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus")),
-        pslot("plain", cpus=1),
-    ]
+    slot_ads = [*clock_reading_slots(NOW + 150, NOW + 90, "time() < Deadline"), pslot("plain", cpus=1)]
     job_ads = jobs("alice", 4, Requirements=expr("TARGET.Name =!= \"plain\" || CurrentTime > 0"))
     cycles = [(slot_ads, job_ads, NOW + 60 * step) for step in range(5)]
     results = negotiate_both_ways(cycles, config, reference=True)
@@ -120,15 +125,10 @@ def test_slots_reading_the_clock_stop_matching_when_the_cycles_clock_passes_thei
 def test_cycles_whose_clock_alone_moves_compile_nothing_new():
     """The clock is data the kernels read, not compiled in: once the first cycle compiled a pool
     whose START reads ``time()`` and ``CurrentTime``, later cycles that differ only in their clock
-    add no IR node (so no leaf either) and no static store row. A daemon's idle cycles over glideins (whose
-    START reads the clock) compiled START again each cycle, and kept every copy."""
+    add no IR node (so no leaf either) and no static store row. A daemon's idle cycles over
+    glideins (whose START reads the clock) compiled START again each cycle, and kept every copy."""
     config = settings()
-    slot_ads = [
-        pslot("glidein", GLIDEIN_ToDie=NOW + 10_000, Start=expr("CurrentTime < GLIDEIN_ToDie"),
-              Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus")),
-        pslot("timer", Deadline=NOW + 10_000, Start=expr("time() < Deadline && time() - Deadline < Cpus"),
-              Requirements=expr("START && TARGET.RequestCpus <= MY.Cpus")),
-    ]
+    slot_ads = clock_reading_slots(NOW + 10_000, NOW + 10_000, "time() < Deadline && time() - Deadline < Cpus")
     job_ads = jobs("alice", 2, Requirements=expr("TARGET.Cpus >= RequestCpus"))
     builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
     sizes = []
