@@ -515,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=0, metavar="N",
                         help="only negotiate one snapshot N times, printing each cycle's CPU time by phase")
     args = parser.parse_args(argv)
+    if args.daemon_cycles < 2:
+        parser.error("--daemon-cycles: at least 2 (a first cycle and a next one)")
     settings = load_settings(CONFIG_PATH)
     print("\n".join(describe_real(real_ospool())))
     for name in (SIZES if args.size == "all" else [args.size]):
