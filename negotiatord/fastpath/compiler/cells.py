@@ -251,6 +251,12 @@ class SlotColumns:
             values = column[rows]
         return values
 
+    def shapes(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """The shapes of attribute ``name`` (lower case) for table rows ``rows``; the column is
+        read first, since reading it interns new cells (and so new shapes)."""
+        column = self.column(name, rows)
+        return self._cells.shape_array()[column]
+
     def _read_rows(self, name: str, rows: np.ndarray) -> list[int]:
         if name in self._asset_columns:
             return self._read_asset(name, rows)

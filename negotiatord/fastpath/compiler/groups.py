@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns, distinct_rows
+from negotiatord.fastpath.compiler.cells import SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler.resolution import SLOT, Builder, Question, Split, Unsupported
 
 Outcome = tuple[int | None, str]      # (IR node, "") or (None, why classad2 evaluates it)
@@ -80,8 +80,7 @@ class SlotClasses:
     """The slots of a universe (table rows) in classes of equal shape in each attribute listed so
     far: resolution reads nothing else of a slot, so slots of one class resolve alike."""
 
-    def __init__(self, rows: np.ndarray, cells: CellTable, columns: SlotColumns) -> None:
-        self._cells = cells
+    def __init__(self, rows: np.ndarray, columns: SlotColumns) -> None:
         self._columns = columns
         self.rows = rows                                     # universe row -> table row
         self.of = np.zeros(len(rows), dtype=np.int64)       # universe row -> class
@@ -93,14 +92,14 @@ class SlotClasses:
         for attribute in attributes:
             if attribute not in self._listed:
                 self._listed.append(attribute)
-                self._split(attribute, self._shapes(attribute, self.rows))
+                self._split(attribute, self._columns.shapes(attribute, self.rows))
 
     def grow(self, rows: np.ndarray) -> None:
         """Table ``rows`` join the universe (as its last rows)."""
         self.rows = np.concatenate([self.rows, rows])
         listed = self._listed
         index = {tuple(shapes[a] for a in listed): c for c, shapes in enumerate(self.shapes)}
-        columns = [self._shapes(a, rows).tolist() for a in listed]
+        columns = [self._columns.shapes(a, rows).tolist() for a in listed]
         joined = []
         for key in zip(*columns) if listed else [()] * len(rows):
             found = index.get(key)
@@ -109,10 +108,6 @@ class SlotClasses:
                 self.shapes.append(dict(zip(listed, key)))
             joined.append(found)
         self.of = np.concatenate([self.of, np.array(joined, dtype=np.int64)])
-
-    def _shapes(self, attribute: str, rows: np.ndarray) -> np.ndarray:
-        column = self._columns.column(attribute, rows)       # read first: reading interns new cells
-        return self._cells.shape_array()[column]
 
     def _split(self, attribute: str, shapes: np.ndarray) -> None:
         if not len(shapes) or (shapes == shapes[0]).all():      # most attributes: one shape in every slot
@@ -135,7 +130,7 @@ class Grouping:
 
 
 def resolve(make_builder: Callable[[np.ndarray], Builder], root: Callable[[Builder], int], universe_rows: np.ndarray,
-            slots: SlotClasses, cells: CellTable, columns: SlotColumns, known: Resolutions) -> Grouping:
+            slots: SlotClasses, columns: SlotColumns, known: Resolutions) -> Grouping:
     """Resolve ``root`` for the slots of ``universe_rows``, splitting groups whose slots differ in
     an attribute's shape: each class of slots by the resolutions ``known`` already, the others
     anew (filing them there)."""
@@ -169,8 +164,7 @@ def resolve(make_builder: Callable[[np.ndarray], Builder], root: Callable[[Build
         try:
             outcome: Outcome = (root(builder), "")
         except Split as split:
-            column = columns.column(split.name, group)      # read first: reading interns new cells
-            shapes = cells.shape_array()[column]
+            shapes = columns.shapes(split.name, group)
             pending.extend(group[shapes == shape] for shape in np.unique(shapes))
             probes.update(builder.probes)
             continue

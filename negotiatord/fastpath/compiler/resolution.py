@@ -174,8 +174,7 @@ class Builder:
 
     def _slot_shape(self, lower: str) -> int:
         """The shape every slot of the group has for ``lower``; Split when they differ."""
-        column = self.columns.column(lower, self.rows)
-        shapes = self.cells.shape_array()[column]
+        shapes = self.columns.shapes(lower, self.rows)
         if not (shapes == shapes[0]).all():
             raise Split(lower)
         shape = int(shapes[0])

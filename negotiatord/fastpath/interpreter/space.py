@@ -122,7 +122,7 @@ class Space:
         self.static: Triple = triple((stored, max(len(self.rows), 1)))
         self._computed = np.zeros((stored, max(len(self.rows), 1)), dtype=bool)
         self.python = PythonInputs(context.strings)
-        self.classes = SlotClasses(self.rows, context.cells, context.columns)
+        self.classes = SlotClasses(self.rows, context.columns)
         self.leaves: list[Leaf] = []
         self.tables = LeafTables(len(self.rows))
         self.epoch = 0                   # bumped when the universe grows (compiled roots are then stale)
@@ -281,7 +281,7 @@ class Space:
             return context.graph.const((UNDEF, None)) if found is None else found
 
         known = context.compiled.resolutions_of((spec, job is not None))
-        grouping = resolve(builder, root, members, self.classes, context.cells, context.columns, known)
+        grouping = resolve(builder, root, members, self.classes, context.columns, known)
         leaf_of = np.full(len(self.rows), -1, dtype=np.int64)
         nodes = []
         for group, node, reason in grouping.groups:
