@@ -71,18 +71,12 @@ class Compiled:
 
     def static_row(self, node: int) -> int:
         """The static store row of slot-only ``node`` in every space (leaves.InputRows)."""
-        row = self.static_rows.get(node)
-        if row is None:
-            row = self.static_rows[node] = len(self.static_rows)
-        return row
+        return self.static_rows.setdefault(node, len(self.static_rows))
 
     def python_row(self, node: int) -> int:
         """The row of classad2 step ``node`` among the dynamic inputs after the assets', in every
         space (leaves.InputRows)."""
-        row = self.python_rows.get(node)
-        if row is None:
-            row = self.python_rows[node] = len(self.python_rows)
-        return row
+        return self.python_rows.setdefault(node, len(self.python_rows))
 
     def leaf(self, node: int | None, sink: int, reason: str) -> Leaf:
         """IR root ``node`` lowered for ``sink`` (None: classad2 evaluates it, for ``reason``); its
