@@ -30,8 +30,8 @@ from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space
 
 
 @dataclass(frozen=True)
-class _Ad:
-    """A bare ad in the place of a slot: no assets, no expressions kept beside the ad."""
+class AdAsSlot:
+    """A bare ad in the place of a slot (cells.SlotAd): no assets, no expressions kept beside the ad."""
 
     ad: classad2.ClassAd
     assets: tuple[str, ...] = ()
@@ -57,7 +57,7 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
     with ``my="job"``, the job's ``attribute`` with MY = job and TARGET = each slot ad."""
     fresh = Compiled(old_semantics(), ())
     strings, cells = fresh.strings, fresh.cells
-    columns = SlotColumns(tuple(_Ad(ad) for ad in slots), {}, cells, now, AdDescriptions())
+    columns = SlotColumns(tuple(AdAsSlot(ad) for ad in slots), {}, cells, now, AdDescriptions())
     context = Context(fresh, columns, now)
     space = Space(context, np.arange(len(slots)), len(slots))
     job_cells = JobCells(job, cells, now) if job is not None else None

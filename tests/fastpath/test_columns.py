@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-import classad2
 import numpy as np
 
 from negotiatord.classad.values import INT
 from negotiatord.fastpath.compiler.cells import CellTable, SlotColumns, current_time_cell, current_time_description
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.probe import AdAsSlot
 from negotiatord.fastpath.strings import StringTable
 from tests.builders import expr, pslot
 
@@ -19,17 +18,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from pool_generator import generate_pool  # noqa: E402
 
 NOW = 1_700_000_000
-
-
-@dataclass(frozen=True)
-class _Slot:
-    """A slot ad alone, without assets or a consumption policy."""
-
-    ad: classad2.ClassAd
-    assets: tuple[str, ...] = ()
-    integer_amounts: tuple[bool, ...] = ()
-    consumption: None = None
-    slot_weight: None = None
 
 
 def test_the_clock_an_expression_read_names_is_the_one_the_whole_ad_names():
@@ -51,7 +39,7 @@ def test_the_clock_an_expression_read_names_is_the_one_the_whole_ad_names():
     ]
     ads = [*pool.slot_ads, *crafted]
     cells = CellTable(StringTable())
-    columns = SlotColumns(tuple(_Slot(ad) for ad in ads), {}, cells, NOW, AdDescriptions())
+    columns = SlotColumns(tuple(AdAsSlot(ad) for ad in ads), {}, cells, NOW, AdDescriptions())
     rows = np.arange(len(ads))
     for name in sorted({key.lower() for ad in ads for key in ad.keys()} - {"currenttime"}):
         columns.column(name, rows)
