@@ -196,6 +196,14 @@ def slot_kind(ad: classad2.ClassAd) -> SlotKind:
     return SlotKind.STATIC
 
 
+def child_names(ad: classad2.ClassAd) -> tuple[str, ...]:
+    """The names of the dynamic slots a partitionable slot's ad lists in ``ChildName``, the
+    attribute HTCondor's ``pslotMultiMatch`` finds a p-slot's dynamic slots by; none where the
+    list is missing or not a list."""
+    children = ad.get("ChildName")
+    return tuple(name for name in children if isinstance(name, str)) if isinstance(children, list) else ()
+
+
 def _assets(ad: classad2.ClassAd) -> tuple[str, ...]:
     listed = evaluate_string(ad, "MachineResources")
     if listed is None:

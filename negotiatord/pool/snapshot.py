@@ -18,7 +18,7 @@ import numpy as np
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
-from negotiatord.pool.slots import Slot, SlotKind
+from negotiatord.pool.slots import Slot, SlotKind, child_names
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,10 @@ class SlotTable:
         rows = {slot.name: row for row, slot in enumerate(self.slots)}
         parents: dict[int, int] = {}
         for row, slot in enumerate(self.slots):
-            children = slot.ad.get("ChildName") if slot.kind is SlotKind.PARTITIONABLE else None
-            if not isinstance(children, list):
+            if slot.kind is not SlotKind.PARTITIONABLE:
                 continue
-            for name in children:
-                child = rows.get(name) if isinstance(name, str) else None
+            for name in child_names(slot.ad):
+                child = rows.get(name)
                 if child is not None and self.slots[child].kind is SlotKind.DYNAMIC and self.slots[child].claim:
                     parents[child] = row
         return MappingProxyType(parents)

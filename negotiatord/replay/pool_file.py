@@ -8,8 +8,8 @@ What a node takes of its slot's ad, and why:
   ``TotalSlotCpus``, ``TotalSlotMemory`` (MB), ``TotalSlotDisk`` (KB) and ``TotalSlotGPUs``, a
   static slot's ``Cpus``, ``Memory``, ``Disk`` and ``GPUs``, as whole numbers (rounded down);
   GPUs only where there are some. A dynamic slot is folded away: its resources are its
-  partitionable slot's ``Total*`` already (HTCondor names it ``slot<N>_<M>@...``, its p-slot
-  ``slot<N>@...``); one whose p-slot is not in the file is skipped, its p-slot's size unknown;
+  partitionable slot's ``Total*`` already (the p-slot lists it in ``ChildName``); one that no
+  p-slot of the file lists is skipped, its p-slot's size unknown;
 * its ``Name`` (so ``jobs.csv`` names real slots) and ``Machine``;
 * ``Arch`` and ``OpSys``, the attributes that condor_submit's default Requirements name, so that
   a job ad carrying them matches as it would in the real pool.
@@ -31,7 +31,6 @@ an error naming the file, the line and the ad.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,7 @@ import classad2
 
 from negotiatord.ads import AdFormatError, read_ads
 from negotiatord.classad.conversion import evaluate_number, evaluate_string
-from negotiatord.pool.slots import SlotKind, slot_kind
+from negotiatord.pool.slots import SlotKind, child_names, slot_kind
 from negotiatord.replay.pool import Node, NodeShape, PoolSpecError, SimulatedPool
 
 KEPT = ("Arch", "OpSys")
@@ -49,8 +48,6 @@ SIZE = {SlotKind.PARTITIONABLE: ("TotalSlotCpus", "TotalSlotMemory", "TotalSlotD
         SlotKind.STATIC: ("Cpus", "Memory", "Disk", "GPUs")}
 NOT_A_SLOT = "not a slot: MyType {kind}"
 NO_PSLOT = "dynamic slot whose partitionable slot is not in the file"
-# slot1_3@host is a dynamic slot of slot1@host
-_DYNAMIC_NAME = re.compile(r"^(slot\d+)_\d+@")
 
 
 @dataclass
@@ -89,6 +86,7 @@ def read_pool(path: Path) -> PoolFile:
     pool = PoolFile(path, ads=len(batch.ads))
     seen: dict[str, int] = {}                    # slot Name -> the line of its ad
     dynamic: list[str] = []
+    children: set[str] = set()                   # the dynamic slots the p-slots list
     for ad, position, line in zip(batch.ads, batch.positions, batch.lines):
         kind = evaluate_string(ad, "MyType")
         if kind != "Machine":
@@ -105,11 +103,12 @@ def read_pool(path: Path) -> PoolFile:
         if name in seen:
             raise PoolSpecError(f"--pool {where}, {name}: the same Name as the slot at line {seen[name]}")
         seen[name] = line
+        if slot is SlotKind.PARTITIONABLE:
+            children.update(child_names(ad))
         pool.nodes.append(Node(name, _shape(ad, slot, f"{where}, {name}"), evaluate_string(ad, "Machine") or ""))
         pool.slots[slot.value] += 1
     for name in dynamic:
-        parent = _DYNAMIC_NAME.sub(r"\1@", name)
-        if parent != name and parent in seen:
+        if name in children:
             pool.folded += 1
         else:
             pool.skipped[NO_PSLOT] += 1
