@@ -16,7 +16,7 @@ head, so a :class:`Candidate` is made for the head alone.
 
 A list holds only as many candidates as its request can use (its jobs, and a margin for slots
 other requests take meanwhile), and is refilled when it runs dry (:class:`RankedOffer`): the
-candidates that come next are those the whole list would have had next, assessed on the pool as
+candidates that come next are those the whole list would have had next, ranked on the pool as
 it was when the list was made, so the order is the same as if every slot had been ranked at once.
 """
 
@@ -122,9 +122,9 @@ class RankedOffer:
     * Otherwise every slot is assessed (its rank decides its place). If at most
       :data:`WHOLE_LIST` of them match, the whole list is sorted at once and is the one part.
       Else only the best of them are sorted and kept whole; of the others only the slot row and
-      the ranks are kept. A list that runs dry sorts those once and keeps the slot rows in order;
-      each part then takes the next of them still on offer and assesses just them again, for
-      their cost and consumption.
+      the ranks are kept. A list that runs dry sorts those once; each part then takes the next
+      of them still on offer, with the ranks they were listed with, marked to be assessed again
+      when they reach the head (version -1), as a slot a match changed since would be.
 
     Each part holds at least ``need`` candidates (if there are that many), twice as many as the
     part before. With ``whole_ties`` (breadth-first) a part also holds every candidate ranked as
@@ -199,26 +199,19 @@ class RankedOffer:
             self._done = not left.any()
             return self._candidates(assessment, matched[chosen])
         if not self._sorted:
-            # the list ran dry once, so it is likely to again: sort what is left, once, and keep
-            # only the slot rows in that order (and the ranks, for breadth-first's ties)
-            rank = self._left_rank
-            order = best_first(self._left_rows, rank)
-            self._left_rows = self._left_rows[order].astype(np.int32)
-            self._left_rank = rank[order] if self._whole_ties else np.empty((0, 3))
+            # the list ran dry once, so it is likely to again: sort what is left, once
+            order = best_first(self._left_rows, self._left_rank)
+            self._left_rows, self._left_rank = self._left_rows[order].astype(np.int32), self._left_rank[order]
             self._sorted = True
-        rows = self._left_rows[self._next:]
+        rows, rank = self._left_rows[self._next:], self._left_rank[self._next:]
         on_offer = np.flatnonzero(self._state.available[rows])
         count = min(self._need, len(on_offer))
         if self._whole_ties and count:
-            rank = self._left_rank[self._next:]
             count += first_true(~(rank[on_offer[count:]] == rank[on_offer[count - 1]]).all(axis=1))
         taken = on_offer[:count]
         self._next += int(taken[-1]) + 1 if count else len(rows)
         self._done = count == len(on_offer)
-        # assessed again as they were then, for their cost and consumption (their rank is the same)
-        positions = np.searchsorted(self._rows, rows[taken])
-        again = self._evaluator.assess(self._autocluster, self._rows[positions], self._amounts[positions])
-        return self._candidates(again, np.flatnonzero(again.matched))
+        return _to_assess_again(rows[taken], rank[taken], self._state.amounts.shape[1])
 
     def _best(self, rows: np.ndarray, rank: np.ndarray) -> np.ndarray:
         """The positions of the ``need`` best entries, best first (with ``whole_ties``, and every
@@ -264,6 +257,15 @@ class RankedOffer:
         version = np.where(same, self._state.version[rows], -1)
         return Candidates(rows, assessment.rank[chosen], assessment.cost[chosen], assessment.consumption[chosen],
                           version)
+
+
+def _to_assess_again(rows: np.ndarray, rank: np.ndarray, assets: int) -> Candidates:
+    """Candidates of slots that matched when the list was made, with the ranks they had then,
+    marked to be assessed again when they reach the head (version -1) rather than now: a slot a
+    match changed since would be anyway, one unchanged gives the same answers then as now, and
+    most of a part is never reached (each part is twice as long as the one before)."""
+    return Candidates(rows, rank, np.full(len(rows), np.nan), np.full((len(rows), assets), np.nan),
+                      np.full(len(rows), -1, dtype=np.int64))
 
 
 def _lowest(rank: np.ndarray) -> tuple[float, ...] | None:
