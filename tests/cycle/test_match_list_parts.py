@@ -179,6 +179,25 @@ def test_a_list_refilled_after_matches_changed_its_slots(monkeypatch, evaluator)
     assert [cost for _, _, cost in order] == [1.0] * 8       # SlotWeight = Cpus: the job's one core
 
 
+def test_a_refill_assesses_a_slot_only_when_it_reaches_the_head(monkeypatch):
+    """Job Rank = TARGET.Memory. A part after the first hands out the next slots on offer with
+    the ranks they were listed with, marked to be assessed again (version -1), as a slot a match
+    changed is: refilling assesses nothing, and each slot is assessed as it reaches the head
+    (most of a part, twice as long as the one before, is never reached)."""
+    monkeypatch.setattr(matchlist, "MARGIN", 0)
+    monkeypatch.setattr(matchlist, "WHOLE_LIST", 0)
+    match_list, _, made = nine_slots(FastEvaluator, ranked_by_memory(jobs("alice", 1, memory=1000)))
+    candidates = match_list.candidates
+    assert candidates.rows.tolist() == [1] and made.stats.pairs == 9     # every slot assessed once
+    candidates.head = 1                                                   # the first part spent
+    assert candidates.refill()
+    # the next two on offer (s2 was withdrawn): s4, which a match changed, and s5, which none did
+    assert candidates.rows.tolist() == [4, 5] and candidates.version.tolist() == [-1, -1]
+    assert candidates.rank[:, 1].tolist() == [4096.0, 4096.0] and made.stats.pairs == 9
+    head = match_list.best()
+    assert head is not None and (head.row, head.cost) == (4, 1.0) and made.stats.pairs == 10
+
+
 @pytest.mark.parametrize("evaluator", [FastEvaluator, ClassAdEvaluator])
 def test_constant_ranks_assess_only_the_slots_a_list_needs(monkeypatch, evaluator):
     """No job Rank: slot-row order, found by assessing one slot at first, then twice as many."""
