@@ -112,9 +112,9 @@ class RankedOffer:
     row, each with the answers of that assessment and re-assessed when it reaches the head if a
     match changed it since. Each part here is the next stretch of that order, worked out when it
     is asked for: the slots it may hold are placed by an assessment at the amounts they had when
-    the list was made (so the match, the rank and hence the place are the same as then), a slot since taken
-    is left out (it would be skipped), and one whose amounts changed since is marked for
-    re-assessment (version -1, as its version would differ).
+    the list was made (so the match, the rank and hence the place are the same as then), a slot
+    since taken is left out (it would be skipped), and one whose amounts changed since is marked
+    for re-assessment (version -1, as its version would differ).
 
     * Constant ranks (no pre/post job rank, a literal job Rank, depth-first): the order is
       slot-row order, so only as many slots are assessed, chunk after chunk, as it takes to find

@@ -3,12 +3,12 @@ static slot of its real size; a hand-made file and trace whose every placement i
 hand, a slice of KTH on the OSPool sample's slots, and the errors a user sees.
 
 The hand-made file (``SLOTS``), in its order: p-slot a1 (TotalSlot 4 cpus, 4096 MB), a dynamic
-slot a1 lists in its ``ChildName`` (folded: its resources are a1's Total*), p-slot b (2 cpus, 16384 MB, 1 GPU), a
-Submitter ad (not a slot), static slot s (1 cpu, 2048 MB), p-slot a2 (a1's size, though its ad
-says other Cpus and Memory left and another State: the size is TotalSlot*), and a dynamic slot
-whose p-slot is not in the file. The nodes: a1, b, s, a2; shapes A (a1, a2), B, S. Every ad's
-START asks for ``TARGET.ProjectName``, as the OSPool's does; the replay's START replaces it (the
-trace's jobs have no ProjectName, and would otherwise match nothing).
+slot a1 lists in its ``ChildName`` (folded: its resources are a1's Total*), p-slot b (2 cpus,
+16384 MB, 1 GPU), a Submitter ad (not a slot), static slot s (1 cpu, 2048 MB), p-slot a2 (a1's
+size, though its ad says other Cpus and Memory left and another State: the size is TotalSlot*),
+and a dynamic slot whose p-slot is not in the file. The nodes: a1, b, s, a2; shapes A (a1, a2),
+B, S. Every ad's START asks for ``TARGET.ProjectName``, as the OSPool's does; the replay's START
+replaces it (the trace's jobs have no ProjectName, and would otherwise match nothing).
 
 The trace (one user, no group; CPU-centric consumption, SLOT_WEIGHT = Cpus, a cycle every 60 s):
 
