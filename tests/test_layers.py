@@ -24,6 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "negotiatord"
 # from any lower layer; never from a higher one.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("classad", "logs"),
+    ("cedar",),
     ("settings", "ads"),
     ("pool",),
     ("evaluation", "accountant"),

@@ -1,0 +1,75 @@
+"""Authentication: choosing a method with the daemon, then running its handshake.
+
+``Authentication::handshake`` (``src/condor_io/authentication.cpp``): the client sends the bitmask
+of the methods it will try (the ones the daemon's reply listed, in ``AuthMethodsList``); the daemon
+answers with the bit of the first of its own methods in it, or 0 when none is left. The chosen
+method's handshake runs; if it fails, the client drops that method and asks again. After a method
+succeeds, ``Authentication::exchangeKey`` has the daemon say whether it sends a key: with an ECDH
+session key (HTCondor 9.0+) it never does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from negotiatord.cedar.auth.channel import Channel, MethodFailed
+from negotiatord.cedar.auth.fs import authenticate_fs
+from negotiatord.cedar.auth.tokens import authenticate_token
+from negotiatord.cedar.errors import AuthenticationFailed, ProtocolError
+from negotiatord.cedar.policy import ClientSecurity, canonical_method
+from negotiatord.cedar.wire import MessageWriter
+
+# CAUTH_* in src/condor_includes/condor_auth.h
+METHOD_BITS = {"CLAIMTOBE": 2, "FS": 4, "FS_REMOTE": 8, "KERBEROS": 64, "ANONYMOUS": 128, "SSL": 256,
+               "PASSWORD": 512, "MUNGE": 1024, "TOKEN": 2048, "SCITOKENS": 4096}
+_HANDSHAKES = {"FS": authenticate_fs, "TOKEN": authenticate_token}
+
+
+@dataclass(frozen=True)
+class Authenticated:
+    method: str          # as HTCondor names it in the session (``IDTOKENS`` for TOKEN)
+    peer_identity: str   # who the daemon proved to be, where the method says
+
+
+async def authenticate(channel: Channel, offered: str, security: ClientSecurity,
+                       server_ad_facts: dict[str, str]) -> Authenticated:
+    """Authenticate over ``channel`` with the methods ``offered`` (the daemon's ``AuthMethodsList``)
+    that this side is configured for; raises :class:`AuthenticationFailed` saying why each failed."""
+    ours = set(security.usable_methods) & set(_HANDSHAKES)
+    remaining = [method for method in dict.fromkeys(canonical_method(m) for m in offered.split(",") if m.strip())
+                 if method in ours]
+    if not remaining:
+        raise AuthenticationFailed(
+            channel.peer, f"no authentication method in common: the daemon offers {offered or 'none'}, "
+            f"negotiatord is configured for {', '.join(security.usable_methods) or 'none'} "
+            "(SEC_CLIENT_AUTHENTICATION_METHODS here, SEC_*_AUTHENTICATION_METHODS at the daemon)")
+    failures: list[str] = []
+    while remaining:
+        bitmask = sum(METHOD_BITS[method] for method in remaining)
+        await channel.send(MessageWriter().put_int(bitmask))
+        reader = await channel.receive()
+        chosen = reader.get_int32()
+        method = next((name for name, bit in METHOD_BITS.items() if bit == chosen), None)
+        if chosen == 0 or method not in remaining:
+            break
+        try:
+            identity = await _HANDSHAKES[method](channel, security, server_ad_facts)
+        except MethodFailed as failure:
+            failures.append(f"{_named(method)}: {failure}")
+            remaining.remove(method)
+            continue
+        await _no_key_follows(channel)
+        return Authenticated(_named(method), identity)
+    raise AuthenticationFailed(channel.peer, "; ".join(failures) or
+                               f"the daemon accepted none of {', '.join(map(_named, ours))}")
+
+
+async def _no_key_follows(channel: Channel) -> None:
+    reader = await channel.receive()
+    if reader.get_int32() != 0:
+        raise ProtocolError(channel.peer, "the daemon sent a session key after authentication; negotiatord "
+                            "derives keys by ECDH only (HTCondor 9.0 and later)")
+
+
+def _named(method: str) -> str:
+    return "IDTOKENS" if method == "TOKEN" else method

@@ -1,0 +1,126 @@
+"""A real HTCondor 25.14 pool on loopback, for the tests that need real daemons.
+
+``../shared/htcondor/minipool`` starts a collector, a schedd and a startd (and, if asked,
+HTCondor's own negotiator), secured with IDTOKENS, as an unprivileged user. A test that needs the
+pool and cannot start it fails: nothing here skips.
+
+negotiatord's credentials are those an administrator would give it: a token for
+``negotiatord@minipool`` (which the pool authorizes at the NEGOTIATOR level) in a token directory
+of its own, owned by the user negotiatord runs as and closed to others, as HTCondor requires.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+ROOT = Path(__file__).resolve().parents[1]
+HTCONDOR = ROOT.parent / "shared" / "htcondor"
+MINIPOOL = HTCONDOR / "minipool"
+IDENTITY = "negotiatord@minipool"
+T = TypeVar("T")
+
+
+class PoolError(RuntimeError):
+    pass
+
+
+@dataclass
+class MiniPool:
+    """A running pool in ``directory``."""
+
+    directory: Path
+    shared_port: bool = True
+    started: list[str] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        return int((self.directory / "port").read_text())
+
+    @property
+    def collector(self) -> str:
+        return f"<127.0.0.1:{self.port}>"
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "condor_config"
+
+    def env(self) -> dict[str, str]:
+        """The environment of HTCondor's tools for this pool (run as this process's user)."""
+        return {**os.environ, "CONDOR_CONFIG": str(self.config),
+                "PATH": f"{HTCONDOR / 'bin'}:{HTCONDOR / 'sbin'}:{os.environ.get('PATH', '')}",
+                "LD_LIBRARY_PATH": str(HTCONDOR / "lib"), "_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS": "FS"}
+
+    def token_directory(self, identity: str = IDENTITY) -> Path:
+        """A directory holding a token for ``identity``, owned by this process's user, mode 0700."""
+        made = Path(_run(MINIPOOL, "token", str(self.directory), identity).strip())
+        target = self.directory / "negotiatord-tokens" / identity
+        target.mkdir(parents=True, exist_ok=True)
+        os.chmod(target, 0o700)
+        shutil.copyfile(made, target / "token")
+        os.chmod(target / "token", 0o600)
+        return target
+
+    def condor(self, tool: str, *args: str) -> str:
+        """Run one of HTCondor's tools against the pool; its standard output."""
+        return _run(HTCONDOR / "bin" / tool, *args, env=self.env())
+
+    def add_config(self, name: str, text: str) -> None:
+        (self.directory / "config.d" / name).write_text(text)
+
+    def reconfig(self) -> None:
+        self.condor("condor_reconfig", "-all")
+
+    def stop(self) -> None:
+        subprocess.run([str(MINIPOOL), "stop", str(self.directory)], capture_output=True, timeout=90)
+
+
+def _run(*command: object, env: dict[str, str] | None = None, timeout: float = 120) -> str:
+    done = subprocess.run([str(part) for part in command], capture_output=True, text=True, env=env, timeout=timeout)
+    if done.returncode != 0:
+        raise PoolError(f"{' '.join(map(str, command))} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
+@contextmanager
+def minipool(*, cpus: int = 8, pslots: int = 1, shared_port: bool = True, with_negotiator: bool = False,
+             config: str = "") -> Iterator[MiniPool]:
+    """A fresh pool for the block's life. It lives under /tmp, where the pool's user can reach it."""
+    if not MINIPOOL.is_file():
+        raise PoolError(f"{MINIPOOL} is missing: the tests need ../shared/htcondor beside the checkout")
+    directory = Path(tempfile.mkdtemp(prefix="minipool-", dir="/tmp"))
+    os.chmod(directory, 0o755)
+    if config:
+        (directory / "config.d").mkdir()
+        (directory / "config.d" / "50-test.config").write_text(config)
+    args = ["start", str(directory), "--cpus", str(cpus), "--pslots", str(pslots),
+            "--shared-port", "yes" if shared_port else "no", "--timeout", "120"]
+    if with_negotiator:
+        args.append("--with-negotiator")
+    pool = MiniPool(directory, shared_port)
+    try:
+        _run(MINIPOOL, *args, timeout=180)
+        yield pool
+    finally:
+        pool.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def wait_for(check: Callable[[], T | None], timeout: float, what: str, every: float = 0.5) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(every)
