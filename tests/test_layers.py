@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pool",),
     ("evaluation", "accountant"),
     ("fastpath", "cycle"),
+    ("schedds",),
     ("feed",),
     ("publish", "runtime"),
     ("replay",),

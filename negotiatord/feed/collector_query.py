@@ -1,11 +1,14 @@
-"""Child-process entry: ask a collector for slot and submitter ads, and its schedds for idle
-jobs, and print them all in the long form (blank line between ads) on stdout.
+"""Child-process entry: ask a collector for slot ads, the slots' private ads and submitter ads,
+and print them all in the long form (blank line between ads) on stdout.
 
 Run as ``CONDOR_CONFIG=<file> python -m negotiatord.feed.collector_query HOST``. It runs in a child
 process for the reason the config is read in one (see ``negotiatord.settings.param_dump``):
 HTCondor's library exits the whole process on a bad config, and the daemon must outlive that.
-What it asks for follows ``Matchmaker::obtainAdsFromCollector``: startd and submitter ads from the
-collector; the jobs come from each schedd, as the negotiator gets them during a cycle.
+What it asks for follows ``Matchmaker::obtainAdsFromCollector``: startd ads, their private ads
+(the claim ids; a query at NEGOTIATOR level, answered over an encrypted session only) and
+submitter ads. A private ad comes out with ``MyType = "MachinePrivate"``, so that it is not
+mistaken for its slot's public ad. The jobs come from each schedd through ``NEGOTIATE``
+(:mod:`negotiatord.schedds`), as the negotiator gets them.
 
 A failed query raises "Failed communication with collector" whatever went wrong; HTCondor says
 what did (connection refused, a read timeout, the security handshake refused) only in its debug
@@ -23,14 +26,14 @@ from contextlib import contextmanager
 from typing import TextIO
 from collections.abc import Iterable, Iterator
 
-IDLE_JOBS = "JobStatus == 1"
+PRIVATE_TYPE = "MachinePrivate"
 _TIMESTAMP = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d ")
 
 
-def _write(ads: Iterable, my_type: str, out: TextIO) -> None:
+def _write(ads: Iterable, my_type: str, out: TextIO, *, force: bool = False) -> None:
     for ad in ads:
-        if "MyType" not in ad:
-            ad["MyType"] = my_type  # schedds leave MyType out of job ads
+        if force or "MyType" not in ad:
+            ad["MyType"] = my_type
         out.write(ad.printOld())
         out.write("\n")
 
@@ -73,20 +76,13 @@ def main(argv: list[str]) -> int:
             collector = htcondor2.Collector(host)
             slots = collector.query(htcondor2.AdTypes.Startd)
             submitters = collector.query(htcondor2.AdTypes.Submitter)
-            schedds = collector.locateAll(htcondor2.DaemonType.Schedd)
+            private = collector.query(htcondor2.AdTypes.StartdPrivate)
     except Exception as error:  # the bindings raise HTCondorException and plain OSError/ValueError
         print(_failure(error, said), file=sys.stderr)
         return 1
     _write(slots, "Machine", sys.stdout)
     _write(submitters, "Submitter", sys.stdout)
-    for schedd in schedds:
-        try:
-            with _htcondor_says() as said:
-                jobs = htcondor2.Schedd(schedd).query(constraint=IDLE_JOBS)
-        except Exception as error:  # one unreachable schedd must not hide the others' jobs
-            print(f"schedd {schedd.get('Name')}: {_failure(error, said)}", file=sys.stderr)
-            continue
-        _write(jobs, "Job", sys.stdout)
+    _write(private, PRIVATE_TYPE, sys.stdout, force=True)
     return 0
 
 

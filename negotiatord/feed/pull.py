@@ -23,6 +23,7 @@ from pathlib import Path
 import classad2
 
 from negotiatord.ads import AdProblem, parse_ads
+from negotiatord.feed.collector_query import PRIVATE_TYPE
 from negotiatord.feed.intake import named
 from negotiatord.feed.kinds import AdKind, UnkeyedAd, ad_key, kind_of
 
@@ -36,9 +37,12 @@ _CAUSES = (
      "nothing listens at that address and port: a wrong host or port, or the collector is down"),
     (("Can't resolve", "unknown host", "Name or service not known"), "unknown host",
      "the collector's host name does not resolve"),
-    (("AUTHENTICATE:", "DENIED", "SECMAN:2010"), "authentication refused",
-     "the collector did not accept this host's credentials or does not allow it to read "
-     "(SEC_CLIENT_AUTHENTICATION_METHODS, the IDTOKENS or SSL settings here; ALLOW_READ at the collector)"),
+    (("DENIED", "not authorized"), "not authorized",
+     "the collector authenticated negotiatord but does not let it read the slots' private ads, which "
+     "takes the NEGOTIATOR level (ALLOW_NEGOTIATOR at the collector must name negotiatord's identity)"),
+    (("AUTHENTICATE:", "SECMAN:2010"), "authentication refused",
+     "the collector did not accept this host's credentials "
+     "(SEC_CLIENT_AUTHENTICATION_METHODS, the IDTOKENS or SSL settings here; ALLOW_* at the collector)"),
     (("SECMAN:2011", "Socket closed", "Connection reset"), CLOSED,
      "the other end dropped the connection during the security handshake: not a collector, or a "
      "collector refusing this host (ALLOW_READ, SEC_CLIENT_AUTHENTICATION_METHODS)"),
@@ -71,7 +75,8 @@ def failure(host: str, said: str) -> PullError:
 class Pulled:
     ads: dict[AdKind, list[tuple[str, classad2.ClassAd]]] = field(
         default_factory=lambda: {kind: [] for kind in AdKind})
-    problems: list[str] = field(default_factory=list)   # ads left out and schedds not reached
+    private: list[classad2.ClassAd] = field(default_factory=list)   # the slots' private ads: claim ids
+    problems: list[str] = field(default_factory=list)   # ads left out
 
 
 async def pull(host: str, config: Path, timeout: float = PULL_TIMEOUT_S) -> Pulled:
@@ -104,6 +109,8 @@ def sort_ads(text: str, source: str) -> Pulled:
     for ad, position, line in zip(batch.ads, batch.positions, batch.lines):
         kind = kind_of(ad)
         if kind is None:
+            if ad.get("MyType") == PRIVATE_TYPE:
+                pulled.private.append(ad)
             continue  # a pull asks for three kinds; anything else is not ours to keep
         try:
             pulled.ads[kind].append((ad_key(kind, ad), ad))

@@ -21,6 +21,17 @@ a row without a job, submitter or group: the consumers of ``/v1/matches`` and it
 every preemption from one cursor, and a restarted daemon knows which victims are already being
 preempted (:class:`~negotiatord.publish.preempting.BeingPreempted`).
 
+Matches for a real pool's schedds are staged *before* they are handed out, marked to be handed
+(``handed`` 0), and each is marked handed (1) just before its ``PERMISSION_AND_AD`` is written
+(:meth:`MatchLog.mark_handed`). After the hand-out, those never handed are dropped
+(:meth:`MatchLog.drop_unhanded`) and the cycle commits with the rest. If the daemon dies in between,
+the next start finds the handed matches of a cycle the accountant never committed
+(:meth:`MatchLog.handed_uncommitted`): a schedd may be starting their jobs, so they are charged and
+published, the others dropped. A mark is written just before its match leaves, so a crash can at
+worst charge one match the schedd never received; never miss one it did. The marks are written with
+``synchronous = NORMAL`` (SQLite's WAL keeps them through a crash of the process, not of the
+machine), since one is written per match.
+
 Sequence numbers come from ``AUTOINCREMENT`` and are never reused; only one cycle is staged at a
 time and it holds the highest numbers, so the published matches are always a prefix of the
 sequence (with gaps where a crash dropped a staged cycle): a reader resuming after sequence N
@@ -36,14 +47,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from negotiatord.cycle.result import Match, Preemption
 from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.holds import Hold
 from negotiatord.publish.report import match_document, preemption_entry, preemption_fields
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _TABLE = """
 CREATE TABLE matches (
     seq       INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -58,14 +69,16 @@ CREATE TABLE matches (
     published INTEGER NOT NULL DEFAULT 0,
     job_version  TEXT,
     slot_version TEXT,
-    preemption   TEXT
+    preemption   TEXT,
+    handed       INTEGER           -- NULL: no schedd to hand to; 0: to be handed; 1: handed
 )"""
-_INDEX = "CREATE INDEX matches_by_cycle ON matches (cycle_id)"
+_INDEX = "CREATE INDEX matches_by_cycle ON matches (cycle_id, job)"   # a hand-out marks matches by job
 # Schema 1 had no ad versions: its matches hold nothing after a restart. Schema 2 had no
 # preemptions: its matches preempted nothing. Schema 3 required a job on every row. An older table
-# is copied into the current one, sequence numbers and the highest number ever used kept.
+# is copied into the current one, sequence numbers and the highest number ever used kept. Schema 4
+# had no hand-out marks: its matches were never for a schedd.
 _STORED = ("seq", "cycle_id", "time", "job", "slot", "submitter", "grp", "cost", "consumed", "published",
-           "job_version", "slot_version", "preemption")
+           "job_version", "slot_version", "preemption", "handed")
 _COLUMNS = "seq, cycle_id, time, job, slot, submitter, grp, cost, consumed, preemption"
 
 
@@ -100,6 +113,8 @@ class MatchLog:
             self._writer.execute("PRAGMA synchronous = FULL")
             self._prepare_schema()
             self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._marks = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._marks.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as error:
             raise MatchLogError(f"{self.path}: not a usable match log: {error}") from error
 
@@ -116,7 +131,7 @@ class MatchLog:
             version = None
             if "schema_version" in tables:
                 version = self._writer.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-            if "matches" in tables and version in (1, 2, 3):
+            if "matches" in tables and version in (1, 2, 3, 4):
                 self._upgrade()
                 self._writer.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
                 return
@@ -161,22 +176,51 @@ class MatchLog:
     # -- the cycle thread -----------------------------------------------------------------------
 
     def stage(self, cycle_id: int, time: float, matches: Iterable[Match], holds: Sequence[Hold] = (),
-              preemptions: Iterable[Preemption] = ()) -> None:
+              preemptions: Iterable[Preemption] = (), to_hand: Collection[str] = frozenset()) -> None:
         """Write a cycle's matches unpublished, with the versions of the ads ``holds`` are about,
         then its ``preemptions`` that no match makes (those of a match go with it), replacing what
-        an earlier, failed attempt at the same cycle id may have left staged."""
+        an earlier, failed attempt at the same cycle id may have left staged. The matches of the
+        jobs in ``to_hand`` are marked to be handed to their schedds."""
         versions = {(hold.kind, hold.key): hold.version for hold in holds}
         rows: list[tuple[object, ...]] = [
             (cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed),
-             versions.get((AdKind.JOB, m.job)), versions.get((AdKind.SLOT, m.slot)), _preemption_text(m.preemption))
+             versions.get((AdKind.JOB, m.job)), versions.get((AdKind.SLOT, m.slot)), _preemption_text(m.preemption),
+             0 if m.job in to_hand else None)
             for m in matches]
-        rows += [(cycle_id, time, None, p.slot, None, None, 0.0, "{}", None, None, _preemption_text(p))
+        rows += [(cycle_id, time, None, p.slot, None, None, 0.0, "{}", None, None, _preemption_text(p), None)
                  for p in preemptions if p.job is None]
         with self._transaction(f"staging the matches of cycle {cycle_id}"):
             self._writer.execute("DELETE FROM matches WHERE cycle_id = ? AND published = 0", (cycle_id,))
             self._writer.executemany(
                 "INSERT INTO matches (cycle_id, time, job, slot, submitter, grp, cost, consumed, "
-                "job_version, slot_version, preemption) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                "job_version, slot_version, preemption, handed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def mark_handed(self, cycle_id: int, job: str) -> None:
+        """Record that the match of ``job`` in staged cycle ``cycle_id`` is being handed to its schedd."""
+        try:
+            self._marks.execute("UPDATE matches SET handed = 1 WHERE cycle_id = ? AND job = ? AND published = 0",
+                                (cycle_id, job))
+        except sqlite3.Error as error:
+            raise MatchLogError(f"{self.path}: marking the match of {job} handed failed: {error}") from error
+
+    def drop_unhanded(self, cycle_id: int) -> int:
+        """Drop staged cycle ``cycle_id``'s matches that were to be handed and never were."""
+        with self._transaction(f"dropping the matches of cycle {cycle_id} no schedd received"):
+            return self._writer.execute(
+                "DELETE FROM matches WHERE cycle_id = ? AND published = 0 AND handed = 0", (cycle_id,)).rowcount
+
+    def handed_uncommitted(self, last_committed: int) -> dict[int, tuple[float, list[Match]]]:
+        """By cycle, the staged matches handed to a schedd in cycles after ``last_committed``: a
+        daemon died between handing them out and committing them."""
+        with self._lock:
+            rows = self._writer.execute(
+                "SELECT cycle_id, time, job, slot, submitter, grp, cost, consumed, preemption FROM matches "
+                "WHERE published = 0 AND handed = 1 AND cycle_id > ? ORDER BY seq", (last_committed,)).fetchall()
+        cycles: dict[int, tuple[float, list[Match]]] = {}
+        for cycle_id, at, job, slot, submitter, group, cost, consumed, preemption in rows:
+            cycles.setdefault(cycle_id, (at, []))[1].append(_match(job, slot, submitter, group, cost, consumed,
+                                                                    preemption))
+        return cycles
 
     def publish(self, cycle_id: int) -> int:
         """Make cycle ``cycle_id``'s staged matches visible; returns the last published sequence."""
@@ -260,6 +304,7 @@ class MatchLog:
         with self._lock:
             self._writer.close()
             self._reader.close()
+            self._marks.close()
 
 
 def _preemption_text(preemption: Preemption | None) -> str | None:

@@ -13,16 +13,19 @@
 
 Times are monotonic seconds, so a stepped wall clock cannot stall or rush cycles.
 
-**How**, in :class:`CycleRunner`, on a worker thread. The order matters: load the accountant's
-state; build the snapshot and negotiate (the pure cycle, run by
+**How**, in :class:`CycleRunner`, on a worker thread, in two halves. :meth:`CycleRunner.negotiate`
+loads the accountant's state; builds the snapshot and negotiates (the pure cycle, run by
 :func:`negotiatord.runtime.run_cycle` on this thread, or with ``NEGOTIATORD_CYCLE_WORKER = fork``
-in a child process forked for it: see :func:`negotiatord.runtime.run_cycle_in_child`); advance
-the state to the cycle's time with this cycle's usage (running work plus the new matches); make
-the stand-ins that hold the matched jobs and slots until they are re-advertised
-(:mod:`negotiatord.publish.holds`); then stage the matches, commit the state and the charges in
-one accountant transaction keyed by the cycle id, and publish the matches (see
-:mod:`negotiatord.publish.matchlog` for why this cannot double-charge or publish an uncommitted
-match).
+in a child process forked for it: see :func:`negotiatord.runtime.run_cycle_in_child`); makes the
+stand-ins that hold the matched jobs and slots until they are re-advertised
+(:mod:`negotiatord.publish.holds`); and stages the matches. Between the halves the daemon hands
+the matches to the schedds (:mod:`negotiatord.schedds`). :meth:`CycleRunner.commit` takes back the
+matches no schedd received (:func:`~negotiatord.cycle.accepted.only_accepted`); advances the state
+to the cycle's time with this cycle's usage (running work plus the accepted matches); commits the
+state and the charges in one accountant transaction keyed by the cycle id; and publishes the
+matches (see :mod:`negotiatord.publish.matchlog` for why this cannot double-charge, lose a match a
+schedd received, or publish an uncommitted match). With no schedd in the loop,
+:meth:`CycleRunner.run` does both halves at once.
 
 Once the accountant has committed, the cycle is done: its charges stand. Publishing is a second
 write, to the match log, and may fail on its own (a lock held past the busy timeout, a full disk,
@@ -47,16 +50,18 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.accountant.after_cycle import after_cycle
 from negotiatord.accountant.quota_timers import QuotaTimer
+from negotiatord.cycle.accepted import only_accepted
 from negotiatord.cycle.result import CycleResult
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
+from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.publish.holds import Hold, holds_for
@@ -114,6 +119,25 @@ class CycleOutcome:
         return replace(self, duration_s=self.duration_s + seconds, phases_s={phase: seconds, **self.phases_s})
 
 
+@dataclass(frozen=True)
+class Negotiated:
+    """A cycle decided and staged, not yet committed: between the two, its matches go to the schedds."""
+
+    cycle_id: int
+    time: int
+    view: PoolView               # what the cycle negotiated over
+    state: AccountantState       # the accountant's state the cycle began from
+    result: CycleResult
+    holds: list[Hold]
+    phases_s: dict[str, float]
+    started: float               # time.perf_counter() when the cycle began
+    idle_jobs: int
+    submitters: int
+    candidate_slots: int
+    child_private_bytes: int | None
+    handed_jobs: frozenset[str] = frozenset()   # the jobs whose matches go to schedds
+
+
 class CycleRunner:
     def __init__(self, accountant: AccountantStore, matches: MatchLog) -> None:
         self.accountant = accountant
@@ -129,7 +153,14 @@ class CycleRunner:
         self._child: int | None = None       # the pid of the child process negotiating now
 
     def run(self, view: PoolView, settings: Settings, now: int, prune_before: float) -> CycleOutcome:
-        """Negotiate over ``view`` at time ``now``; matches made before ``prune_before`` are pruned."""
+        """Negotiate over ``view`` at time ``now`` and commit every match (no schedd to hand them
+        to); matches made before ``prune_before`` are pruned."""
+        return self.commit(self.negotiate(view, settings, now), settings, prune_before)
+
+    def negotiate(self, view: PoolView, settings: Settings, now: int,
+                  to_hand: Collection[str] = frozenset()) -> Negotiated:
+        """The cycle's decisions over ``view``, staged unpublished; the matches of the jobs in
+        ``to_hand`` are staged to be handed to their schedds before :meth:`commit`."""
         started = time.perf_counter()
         phases: dict[str, float] = {}
         try:
@@ -143,13 +174,37 @@ class CycleRunner:
             # the stand-ins for held matches are negotiated over, but they are no slots of the pool
             result = replace(result, stats=replace(result.stats, slots=result.stats.slots - view.stand_in_slots))
             phases.update(result.stats.phase_s)
-
-            with self._phase("accountant", phases):
-                new_state = after_cycle(state, now, result.usage, result.held, settings)
             with self._phase("holds", phases):
-                holds = holds_for(view, result.matches, result.preemptions)
+                # a schedd's requests are its own account of its idle jobs (it stops offering a
+                # matched one): only their slots, stale in the collector until their startds
+                # report, are held
+                holds = [hold for hold in holds_for(view, result.matches, result.preemptions)
+                         if not (hold.kind is AdKind.JOB and hold.key in to_hand)]
+            with self._phase("stage", phases):
+                self._stage(cycle_id, now, result, holds, to_hand)
+        finally:
+            self.phase = "idle"
+        return Negotiated(cycle_id=cycle_id, time=now, view=view, state=state, result=result, holds=holds,
+                          phases_s=phases, started=started, idle_jobs=len(snapshot.jobs),
+                          submitters=len({job.submitter for job in snapshot.jobs}),
+                          candidate_slots=int(snapshot.table.candidate.sum()),
+                          child_private_bytes=child_private_bytes, handed_jobs=frozenset(to_hand))
+
+    def commit(self, negotiated: Negotiated, settings: Settings, prune_before: float,
+               refused: Collection[int] = frozenset()) -> CycleOutcome:
+        """Commit a negotiated cycle without the matches at ``refused`` (their schedds never
+        received them), then publish it."""
+        phases = dict(negotiated.phases_s)
+        cycle_id, now = negotiated.cycle_id, negotiated.time
+        try:
+            result = only_accepted(negotiated.result, refused, settings.group_tree)
+            holds = negotiated.holds if not refused else [
+                hold for hold in holds_for(negotiated.view, result.matches, result.preemptions)
+                if hold.kind is AdKind.SLOT or hold.key not in negotiated.handed_jobs]
+            with self._phase("accountant", phases):
+                new_state = after_cycle(negotiated.state, now, result.usage, result.held, settings)
             with self._phase("commit", phases):
-                self._commit_cycle(cycle_id, now, new_state, result, holds)
+                self._commit_cycle(cycle_id, now, new_state, result)
             with self._phase("publish", phases):
                 last_seq, publish_error = None, None
                 try:
@@ -159,12 +214,28 @@ class CycleRunner:
         finally:
             self.phase = "idle"
         return CycleOutcome(
-            cycle_id=cycle_id, time=now, result=result, duration_s=time.perf_counter() - started,
-            phases_s=phases, last_seq=last_seq, publish_error=publish_error, idle_jobs=len(snapshot.jobs),
-            submitters=len({job.submitter for job in snapshot.jobs}),
-            candidate_slots=int(snapshot.table.candidate.sum()), holds=holds,
-            quota_timers=new_state.quota_timers, child_private_bytes=child_private_bytes,
+            cycle_id=cycle_id, time=now, result=result, duration_s=time.perf_counter() - negotiated.started,
+            phases_s=phases, last_seq=last_seq, publish_error=publish_error, idle_jobs=negotiated.idle_jobs,
+            submitters=negotiated.submitters, candidate_slots=negotiated.candidate_slots, holds=holds,
+            quota_timers=new_state.quota_timers, child_private_bytes=negotiated.child_private_bytes,
         )
+
+    def recover_hand_outs(self, settings: Settings) -> dict[int, int]:
+        """Commit the cycles whose matches were handed to schedds but never committed: each with
+        its handed matches' charges and the accountant's state left as it was. By cycle id, how many
+        matches each committed."""
+        recovered = {}
+        with self._commit:
+            handed = self.matches.handed_uncommitted(self.accountant.last_cycle_id())
+            for cycle_id, (at, matches) in sorted(handed.items()):
+                self.matches.drop_unhanded(cycle_id)
+                costs: dict[str, float] = {}
+                for match in matches:
+                    costs[match.submitter] = costs.get(match.submitter, 0.0) + match.cost
+                charges = settings.group_tree.roll_up(costs)
+                if self.accountant.commit_cycle(cycle_id, at, self.accountant.load(), charges):
+                    recovered[cycle_id] = len(matches)
+        return recovered
 
     def _negotiate(self, snapshot: Snapshot, state: AccountantState, settings: Settings, now: int,
                    phases: dict[str, float]) -> tuple[CycleResult, int | None]:
@@ -206,12 +277,17 @@ class CycleRunner:
         yield
         phases[name] = time.perf_counter() - mark
 
-    def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult,
-                      holds: list[Hold]) -> None:
+    def _stage(self, cycle_id: int, now: int, result: CycleResult, holds: list[Hold], to_hand: Collection[str]) -> None:
+        with self._commit:
+            if self._abandoned:
+                raise CycleAbandoned(f"cycle {cycle_id} abandoned before its matches were staged")
+            self.matches.stage(cycle_id, now, result.matches, holds, result.preemptions, to_hand)
+
+    def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult) -> None:
         with self._commit:
             if self._abandoned:
                 raise CycleAbandoned(f"cycle {cycle_id} abandoned before its commit")
-            self.matches.stage(cycle_id, now, result.matches, holds, result.preemptions)
+            self.matches.drop_unhanded(cycle_id)
             try:
                 committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges)
             except BaseException:

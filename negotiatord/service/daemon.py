@@ -41,10 +41,12 @@ from negotiatord.publish.matchlog import MatchLog
 from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
-from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
+from negotiatord.schedds.negotiations import Prefetched
+from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming, Negotiated
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
+from negotiatord.service.pool_negotiation import PoolNegotiation, with_request_jobs
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
 from negotiatord.service.systemd import SystemdNotifier
 from negotiatord.service.token import TokenError, load_token
@@ -131,6 +133,7 @@ class Daemon:
         self._last_cycle_time = -math.inf
         self.matchlog = MatchLog(self.paths.match_log)
         self.runner = CycleRunner(self.accountant, self.matchlog)
+        self.pool = PoolNegotiation()
         self.store = AdStore()
         self.totals = FeedTotals()
         self.counters = ServiceCounters()
@@ -163,6 +166,7 @@ class Daemon:
 
     async def serve(self) -> None:
         """Run until SIGTERM/SIGINT; raises OSError if the address cannot be bound."""
+        self._recover_hand_outs()
         published, dropped = self.matchlog.recover(self.accountant.last_cycle_id())
         if published or dropped:
             self.log.warning("finished publishing after a crash", published=published, dropped=dropped,
@@ -208,6 +212,7 @@ class Daemon:
             await asyncio.gather(*tasks, return_exceptions=True)
             await runner.cleanup()
             self.parser.shutdown(wait=False, cancel_futures=True)
+            self.pool.close()
             self.accountant.close()
             self.matchlog.close()
             self.notifier.close()
@@ -295,16 +300,26 @@ class Daemon:
         pulled_s = None
         try:
             settings = self.settings
+            await asyncio.to_thread(self._recover_hand_outs)
+            prefetched = None
             if settings.service.collector_host:
                 mark = time.perf_counter()
-                await self._pull(settings)
+                if await self._pull(settings):
+                    prefetched = await self.pool.prefetch(self.store, settings)
                 pulled_s = time.perf_counter() - mark
             self._expire()
             self._restore_holds()
             now = int(self.clock.now())
             view = self.preempting.apply(self.store.view(), settings, now)
+            if prefetched is not None:
+                view = with_request_jobs(view, prefetched)
             prune_before = now - settings.service.match_retention
-            outcome = await _in_daemon_thread(self.runner.run, view, settings, now, prune_before)
+            to_hand = frozenset(prefetched.jobs.request_of) if prefetched is not None else frozenset()
+            negotiated = await _in_daemon_thread(self.runner.negotiate, view, settings, now, to_hand)
+            refused: dict[int, str] = {}
+            if prefetched is not None:
+                refused = await self._hand_out(negotiated, prefetched, settings)
+            outcome = await _in_daemon_thread(self.runner.commit, negotiated, settings, prune_before, refused)
         except CycleAbandoned:
             return
         except CycleProcessFailed as error:   # a crash there, in a native library, ends only that cycle
@@ -379,7 +394,8 @@ class Daemon:
         announced.set()
         self.notifier.status(f"cycle {cycle_id}: {matches} matches; serving {self._url}")
 
-    async def _pull(self, settings: Settings) -> None:
+    async def _pull(self, settings: Settings) -> bool:
+        """Query the collector; whether it answered."""
         host = settings.service.collector_host
         assert host is not None
         try:
@@ -389,7 +405,8 @@ class Daemon:
             self.pull_state = {"time": self.clock.now(), "error": str(error), "reason": error.reason, "problems": 0}
             self.log.error("collector query failed; negotiating over the ads already filed", host=host,
                            reason=error.reason, error=str(error))
-            return
+            return False
+        self.pool.take_claim_ids(settings, pulled.private)
         for kind, ads in pulled.ads.items():
             self.store.replace_pulled(kind, ads, time.monotonic(), settings.service.classad_lifetime)
             self.totals.filed[kind.value] += len(ads)
@@ -397,6 +414,34 @@ class Daemon:
         self.pull_state = {"time": self.clock.now(), "error": None, "reason": None, "problems": len(pulled.problems)}
         for problem in pulled.problems[:_SHOWN_PROBLEMS]:
             self.log.warning("collector query problem", problem=problem)
+        return True
+
+    async def _hand_out(self, negotiated: Negotiated, prefetched: Prefetched, settings: Settings) -> dict[int, str]:
+        """Hand the cycle's matches to the schedds; the matches none received, with why."""
+        matches = negotiated.result.matches
+
+        def handing(index: int) -> None:
+            self.matchlog.mark_handed(negotiated.cycle_id, matches[index].job)
+
+        self.runner.phase = "hand-out"
+        try:
+            outcome = await self.pool.hand_out(negotiated.result, prefetched, negotiated.view.slots, settings, handing)
+        finally:
+            self.runner.phase = "idle"
+        self.counters.matches_handed += len(outcome.handed)
+        self.counters.matches_not_handed += len(outcome.refused)
+        if outcome.refused:
+            self.log.warning("matches not handed to their schedds; taken back", count=len(outcome.refused),
+                             first=sorted(set(outcome.refused.values()))[:_SHOWN_PROBLEMS])
+        return outcome.refused
+
+    def _recover_hand_outs(self) -> None:
+        """Charge and publish the matches a cycle handed to schedds and never committed (the daemon
+        died, or the commit failed, in between)."""
+        recovered = self.runner.recover_hand_outs(self.settings)
+        if recovered:
+            self.log.warning("matches handed to schedds by a cycle that never committed are charged and published",
+                             cycles=sorted(recovered), matches=sum(recovered.values()))
 
     # -- the feed -------------------------------------------------------------------------------
 
@@ -479,6 +524,7 @@ class Daemon:
             "counters": asdict(self.counters),
             "reload": self.reload_state,
             "collector": {"host": self.settings.service.collector_host, **self.pull_state},
+            "schedds": self.pool.status(),
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
             "quota_victims_being_preempted": len(self.preempting),
         }

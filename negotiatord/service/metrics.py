@@ -44,6 +44,9 @@ class _Figures(Collector):
             ("config_reloads", c.reloads, "Successful config reloads (SIGHUP)"),
             ("config_reload_failures", c.reload_failures, "Config reloads refused; the old config stayed"),
             ("collector_pull_failures", c.pull_failures, "Collector queries that failed (COLLECTOR_HOST)"),
+            ("matches_handed", c.matches_handed, "Matches handed to schedds (PERMISSION_AND_AD written)"),
+            ("matches_not_handed", c.matches_not_handed,
+             "Matches taken back because their schedd failed or their slot had no claim id left"),
         ):
             yield CounterMetricFamily(_PREFIX + name, text, value=value)
         yield GaugeMetricFamily(_PREFIX + "cycle_in_progress", "1 while a negotiation cycle runs",

@@ -40,6 +40,8 @@ class ServiceCounters:
     reloads: int = 0
     reload_failures: int = 0
     pull_failures: int = 0
+    matches_handed: int = 0           # PERMISSION_AND_ADs written to schedds
+    matches_not_handed: int = 0       # matches taken back: their schedd failed, or no claim id was left
 
 
 @dataclass

@@ -24,6 +24,7 @@ import classad2
 
 from negotiatord.settings.errors import ConfigError
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings
+from negotiatord.settings.pool import read_pool_settings
 from negotiatord.settings.model import (
     ADMISSION_RESOURCE_WEIGHTS,
     DEFAULT_PREEMPTION_RANK,
@@ -322,6 +323,7 @@ def _service(params: _Params, config_dir: Path) -> ServiceSettings:
         cycle_stats_length=whole("NEGOTIATION_CYCLE_STATS_LENGTH", defaults.cycle_stats_length, 0,
                                  _MAX_CYCLE_STATS),
         cycle_worker=params.choice("NEGOTIATORD_CYCLE_WORKER", defaults.cycle_worker),
+        pool=read_pool_settings(params, config_dir),
     )
 
 

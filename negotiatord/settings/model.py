@@ -14,6 +14,7 @@ from types import MappingProxyType
 from collections.abc import Mapping
 
 from negotiatord.settings.groups import GroupSettings, GroupTree
+from negotiatord.settings.pool import PoolSettings
 
 
 # HTCondor's param table default for PREEMPTION_RANK: the worst user priority first, then the
@@ -97,6 +98,7 @@ class ServiceSettings:
     collector_host: str | None = None           # COLLECTOR_HOST: pull ads from a real collector
     cycle_stats_length: int = 3                 # NEGOTIATION_CYCLE_STATS_LENGTH
     cycle_worker: CycleWorker = CycleWorker.THREAD  # NEGOTIATORD_CYCLE_WORKER
+    pool: PoolSettings = field(default_factory=PoolSettings)   # credentials and NEGOTIATE knobs
 
 
 @dataclass(frozen=True)

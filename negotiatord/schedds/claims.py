@@ -1,0 +1,59 @@
+"""Claim ids: what a schedd needs to claim a matched slot, from the slots' private ads.
+
+As ``Matchmaker::obtainAdsFromCollector`` gathers them: a private ad is keyed by the slot's
+``Name`` and ``MyAddress``; a slot with a consumption policy lists several ids in ``ClaimIdList``
+(one p-slot may take several matches in one cycle), any other has its one ``ClaimId`` (or the old
+``Capability``). ``matchmakingProtocol`` hands out each id at most once per cycle.
+
+An id stays spent across cycles too, until the startd's private ad no longer lists it: the startd
+replaces a claimed id, but its new ad may reach the collector after the next cycle has begun, and a
+schedd handed a spent id would only fail to claim. Claim ids never leave this module but in the
+``PERMISSION_AND_AD`` sent to the schedd: not in logs, not in published matches.
+"""
+
+from __future__ import annotations
+
+import classad2
+
+from negotiatord.classad.conversion import evaluate_string
+
+
+def slot_key(name: str, address: str) -> tuple[str, str]:
+    return (name, address)
+
+
+class ClaimIds:
+    """The unspent claim ids of each slot, by (``Name``, ``MyAddress``)."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[str, str], list[str]] = {}
+        self._spent: set[str] = set()
+
+    def refresh(self, private_ads: list[classad2.ClassAd]) -> int:
+        """Take the ids of a new pull's private ads; returns how many slots have any."""
+        ids: dict[tuple[str, str], list[str]] = {}
+        for ad in private_ads:
+            name, address = evaluate_string(ad, "Name"), evaluate_string(ad, "MyAddress")
+            listed = (evaluate_string(ad, "ClaimIdList") or "").split()
+            single = evaluate_string(ad, "ClaimId") or evaluate_string(ad, "Capability")
+            if name and address and (listed or single):
+                ids[slot_key(name, address)] = listed or [single or ""]
+        listed_now = {claim for claims in ids.values() for claim in claims}
+        self._spent &= listed_now
+        self._ids = ids
+        return len(ids)
+
+    def take(self, name: str, address: str) -> str | None:
+        """An unspent id of the slot, now spent; None if it has none left."""
+        for claim in self._ids.get(slot_key(name, address), ()):
+            if claim not in self._spent:
+                self._spent.add(claim)
+                return claim
+        return None
+
+    def give_back(self, claim: str) -> None:
+        """An id taken but never sent: it may be handed out again."""
+        self._spent.discard(claim)
+
+    def __len__(self) -> int:
+        return len(self._ids)

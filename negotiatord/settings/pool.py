@@ -1,0 +1,136 @@
+"""How negotiatord reaches a real pool: its credentials and the knobs of the ``NEGOTIATE`` protocol.
+
+The credentials are the real negotiator's, read as a daemon reads them for the commands it sends
+(``SecMan::FillInSecurityPolicyAd`` for ``CLIENT_PERM``): each ``SEC_CLIENT_<X>``, else
+``SEC_DEFAULT_<X>``, else HTCondor's built-in value; ``NEGOTIATOR.``-prefixed names win, as the
+config reader folds them. Tokens come from ``SEC_TOKEN_DIRECTORY``, else ``~/.condor/tokens.d``
+when it exists, else ``SEC_TOKEN_SYSTEM_DIRECTORY`` (``findTokens`` in ``condor_auth_passwd.cpp``).
+
+Whatever negotiatord cannot do as configured is said once, at load, in :attr:`PoolSettings.warnings`:
+an authentication method it does not implement, a crypto method other than AES, requests not
+prefetched.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from negotiatord.cedar.policy import IMPLEMENTED_METHODS, ClientSecurity, Requirement, SslFiles, canonical_method
+from negotiatord.settings.errors import ConfigError
+
+
+class _Params(Protocol):
+    def raw(self, name: str) -> str | None: ...
+    def setting(self, name: str) -> str | None: ...
+    def number(self, name: str, low: float | None = None, above: bool = False,
+               fallback: float | None = None) -> float: ...
+    def boolean(self, name: str, fallback: bool | None = None) -> bool: ...
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """The real pool's side of negotiatord's config."""
+
+    security: ClientSecurity = field(default_factory=ClientSecurity)
+    negotiator_name: str = "negotiatord"     # NEGOTIATOR_NAME, as the schedds are told
+    timeout_s: float = 30.0                  # NEGOTIATOR_TIMEOUT
+    prefetch_timeout_s: float = 30.0         # NEGOTIATOR_PREFETCH_REQUESTS_TIMEOUT
+    prefetch_max_time_s: float = 60.0        # NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME (0: no limit)
+    request_list_size: int = 200             # NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE
+    warnings: tuple[str, ...] = ()
+
+
+def _security_setting(params: _Params, knob: str) -> str | None:
+    for name in (f"SEC_CLIENT_{knob}", f"SEC_DEFAULT_{knob}"):
+        text = params.raw(name)
+        if text is not None:
+            return text
+    return params.setting(f"SEC_DEFAULT_{knob}")
+
+
+def _level(params: _Params, knob: str) -> Requirement:
+    text = _security_setting(params, knob)
+    if text is None:
+        return Requirement.OPTIONAL
+    try:
+        return Requirement.named(text)
+    except ValueError as error:
+        raise ConfigError(f"SEC_CLIENT_{knob} (or SEC_DEFAULT_{knob}): {error}") from None
+
+
+def _list(text: str | None) -> list[str]:
+    return [word for word in (text or "").replace(",", " ").split() if word]
+
+
+def _path(params: _Params, name: str, config_dir: Path) -> Path | None:
+    text = params.raw(name)
+    return None if text is None else Path(os.path.normpath(config_dir / os.path.expanduser(text.strip())))
+
+
+def _token_directory(params: _Params, config_dir: Path) -> Path | None:
+    configured = _path(params, "SEC_TOKEN_DIRECTORY", config_dir)
+    if configured is not None:
+        return configured
+    personal = Path.home() / ".condor" / "tokens.d"
+    if personal.is_dir():
+        return personal
+    system = params.setting("SEC_TOKEN_SYSTEM_DIRECTORY")
+    return Path(system) if system else None
+
+
+def read_pool_settings(params: _Params, config_dir: Path) -> PoolSettings:
+    """The pool settings of a config; raises :class:`ConfigError` on a value HTCondor would refuse."""
+    warnings: list[str] = []
+    configured = [canonical_method(m) for m in _list(_security_setting(params, "AUTHENTICATION_METHODS"))]
+    missing = [m for m in dict.fromkeys(configured) if m not in IMPLEMENTED_METHODS]
+    if missing:
+        warnings.append(f"SEC_CLIENT_AUTHENTICATION_METHODS lists {', '.join(missing)}, which negotiatord "
+                        f"does not implement; it authenticates with "
+                        f"{', '.join(m for m in configured if m in IMPLEMENTED_METHODS) or 'nothing'}")
+    crypto = [m.upper() for m in _list(_security_setting(params, "CRYPTO_METHODS") or "AES")]
+    if "AES" not in crypto:
+        raise ConfigError(f"SEC_CLIENT_CRYPTO_METHODS = {', '.join(crypto)}: negotiatord speaks only AES "
+                          "(AES-256-GCM, every HTCondor since 9.0 does)")
+    if crypto != ["AES"]:
+        warnings.append(f"SEC_CLIENT_CRYPTO_METHODS lists {', '.join(c for c in crypto if c != 'AES')}: "
+                        "negotiatord offers AES only")
+    timeout = params.number("NEGOTIATOR_TIMEOUT", 0, above=True)
+    if not params.boolean("NEGOTIATOR_PREFETCH_REQUESTS", True):
+        warnings.append("NEGOTIATOR_PREFETCH_REQUESTS = False is ignored: negotiatord fetches every submitter's "
+                        "requests before the cycle, which is one pure function of the pool")
+    ssl = SslFiles(ca_file=_path(params, "AUTH_SSL_CLIENT_CAFILE", config_dir),
+                   ca_dir=_path(params, "AUTH_SSL_CLIENT_CADIR", config_dir),
+                   cert_file=_path(params, "AUTH_SSL_CLIENT_CERTFILE", config_dir),
+                   key_file=_path(params, "AUTH_SSL_CLIENT_KEYFILE", config_dir))
+    token = params.raw("SEC_TOKEN")
+    try:
+        security = ClientSecurity(
+            methods=tuple(configured), authentication=_level(params, "AUTHENTICATION"),
+            encryption=_level(params, "ENCRYPTION"), integrity=_level(params, "INTEGRITY"),
+            session_duration_s=int(_seconds(params, "SESSION_DURATION", 86400)),
+            session_lease_s=int(_seconds(params, "SESSION_LEASE", 3600)),
+            trust_domain=(params.raw("TRUST_DOMAIN") or "").strip() or None,
+            token_directory=_token_directory(params, config_dir), tokens=(token.strip(),) if token else (),
+            ssl=ssl)
+        security.levels()
+    except ValueError as error:
+        raise ConfigError(f"the client security policy (SEC_CLIENT_*, SEC_DEFAULT_*): {error}") from None
+    return PoolSettings(
+        security=security,
+        negotiator_name=(params.raw("NEGOTIATOR_NAME") or "").strip() or f"negotiatord@{os.uname().nodename}",
+        timeout_s=timeout,
+        prefetch_timeout_s=params.number("NEGOTIATOR_PREFETCH_REQUESTS_TIMEOUT", 0, above=True, fallback=timeout),
+        prefetch_max_time_s=params.number("NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME", 0, fallback=60.0),
+        request_list_size=int(params.number("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", 1, fallback=200)),
+        warnings=tuple(warnings),
+    )
+
+
+def _seconds(params: _Params, knob: str, default: float) -> float:
+    for name in (f"SEC_CLIENT_{knob}", f"SEC_DEFAULT_{knob}"):
+        if params.raw(name) is not None:
+            return params.number(name, 0, above=True)
+    return default
