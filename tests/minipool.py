@@ -11,9 +11,11 @@ of its own, owned by the user negotiatord runs as and closed to others, as HTCon
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -71,7 +73,69 @@ class MiniPool:
 
     def condor(self, tool: str, *args: str) -> str:
         """Run one of HTCondor's tools against the pool; its standard output."""
-        return _run(HTCONDOR / "bin" / tool, *args, env=self.env())
+        path = HTCONDOR / "bin" / tool
+        return _run(path if path.exists() else HTCONDOR / "sbin" / tool, *args, env=self.env())
+
+    def client(self, *args: str) -> object:
+        """``tests.pool_client`` against this pool: HTCondor's Python bindings, in a child process."""
+        env = {**self.env(), "PYTHONPATH": str(ROOT)}
+        return json.loads(_run(sys.executable, "-m", "tests.pool_client", *args, env=env))
+
+    def submit(self, count: int, *, schedd: str | None = None, **description: str) -> int:
+        """Submit ``count`` jobs as the pool's user; their cluster id."""
+        job = {"executable": "/bin/sleep", "arguments": "1", "request_cpus": "1", "request_memory": "16",
+               "request_disk": "1024", **description}
+        extra = [schedd] if schedd else []
+        answer = self.client("submit", json.dumps(job), str(count), *extra)
+        assert isinstance(answer, dict)
+        return int(answer["cluster"])
+
+    def jobs(self, constraint: str = "true") -> list[dict]:
+        return self.jobs_at(None, constraint)
+
+    def jobs_at(self, schedd: str | None, constraint: str = "true") -> list[dict]:
+        """The jobs of the schedd named ``schedd`` (None: the pool's first) that meet ``constraint``."""
+        answer = self.client("jobs", constraint, *([schedd] if schedd else []))
+        assert isinstance(answer, list)
+        return answer
+
+    def idle_jobs_advertised(self) -> dict[str, int]:
+        """Idle jobs per submitter (``Name@ScheddName``) as the schedds have advertised them to the
+        collector: what a negotiator can see."""
+        counts: dict[str, int] = {}
+        for line in self.condor("condor_status", "-submitters", "-af", "Name", "ScheddName", "IdleJobs").splitlines():
+            name, schedd, idle = line.split()
+            counts[f"{name}@{schedd}"] = int(idle)
+        return counts
+
+    def wait_until_advertised(self, *submitters: str, idle: int = 1, schedd: str = "vm") -> None:
+        """Wait until the collector lists each of ``submitters`` at ``schedd`` with idle jobs."""
+        wait_for(lambda: all(self.idle_jobs_advertised().get(f"{name}@{schedd}", 0) >= idle for name in submitters),
+                 60, f"the schedd to advertise {', '.join(submitters)}")
+
+    def remove_all(self) -> None:
+        """Remove every job of every schedd, and wait until the startd has no claim left: the next
+        test starts from an idle pool."""
+        for name in self.condor("condor_status", "-schedd", "-af", "Name").split():
+            subprocess.run([str(HTCONDOR / "bin" / "condor_rm"), "-name", name, "-all"], env=self.env(),
+                           capture_output=True, timeout=60)
+        wait_for(lambda: "Claimed" not in self.condor("condor_status", "-af", "State"), 90,
+                 "the startd to have no claim left")
+
+    def daemon_pid(self, local_name: str) -> int:
+        """The pid of the pool's daemon started with ``-local-name local_name`` (a child of its master)."""
+        master = (self.directory / "run" / "master.pid").read_text().strip()
+        found = subprocess.run(["pgrep", "-P", master, "-f", "--", f"-local-name {local_name}"],
+                               capture_output=True, text=True)
+        pids = [int(pid) for pid in found.stdout.split() if pid.strip()]
+        if len(pids) != 1:
+            raise PoolError(f"expected one daemon named {local_name}, found {pids}")
+        return pids[0]
+
+    def history(self) -> list[dict]:
+        answer = self.client("history")
+        assert isinstance(answer, list)
+        return answer
 
     def add_config(self, name: str, text: str) -> None:
         (self.directory / "config.d" / name).write_text(text)

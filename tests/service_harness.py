@@ -57,6 +57,7 @@ class DaemonProcess:
     settings: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
     watchdog_usec: int | None = None
+    include: str = "$(CONFIG_ROOT)/default.conf"    # the config the daemon's own builds on
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -73,7 +74,7 @@ class DaemonProcess:
     # -- config -------------------------------------------------------------------------------
 
     def write_config(self, extra: str = "") -> None:
-        lines = ["include : $(CONFIG_ROOT)/default.conf",
+        lines = [f"include : {self.include}",
                  f"NEGOTIATORD_STATE_DIR = {self.state}",
                  f"NEGOTIATORD_HTTP_PORT = {self.port}",
                  "NEGOTIATORD_TOKEN_FILE = $(NEGOTIATORD_STATE_DIR)/token",

@@ -28,6 +28,11 @@ QUERY_SUBMITTOR_ADS = 12
 
 NAMES = {value: name for name, value in list(globals().items()) if isinstance(value, int) and name.isupper()}
 
+# the authorization level each command is registered at by the daemon that serves it
+# (schedd.cpp for NEGOTIATE, collector.cpp for the queries)
+LEVELS = {NEGOTIATE: "NEGOTIATOR", QUERY_STARTD_PVT_ADS: "NEGOTIATOR", QUERY_STARTD_ADS: "READ",
+          QUERY_SUBMITTOR_ADS: "READ"}
+
 
 def command_name(command: int) -> str:
     return NAMES.get(command, str(command))

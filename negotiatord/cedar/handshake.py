@@ -30,7 +30,7 @@ import classad2
 from negotiatord.cedar.auth import authenticate
 from negotiatord.cedar.auth.channel import Channel
 from negotiatord.cedar.classads import get_classad, put_classad
-from negotiatord.cedar.commands import DC_AUTHENTICATE
+from negotiatord.cedar.commands import DC_AUTHENTICATE, LEVELS, command_name
 from negotiatord.cedar.errors import NotAuthorized, ProtocolError
 from negotiatord.cedar.keys import KeyExchange
 from negotiatord.cedar.policy import REMOTE_VERSION, ClientSecurity
@@ -172,8 +172,10 @@ async def _new_session(channel: Channel, command: int, subcommand: int | None, s
     user = _string(verdict, "User")
     if return_code not in ("", "AUTHORIZED"):
         how = f"authenticated by {method} as {user}" if method else f"unauthenticated (user {user or 'unknown'})"
-        raise NotAuthorized(channel.peer, f"{return_code}: {how}; the daemon's ALLOW_* settings do not let this "
-                            "identity run the command")
+        level = LEVELS.get(command)
+        allow = (f"the daemon's ALLOW_{level} does not name this identity ({command_name(command)} takes the "
+                 f"{level} level)") if level else "the daemon's ALLOW_* settings do not let this identity run it"
+        raise NotAuthorized(channel.peer, f"{return_code}: {how}; {allow}")
     session_id = _string(verdict, "Sid")
     valid = [int(part) for part in _string(verdict, "ValidCommands").replace(",", " ").split() if part.isdigit()]
     if not session_id or not valid:

@@ -44,10 +44,6 @@ from negotiatord.schedds.requests import Request, RequestJobs
 from negotiatord.schedds.submitters import Submitter
 from negotiatord.settings.groups import ROOT_GROUP
 
-# messages queued before the hand-out waits for the schedd to take them in
-DRAIN_EVERY = 64
-
-
 @dataclass(frozen=True)
 class ScheddOptions:
     negotiator_name: str
@@ -224,7 +220,9 @@ class Schedds:
     async def _hand_out_submitter(self, plan: _Plan, matches: Sequence[Match], offers: _Offers, attributes: str,
                                   handing: Callable[[int], None], outcome: HandOut) -> None:
         stream = await self._session(plan.submitter, attributes, self.options.timeout_s)
-        queued = 0
+        # each offer leaves for the kernel before the next is marked handed: at any moment at most
+        # one marked offer is not yet on its way to the schedd
+        stream.stream.writer.transport.set_write_buffer_limits(high=0)
         for request, indices, rejection in plan.steps:
             for index in indices:
                 match = matches[index]
@@ -233,12 +231,15 @@ class Schedds:
                     outcome.refused[index] = (f"no claim id left for slot {match.slot} "
                                               "(its private ad lists none unspent)")
                     continue
-                handing(index)
-                write_offer(stream, claim, offers.next(match, request))
-                outcome.handed.append(index)
-                queued += 1
-                if queued % DRAIN_EVERY == 0:
+                offer = offers.next(match, request)
+                try:
                     await stream.drain()
+                except CedarError:
+                    self.claims.give_back(claim)
+                    raise
+                handing(index)
+                write_offer(stream, claim, offer)
+                outcome.handed.append(index)
             if rejection is not None:
                 reason = rejection if request.diagnostics < 2 else (
                     f"{rejection} |{request.autocluster}|{request.cluster}.{request.proc}|")

@@ -304,8 +304,13 @@ class Daemon:
             prefetched = None
             if settings.service.collector_host:
                 mark = time.perf_counter()
-                if await self._pull(settings):
-                    prefetched = await self.pool.prefetch(self.store, settings)
+                try:
+                    self.runner.phase = "pull"
+                    if await self._pull(settings):
+                        self.runner.phase = "prefetch"
+                        prefetched = await self.pool.prefetch(self.store, settings)
+                finally:
+                    self.runner.phase = "idle"
                 pulled_s = time.perf_counter() - mark
             self._expire()
             self._restore_holds()
