@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -116,11 +117,19 @@ class MiniPool:
     def remove_all(self) -> None:
         """Remove every job of every schedd, and wait until the startd has no claim left: the next
         test starts from an idle pool."""
-        for name in self.condor("condor_status", "-schedd", "-af", "Name").split():
-            subprocess.run([str(HTCONDOR / "bin" / "condor_rm"), "-name", name, "-all"], env=self.env(),
-                           capture_output=True, timeout=60)
+        for address in self.condor("condor_status", "-schedd", "-af", "MyAddress").split():
+            self.condor("condor_rm", "-addr", address, "-all")
         wait_for(lambda: "Claimed" not in self.condor("condor_status", "-af", "State"), 90,
                  "the startd to have no claim left")
+
+    def daemon_pid_of(self, program: str) -> int:
+        """The pid of the pool's one ``program`` (a child of its master)."""
+        master = (self.directory / "run" / "master.pid").read_text().strip()
+        found = subprocess.run(["pgrep", "-P", master, "-x", program], capture_output=True, text=True)
+        pids = [int(pid) for pid in found.stdout.split() if pid.strip()]
+        if len(pids) != 1:
+            raise PoolError(f"expected one {program}, found {pids}")
+        return pids[0]
 
     def daemon_pid(self, local_name: str) -> int:
         """The pid of the pool's daemon started with ``-local-name local_name`` (a child of its master)."""
@@ -141,7 +150,10 @@ class MiniPool:
         (self.directory / "config.d" / name).write_text(text)
 
     def reconfig(self) -> None:
-        self.condor("condor_reconfig", "-all")
+        """Have every daemon read its config again: SIGHUP to the master, as ``condor_reconfig``
+        asks of it, without depending on the collector to find it."""
+        master = int((self.directory / "run" / "master.pid").read_text().strip())
+        os.kill(master, signal.SIGHUP)
 
     def stop(self) -> None:
         subprocess.run([str(MINIPOOL), "stop", str(self.directory)], capture_output=True, timeout=90)

@@ -58,6 +58,8 @@ class DaemonProcess:
     args: list[str] = field(default_factory=list)
     watchdog_usec: int | None = None
     include: str = "$(CONFIG_ROOT)/default.conf"    # the config the daemon's own builds on
+    module: str = "negotiatord"                      # what ``python -m`` runs: negotiatord's command line
+    environment: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -91,13 +93,13 @@ class DaemonProcess:
         self.notify.settimeout(0.2)
         self.messages: list[str] = []
         threading.Thread(target=self._listen, args=(self.notify,), daemon=True).start()
-        env = dict(os.environ, NOTIFY_SOCKET=str(self.notify_path))
+        env = dict(os.environ, NOTIFY_SOCKET=str(self.notify_path), **self.environment)
         env.pop("WATCHDOG_PID", None)
         if self.watchdog_usec:
             env["WATCHDOG_USEC"] = str(self.watchdog_usec)
         self.log = self.log_path.open("a")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "negotiatord", "run", "--config", str(self.config), *self.args],
+            [sys.executable, "-m", self.module, "run", "--config", str(self.config), *self.args],
             cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
         self.wait_for_message("READY=1", timeout)
 

@@ -1,14 +1,18 @@
 """Child-process entry: ask a collector for slot ads, the slots' private ads and submitter ads,
-and print them all in the long form (blank line between ads) on stdout.
+and print them on stdout as one JSON object: ``{"ads": <the slot and submitter ads in the long
+form, a blank line between ads>, "claims": [{"name", "address", "ids"}, ...]}``.
 
 Run as ``CONDOR_CONFIG=<file> python -m negotiatord.feed.collector_query HOST``. It runs in a child
 process for the reason the config is read in one (see ``negotiatord.settings.param_dump``):
 HTCondor's library exits the whole process on a bad config, and the daemon must outlive that.
 What it asks for follows ``Matchmaker::obtainAdsFromCollector``: startd ads, their private ads
 (the claim ids; a query at NEGOTIATOR level, answered over an encrypted session only) and
-submitter ads. A private ad comes out with ``MyType = "MachinePrivate"``, so that it is not
-mistaken for its slot's public ad. The jobs come from each schedd through ``NEGOTIATE``
-(:mod:`negotiatord.schedds`), as the negotiator gets them.
+submitter ads. Of a private ad only the slot's ``Name`` and ``MyAddress`` and its claim ids come
+out, as plain strings: a consumption-policy p-slot of a thousand cores lists a thousand ids in
+``ClaimIdList``, a string far longer than any expression an ad reader lets through, and the ids
+are no expression anyway (``Matchmaker::obtainAdsFromCollector`` reads them the same way). The
+jobs come from each schedd through ``NEGOTIATE`` (:mod:`negotiatord.schedds`), as the negotiator
+gets them.
 
 A failed query raises "Failed communication with collector" whatever went wrong; HTCondor says
 what did (connection refused, a read timeout, the security handshake refused) only in its debug
@@ -18,24 +22,35 @@ output. That output is captured while each query runs and printed after the erro
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 import tempfile
 from contextlib import contextmanager
-from typing import TextIO
 from collections.abc import Iterable, Iterator
 
-PRIVATE_TYPE = "MachinePrivate"
 _TIMESTAMP = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d ")
 
 
-def _write(ads: Iterable, my_type: str, out: TextIO, *, force: bool = False) -> None:
+def _long_form(ads: Iterable, my_type: str) -> Iterator[str]:
     for ad in ads:
-        if force or "MyType" not in ad:
+        if "MyType" not in ad:
             ad["MyType"] = my_type
-        out.write(ad.printOld())
-        out.write("\n")
+        yield ad.printOld()
+
+
+def _claims(private_ads: Iterable) -> list[dict[str, str | list[str]]]:
+    """Each private ad's slot and claim ids: its ``ClaimIdList``, else its ``ClaimId`` (or the old
+    ``Capability``)."""
+    claims: list[dict[str, str | list[str]]] = []
+    for ad in private_ads:
+        listed = str(ad.get("ClaimIdList") or "").split()
+        single = ad.get("ClaimId") or ad.get("Capability")
+        ids = listed or ([str(single)] if single else [])
+        if ids:
+            claims.append({"name": str(ad.get("Name", "")), "address": str(ad.get("MyAddress", "")), "ids": ids})
+    return claims
 
 
 @contextmanager
@@ -80,9 +95,8 @@ def main(argv: list[str]) -> int:
     except Exception as error:  # the bindings raise HTCondorException and plain OSError/ValueError
         print(_failure(error, said), file=sys.stderr)
         return 1
-    _write(slots, "Machine", sys.stdout)
-    _write(submitters, "Submitter", sys.stdout)
-    _write(private, PRIVATE_TYPE, sys.stdout, force=True)
+    text = "\n".join([*_long_form(slots, "Machine"), *_long_form(submitters, "Submitter")])
+    json.dump({"ads": text, "claims": _claims(private)}, sys.stdout)
     return 0
 
 

@@ -15,6 +15,7 @@ host needs the same client security settings in negotiatord's config as ``condor
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -23,7 +24,6 @@ from pathlib import Path
 import classad2
 
 from negotiatord.ads import AdProblem, parse_ads
-from negotiatord.feed.collector_query import PRIVATE_TYPE
 from negotiatord.feed.intake import named
 from negotiatord.feed.kinds import AdKind, UnkeyedAd, ad_key, kind_of
 
@@ -52,6 +52,15 @@ _CAUSES = (
 )
 
 
+@dataclass(frozen=True)
+class SlotClaims:
+    """A slot's claim ids, from its private ad (never filed, logged or published)."""
+
+    name: str
+    address: str
+    ids: tuple[str, ...]
+
+
 class PullError(Exception):
     """The collector could not be queried; the message names the host, the cause and what
     HTCondor said. ``reason`` is the cause alone (connection refused, unknown host,
@@ -75,7 +84,7 @@ def failure(host: str, said: str) -> PullError:
 class Pulled:
     ads: dict[AdKind, list[tuple[str, classad2.ClassAd]]] = field(
         default_factory=lambda: {kind: [] for kind in AdKind})
-    private: list[classad2.ClassAd] = field(default_factory=list)   # the slots' private ads: claim ids
+    claims: list[SlotClaims] = field(default_factory=list)   # the claim ids of each slot
     problems: list[str] = field(default_factory=list)   # ads left out
 
 
@@ -96,7 +105,14 @@ async def pull(host: str, config: Path, timeout: float = PULL_TIMEOUT_S) -> Pull
     message = err.decode(errors="replace").strip()
     if child.returncode != 0:
         raise failure(host, message or f"the query exited with status {child.returncode}")
-    pulled = await asyncio.to_thread(sort_ads, out.decode(errors="replace"), f"collector {host}")
+    try:
+        answer = json.loads(out)
+        text, claims = str(answer["ads"]), [SlotClaims(str(c["name"]), str(c["address"]), tuple(map(str, c["ids"])))
+                                            for c in answer["claims"]]
+    except (ValueError, KeyError, TypeError) as error:
+        raise PullError(host, "query failed", f"the query's answer is not what it should be: {error}") from None
+    pulled = await asyncio.to_thread(sort_ads, text, f"collector {host}")
+    pulled.claims = claims
     pulled.problems[:0] = message.splitlines()
     return pulled
 
@@ -109,8 +125,6 @@ def sort_ads(text: str, source: str) -> Pulled:
     for ad, position, line in zip(batch.ads, batch.positions, batch.lines):
         kind = kind_of(ad)
         if kind is None:
-            if ad.get("MyType") == PRIVATE_TYPE:
-                pulled.private.append(ad)
             continue  # a pull asks for three kinds; anything else is not ours to keep
         try:
             pulled.ads[kind].append((ad_key(kind, ad), ad))

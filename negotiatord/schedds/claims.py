@@ -13,9 +13,7 @@ schedd handed a spent id would only fail to claim. Claim ids never leave this mo
 
 from __future__ import annotations
 
-import classad2
-
-from negotiatord.classad.conversion import evaluate_string
+from collections.abc import Iterable, Sequence
 
 
 def slot_key(name: str, address: str) -> tuple[str, str]:
@@ -29,15 +27,10 @@ class ClaimIds:
         self._ids: dict[tuple[str, str], list[str]] = {}
         self._spent: set[str] = set()
 
-    def refresh(self, private_ads: list[classad2.ClassAd]) -> int:
-        """Take the ids of a new pull's private ads; returns how many slots have any."""
-        ids: dict[tuple[str, str], list[str]] = {}
-        for ad in private_ads:
-            name, address = evaluate_string(ad, "Name"), evaluate_string(ad, "MyAddress")
-            listed = (evaluate_string(ad, "ClaimIdList") or "").split()
-            single = evaluate_string(ad, "ClaimId") or evaluate_string(ad, "Capability")
-            if name and address and (listed or single):
-                ids[slot_key(name, address)] = listed or [single or ""]
+    def refresh(self, slots: Iterable[tuple[str, str, Sequence[str]]]) -> int:
+        """Take the ids of a new pull's private ads, as (``Name``, ``MyAddress``, ids); returns how
+        many slots have any."""
+        ids = {slot_key(name, address): list(claims) for name, address, claims in slots if claims}
         listed_now = {claim for claims in ids.values() for claim in claims}
         self._spent &= listed_now
         self._ids = ids

@@ -122,6 +122,11 @@ class Schedds:
         connection.fresh = False
         return connection.stream
 
+    def connections(self) -> list[dict[str, object]]:
+        """The kept connections: each schedd's address and how its session is secured."""
+        return [{"address": address, "method": c.stream.session.method, "user": c.stream.session.user,
+                 "encrypted": c.stream.stream.crypto} for address, c in sorted(self._connections.items())]
+
     def forget(self, address: str) -> None:
         connection = self._connections.pop(address, None)
         if connection is not None:

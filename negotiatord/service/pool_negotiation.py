@@ -18,6 +18,7 @@ import structlog
 
 from negotiatord.cycle.result import CycleResult
 from negotiatord.feed.kinds import AdKind
+from negotiatord.feed.pull import SlotClaims
 from negotiatord.feed.store import AdStore, JobAds, PoolView
 from negotiatord.schedds.attributes import significant_attributes
 from negotiatord.schedds.negotiations import HandOut, Prefetched, ScheddFailure, ScheddOptions, Schedds
@@ -52,8 +53,8 @@ class PoolNegotiation:
             self._schedds, self._pool = Schedds(pool.security, _options(pool)), pool
         return self._schedds
 
-    def take_claim_ids(self, settings: Settings, private_ads: list[classad2.ClassAd]) -> None:
-        self.schedds(settings).claims.refresh(private_ads)
+    def take_claim_ids(self, settings: Settings, claims: list[SlotClaims]) -> None:
+        self.schedds(settings).claims.refresh((slot.name, slot.address, slot.ids) for slot in claims)
 
     async def prefetch(self, store: AdStore, settings: Settings) -> Prefetched:
         """Every pulled submitter's requests."""
@@ -105,6 +106,7 @@ class PoolNegotiation:
     def status(self) -> dict[str, Any]:
         return {"prefetch": self.prefetch_state, "hand_out": self.hand_out_state,
                 "failed_schedds": [failure.document() for failure in self.failures],
+                "connections": self._schedds.connections() if self._schedds is not None else [],
                 "significant_attributes": self.attributes}
 
     def close(self) -> None:

@@ -132,6 +132,11 @@ class _Params:
         """Configured param names (as written) for which ``wanted(UPPER_NAME)`` holds."""
         return [name for upper, (name, _) in self._values.items() if wanted(upper)]
 
+    def changed(self, name: str) -> bool:
+        """Whether the config gives ``name`` a value other than HTCondor's built-in one."""
+        text = self.raw(name)
+        return text is not None and text != self._defaults.get(name.upper())
+
     def is_builtin(self, name: str) -> bool:
         """Whether HTCondor itself defines ``name`` (it has a value under an empty config)."""
         return name.upper() in self._defaults

@@ -28,6 +28,7 @@ class _Params(Protocol):
     def number(self, name: str, low: float | None = None, above: bool = False,
                fallback: float | None = None) -> float: ...
     def boolean(self, name: str, fallback: bool | None = None) -> bool: ...
+    def changed(self, name: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,12 @@ def read_pool_settings(params: _Params, config_dir: Path) -> PoolSettings:
     warnings: list[str] = []
     configured = [canonical_method(m) for m in _list(_security_setting(params, "AUTHENTICATION_METHODS"))]
     missing = [m for m in dict.fromkeys(configured) if m not in IMPLEMENTED_METHODS]
-    if missing:
+    explicit = any(params.changed(f"SEC_{scope}_AUTHENTICATION_METHODS") for scope in ("CLIENT", "DEFAULT"))
+    if not explicit:
+        # HTCondor's own default lists every method it can be built with; like a build without
+        # some of them, negotiatord offers those it has (SecMan::filterAuthenticationMethods)
+        configured = [m for m in configured if m in IMPLEMENTED_METHODS]
+    elif missing:
         warnings.append(f"SEC_CLIENT_AUTHENTICATION_METHODS lists {', '.join(missing)}, which negotiatord "
                         f"does not implement; it authenticates with "
                         f"{', '.join(m for m in configured if m in IMPLEMENTED_METHODS) or 'nothing'}")

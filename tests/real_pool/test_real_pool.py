@@ -13,50 +13,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
-
 import classad2
 import pytest
 
 from negotiatord.accountant import AccountantStore
 from tests.minipool import MiniPool, minipool, wait_for
-from tests.service_harness import DaemonProcess
-
-# SlotWeight counts memory too, so that a match's cost (SlotWeight before minus after) is not its
-# cpu count: 1 + 512/1024 for each job below
-POOL_CONFIG = """
-SLOT_WEIGHT = Cpus + Memory / 1024.0
-SCHEDD2 = $(SCHEDD)
-SCHEDD2_ARGS = -local-name schedd2
-SCHEDD2.SCHEDD_NAME = schedd2
-SCHEDD2.SPOOL = $(SPOOL)/schedd2
-SCHEDD2.SCHEDD_LOG = $(LOG)/SchedLog2
-SCHEDD2.SCHEDD_ADDRESS_FILE = $(LOG)/.schedd2_address
-SCHEDD2.SCHEDD_DAEMON_AD_FILE = $(LOG)/.schedd2_classad
-DAEMON_LIST = $(DAEMON_LIST) SCHEDD2
-"""
-SCHEDD2 = "schedd2@vm"
-JOB = {"request_memory": "512"}
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[MiniPool]:
-    with minipool(cpus=8, pslots=2, config=POOL_CONFIG) as running:
-        yield running
-
-
-def negotiatord(pool: MiniPool, home: Path, tokens: Path | None = None, **settings: str) -> DaemonProcess:
-    """A negotiatord configured as an administrator would: the pool's config, its own state and
-    HTTP port, its own token."""
-    directory = tokens if tokens is not None else pool.token_directory()
-    daemon = DaemonProcess(home, include=str(pool.config), settings={
-        "SEC_TOKEN_DIRECTORY": str(directory), "SEC_CLIENT_AUTHENTICATION_METHODS": "IDTOKENS",
-        "NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_MIN_INTERVAL": "0", "NEGOTIATOR_CYCLE_DELAY": "0",
-        **settings})
-    daemon.start()
-    return daemon
-
+from tests.real_pool.conftest import JOB, SCHEDD2, negotiatord
 
 def _slot_ads(pool: MiniPool) -> dict[str, classad2.ClassAd]:
     text = pool.condor("condor_status", "-l")
@@ -102,6 +64,10 @@ def test_jobs_run_and_a_pslot_takes_several_in_one_cycle(pool, tmp_path):
             assert job["ExitCode"] == 0 and job["NumJobStarts"] == 1
         status = daemon.status()["schedds"]
         assert status["hand_out"]["handed"] == 4 and status["failed_schedds"] == []
+        # the sessions with both schedds, behind the shared port, are IDTOKENS and AES-GCM
+        assert {(c["method"], c["user"], c["encrypted"]) for c in status["connections"]} == {
+            ("IDTOKENS", "negotiatord@minipool", True)}
+        assert all("sock=" in c["address"] for c in status["connections"])
     finally:
         daemon.stop()
 
@@ -187,26 +153,36 @@ def test_a_schedd_that_refuses_negotiatord_is_named_and_costs_only_its_submitter
 
 
 def test_a_schedd_that_stops_answering_mid_session_costs_only_its_own_submitters(pool, tmp_path):
+    pool.submit(1, arguments="1", **JOB)
+    pool.submit(1, schedd=SCHEDD2, arguments="1", **JOB)
+    pool.wait_until_advertised("minipool@minipool")
+    pool.wait_until_advertised("minipool@minipool", schedd=SCHEDD2)
     daemon = negotiatord(pool, tmp_path / "negotiatord", NEGOTIATOR_TIMEOUT="3")
     schedd2 = pool.daemon_pid("schedd2")
     try:
-        daemon.wait_for_cycle(0)      # both schedds answer; negotiatord keeps their connections
+        # both schedds negotiate; negotiatord keeps a connection to each for the next session
+        daemon.wait_for_cycle(0)
+        assert daemon.status()["schedds"]["prefetch"]["submitters"] == 2
         mine = pool.submit(2, arguments="30", **JOB)
         theirs = pool.submit(2, schedd=SCHEDD2, arguments="30", **JOB)
-        pool.wait_until_advertised("minipool@minipool")
-        pool.wait_until_advertised("minipool@minipool", schedd=SCHEDD2)
+        pool.wait_until_advertised("minipool@minipool", idle=2)
+        pool.wait_until_advertised("minipool@minipool", idle=2, schedd=SCHEDD2)
         os.kill(schedd2, signal.SIGSTOP)
         try:
             daemon.reschedule()
             failed = daemon.status()["schedds"]["failed_schedds"]
             assert [(f["schedd"], f["reason"], f["submitters"]) for f in failed] == [
                 (SCHEDD2, "no answer in time", ["minipool@minipool"])]
+            assert "waiting for an answer" in failed[0]["detail"]      # on the kept connection
             wait_for(lambda: _running(pool, mine) == 2, 60, "the two jobs at the answering schedd to run")
         finally:
             os.kill(schedd2, signal.SIGCONT)
+
         # once it answers again, its jobs get their turn
-        daemon.reschedule()
-        wait_for(lambda: _running(pool, theirs, SCHEDD2) == 2, 60, "schedd2's jobs to run once it answers")
+        def theirs_run() -> bool:
+            daemon.reschedule()
+            return _running(pool, theirs, SCHEDD2) == 2
+        wait_for(theirs_run, 60, "schedd2's jobs to run once it answers", every=1)
         assert daemon.status()["schedds"]["failed_schedds"] == []
     finally:
         daemon.stop()
@@ -230,3 +206,17 @@ def test_two_groups_get_their_quotas(pool, tmp_path):
     finally:
         daemon.stop()
         pool.remove_all()
+
+
+def test_jobs_run_on_a_pool_without_a_shared_port(tmp_path):
+    with minipool(cpus=2, shared_port=False) as direct:
+        cluster = direct.submit(1, arguments="1")
+        direct.wait_until_advertised("minipool@minipool")
+        daemon = negotiatord(direct, tmp_path / "negotiatord")
+        try:
+            wait_for(lambda: any(job["ClusterId"] == cluster for job in direct.history()), 60,
+                     "the job to complete")
+            [connection] = daemon.status()["schedds"]["connections"]
+            assert "sock=" not in connection["address"] and connection["encrypted"]
+        finally:
+            daemon.stop()

@@ -1,0 +1,66 @@
+"""negotiatord's credentials and NEGOTIATE knobs, read from the condor config as the real
+negotiator reads its own (SecMan::FillInSecurityPolicyAd for CLIENT_PERM; param_info.in defaults)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from negotiatord.cedar.policy import Requirement
+from negotiatord.settings import ConfigError, load_settings
+
+
+def _load(tmp_path: Path, text: str):
+    config = tmp_path / "condor_config"
+    config.write_text(text)
+    return load_settings(config).service.pool
+
+
+def test_htcondors_defaults_when_nothing_is_set(tmp_path):
+    pool = _load(tmp_path, "")
+    # SEC_DEFAULT_AUTHENTICATION_METHODS' built-in value lists every method HTCondor can be built
+    # with; those negotiatord has are kept in its order, without a word; levels default to OPTIONAL
+    assert pool.security.methods == ("FS", "TOKEN", "SSL")
+    assert (pool.security.authentication, pool.security.encryption) == (Requirement.OPTIONAL, Requirement.OPTIONAL)
+    assert (pool.timeout_s, pool.prefetch_timeout_s, pool.prefetch_max_time_s, pool.request_list_size) == (
+        30.0, 30.0, 60.0, 200)
+    assert pool.warnings == ()
+
+
+def test_client_settings_win_over_default_ones_and_negotiator_prefixed_over_both(tmp_path):
+    pool = _load(tmp_path, """
+SEC_DEFAULT_AUTHENTICATION = OPTIONAL
+SEC_CLIENT_AUTHENTICATION = REQUIRED
+SEC_DEFAULT_ENCRYPTION = REQUIRED
+SEC_CLIENT_AUTHENTICATION_METHODS = IDTOKENS, SSL
+NEGOTIATOR.SEC_CLIENT_AUTHENTICATION_METHODS = IDTOKENS
+SEC_TOKEN_DIRECTORY = tokens.d
+TRUST_DOMAIN = cm.example.org
+NEGOTIATOR_TIMEOUT = 12
+NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME = 0
+""")
+    assert pool.security.methods == ("TOKEN",)
+    assert (pool.security.authentication, pool.security.encryption) == (Requirement.REQUIRED, Requirement.REQUIRED)
+    assert pool.security.token_directory == tmp_path / "tokens.d"
+    assert pool.security.trust_domain == "cm.example.org"
+    assert (pool.timeout_s, pool.prefetch_timeout_s, pool.prefetch_max_time_s) == (12.0, 12.0, 0.0)
+
+
+def test_what_negotiatord_cannot_do_is_said_at_load(tmp_path):
+    pool = _load(tmp_path, """
+SEC_CLIENT_AUTHENTICATION_METHODS = KERBEROS, IDTOKENS, MUNGE
+SEC_CLIENT_CRYPTO_METHODS = AES, BLOWFISH
+NEGOTIATOR_PREFETCH_REQUESTS = False
+""")
+    said = " | ".join(pool.warnings)
+    assert "KERBEROS, MUNGE" in said and "BLOWFISH" in said and "NEGOTIATOR_PREFETCH_REQUESTS" in said
+
+
+def test_a_config_negotiatord_cannot_talk_with_is_refused_naming_the_knob(tmp_path):
+    with pytest.raises(ConfigError, match="SEC_CLIENT_CRYPTO_METHODS"):
+        _load(tmp_path, "SEC_CLIENT_CRYPTO_METHODS = BLOWFISH\n")
+    with pytest.raises(ConfigError, match="SEC_CLIENT_ENCRYPTION"):
+        _load(tmp_path, "SEC_CLIENT_ENCRYPTION = SOMETIMES\n")
+    with pytest.raises(ConfigError, match="no usable method"):
+        _load(tmp_path, "SEC_CLIENT_AUTHENTICATION = REQUIRED\nSEC_CLIENT_AUTHENTICATION_METHODS = KERBEROS\n")
