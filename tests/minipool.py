@@ -168,8 +168,11 @@ def _run(*command: object, env: dict[str, str] | None = None, timeout: float = 1
 
 @contextmanager
 def minipool(*, cpus: int = 8, pslots: int = 1, shared_port: bool = True, with_negotiator: bool = False,
-             config: str = "") -> Iterator[MiniPool]:
-    """A fresh pool for the block's life. It lives under /tmp, where the pool's user can reach it."""
+             config: str = "", files: dict[str, bytes] | None = None) -> Iterator[MiniPool]:
+    """A fresh pool for the block's life. It lives under /tmp, where the pool's user can reach it.
+
+    ``files`` (relative path: content) are written into the pool's directory, mode 0600, before
+    it starts; the pool's user then owns them, and ``config`` names them as ``$(LOCAL_DIR)/path``."""
     if not MINIPOOL.is_file():
         raise PoolError(f"{MINIPOOL} is missing: the tests need ../shared/htcondor beside the checkout")
     directory = Path(tempfile.mkdtemp(prefix="minipool-", dir="/tmp"))
@@ -177,6 +180,11 @@ def minipool(*, cpus: int = 8, pslots: int = 1, shared_port: bool = True, with_n
     if config:
         (directory / "config.d").mkdir()
         (directory / "config.d" / "50-test.config").write_text(config)
+    for name, content in (files or {}).items():
+        target = directory / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+        os.chmod(target, 0o600)
     args = ["start", str(directory), "--cpus", str(cpus), "--pslots", str(pslots),
             "--shared-port", "yes" if shared_port else "no", "--timeout", "120"]
     if with_negotiator:

@@ -52,12 +52,15 @@ def canonical_method(name: str) -> str:
 
 @dataclass(frozen=True)
 class SslFiles:
-    """``AUTH_SSL_CLIENT_*``: the CA to check the daemon's certificate with, and this side's own."""
+    """``AUTH_SSL_CLIENT_*``: the CAs to check the daemon's certificate with, and this side's own.
+    As in HTCondor, the system's default CAs are trusted too unless ``use_default_cas`` is false
+    (``AUTH_SSL_CLIENT_USE_DEFAULT_CAS``)."""
 
     ca_file: Path | None = None
     ca_dir: Path | None = None
     cert_file: Path | None = None
     key_file: Path | None = None
+    use_default_cas: bool = True
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,13 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-import classad2
 import pytest
 
-from negotiatord.cedar.classads import get_classad, put_classad
-from negotiatord.cedar.client import open_command
 from negotiatord.cedar.commands import QUERY_STARTD_ADS, QUERY_STARTD_PVT_ADS
 from negotiatord.cedar.errors import AuthenticationFailed, NotAuthorized
 from negotiatord.cedar.handshake import SessionCache
 from negotiatord.cedar.policy import ClientSecurity, Requirement
+from tests.cedar.collector_query import query
 from tests.minipool import MiniPool, minipool
 
 
@@ -41,25 +39,11 @@ def _security(tokens: Path | None, methods: tuple[str, ...] = ("IDTOKENS",)) -> 
                           integrity=Requirement.REQUIRED)
 
 
-async def _query(address: str, command: int, security: ClientSecurity, sessions: SessionCache):
-    stream = await open_command(address, command, security, sessions, 20.0, name="collector")
-    query = classad2.ClassAd({"MyType": "Query", "TargetType": "Machine", "Requirements": classad2.ExprTree("true")})
-    message = stream.message()
-    put_classad(message, query)
-    await stream.send(message)
-    reader = await stream.receive()
-    ads = []
-    while reader.get_int() == 1:
-        ads.append(get_classad(reader))
-    stream.close()
-    return stream, ads
-
-
 def test_private_slot_ads_come_over_an_idtokens_session_with_aes_gcm(pool):
     # QUERY_STARTD_PVT_ADS is registered at NEGOTIATOR level (collector.cpp); the private ad of a
     # consumption-policy p-slot lists its claim ids (NEGOTIATE_PROTOCOL.md, ClaimIdList)
     sessions = SessionCache()
-    stream, ads = asyncio.run(_query(pool.collector, QUERY_STARTD_PVT_ADS, _security(pool.token_directory()), sessions))
+    stream, ads = asyncio.run(query(pool.collector, QUERY_STARTD_PVT_ADS, _security(pool.token_directory()), sessions))
     assert (stream.session.method, stream.session.user) == ("IDTOKENS", "negotiatord@minipool")
     assert stream.stream.crypto
     assert sorted(ad["Name"] for ad in ads) == ["slot1@vm", "slot2@vm"]
@@ -69,8 +53,8 @@ def test_private_slot_ads_come_over_an_idtokens_session_with_aes_gcm(pool):
 def test_a_second_command_reuses_the_session(pool):
     sessions = SessionCache()
     security = _security(pool.token_directory())
-    first, _ = asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, security, sessions))
-    second, ads = asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, security, sessions))
+    first, _ = asyncio.run(query(pool.collector, QUERY_STARTD_ADS, security, sessions))
+    second, ads = asyncio.run(query(pool.collector, QUERY_STARTD_ADS, security, sessions))
     assert (first.resumed, second.resumed) == (False, True)
     assert second.session.id == first.session.id
     assert {ad["State"] for ad in ads} == {"Unclaimed"}
@@ -78,23 +62,23 @@ def test_a_second_command_reuses_the_session(pool):
 
 def test_direct_addresses_without_a_shared_port(direct_pool):
     assert "sock=" not in direct_pool.condor("condor_status", "-collector", "-af", "MyAddress")
-    stream, ads = asyncio.run(_query(direct_pool.collector, QUERY_STARTD_PVT_ADS,
-                                     _security(direct_pool.token_directory()), SessionCache()))
+    stream, ads = asyncio.run(query(direct_pool.collector, QUERY_STARTD_PVT_ADS,
+                                    _security(direct_pool.token_directory()), SessionCache()))
     assert stream.stream.crypto and [ad["Name"] for ad in ads] == ["slot1@vm"]
 
 
 def test_fs_proves_the_local_user(pool):
-    stream, ads = asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, _security(None, ("FS",)), SessionCache()))
+    stream, ads = asyncio.run(query(pool.collector, QUERY_STARTD_ADS, _security(None, ("FS",)), SessionCache()))
     assert stream.session.method == "FS" and len(ads) == 2
 
 
 def test_a_session_the_daemon_forgot_is_renegotiated(pool):
     sessions = SessionCache()
     security = _security(pool.token_directory())
-    first, _ = asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, security, sessions))
+    first, _ = asyncio.run(query(pool.collector, QUERY_STARTD_ADS, security, sessions))
     # as after a restart of the collector: the cached session names an id it does not know
     sessions.store(pool.collector, [QUERY_STARTD_ADS], replace(first.session, id="vm:1:1:1"))
-    second, ads = asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, security, sessions))
+    second, ads = asyncio.run(query(pool.collector, QUERY_STARTD_ADS, security, sessions))
     assert not second.resumed and second.session.id != "vm:1:1:1" and len(ads) == 2
 
 
@@ -102,7 +86,7 @@ def test_no_token_is_named_with_where_it_was_looked_for(pool, tmp_path):
     empty = tmp_path / "tokens"
     empty.mkdir(mode=0o700)
     with pytest.raises(AuthenticationFailed) as refused:
-        asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, _security(empty), SessionCache()))
+        asyncio.run(query(pool.collector, QUERY_STARTD_ADS, _security(empty), SessionCache()))
     assert "no usable token" in str(refused.value) and str(empty) in str(refused.value)
     assert pool.collector in str(refused.value)
 
@@ -112,7 +96,7 @@ def test_a_token_file_others_can_read_is_passed_over_as_htcondor_does(pool, tmp_
     shutil.copytree(pool.token_directory(), loose)
     os.chmod(loose / "token", 0o644)
     with pytest.raises(AuthenticationFailed, match="must not be readable by others"):
-        asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, _security(loose), SessionCache()))
+        asyncio.run(query(pool.collector, QUERY_STARTD_ADS, _security(loose), SessionCache()))
 
 
 def test_a_damaged_token_is_refused_by_the_proof_of_its_key(pool, tmp_path):
@@ -122,18 +106,18 @@ def test_a_damaged_token_is_refused_by_the_proof_of_its_key(pool, tmp_path):
     (damaged / "token").write_text(f"{header}.{payload}.{signature[::-1]}\n")
     os.chmod(damaged / "token", 0o600)
     with pytest.raises(AuthenticationFailed, match="signature"):
-        asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, _security(damaged), SessionCache()))
+        asyncio.run(query(pool.collector, QUERY_STARTD_ADS, _security(damaged), SessionCache()))
 
 
 def test_an_identity_without_negotiator_rights_is_refused_by_name(pool):
     # minipool grants READ to everyone but NEGOTIATOR only to negotiatord@minipool and the daemons
     outsider = pool.token_directory("someone@minipool")
     with pytest.raises(NotAuthorized) as refused:
-        asyncio.run(_query(pool.collector, QUERY_STARTD_PVT_ADS, _security(outsider), SessionCache()))
+        asyncio.run(query(pool.collector, QUERY_STARTD_PVT_ADS, _security(outsider), SessionCache()))
     assert "someone@minipool" in str(refused.value) and "DENIED" in str(refused.value)
 
 
 def test_the_same_refusal_over_fs_says_it_was_unauthenticated_or_who(pool):
     security = replace(_security(None, ("FS",)), authentication=Requirement.REQUIRED)
-    stream, _ = asyncio.run(_query(pool.collector, QUERY_STARTD_ADS, security, SessionCache()))
+    stream, _ = asyncio.run(query(pool.collector, QUERY_STARTD_ADS, security, SessionCache()))
     assert stream.session.user

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from negotiatord.cedar.auth.channel import Channel, MethodFailed
 from negotiatord.cedar.auth.fs import authenticate_fs
+from negotiatord.cedar.auth.ssl import authenticate_ssl
 from negotiatord.cedar.auth.tokens import authenticate_token
 from negotiatord.cedar.errors import AuthenticationFailed, ProtocolError
 from negotiatord.cedar.policy import ClientSecurity, canonical_method
@@ -22,7 +23,7 @@ from negotiatord.cedar.wire import MessageWriter
 # CAUTH_* in src/condor_includes/condor_auth.h
 METHOD_BITS = {"CLAIMTOBE": 2, "FS": 4, "FS_REMOTE": 8, "KERBEROS": 64, "ANONYMOUS": 128, "SSL": 256,
                "PASSWORD": 512, "MUNGE": 1024, "TOKEN": 2048, "SCITOKENS": 4096}
-_HANDSHAKES = {"FS": authenticate_fs, "TOKEN": authenticate_token}
+_HANDSHAKES = {"FS": authenticate_fs, "SSL": authenticate_ssl, "TOKEN": authenticate_token}
 
 
 @dataclass(frozen=True)
