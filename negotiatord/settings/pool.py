@@ -110,7 +110,8 @@ def read_pool_settings(params: _Params, config_dir: Path) -> PoolSettings:
     ssl = SslFiles(ca_file=_path(params, "AUTH_SSL_CLIENT_CAFILE", config_dir),
                    ca_dir=_path(params, "AUTH_SSL_CLIENT_CADIR", config_dir),
                    cert_file=_path(params, "AUTH_SSL_CLIENT_CERTFILE", config_dir),
-                   key_file=_path(params, "AUTH_SSL_CLIENT_KEYFILE", config_dir))
+                   key_file=_path(params, "AUTH_SSL_CLIENT_KEYFILE", config_dir),
+                   use_default_cas=params.boolean("AUTH_SSL_CLIENT_USE_DEFAULT_CAS", True))
     token = params.raw("SEC_TOKEN")
     try:
         security = ClientSecurity(
