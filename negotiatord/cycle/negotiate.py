@@ -356,11 +356,19 @@ class _Cycle:
                     self._fair_share_request(request, submitter)
 
     def _fair_share_request(self, request: Request, submitter: Submitter) -> None:
+        """Preempt for ``request``'s jobs while the rule allows; the job it stops at is rejected
+        with its reason, as HTCondor's negotiator tells the schedd about each request it leaves
+        idle (the matchmaking rounds' rejection may have named a job matched here since)."""
         assert self.fair_sharing is not None
         match_list = self._match_list(request.autocluster)
-        while request.jobs and self.ledger.blocking(request.jobs[0].concurrency_limits) is None:
+        while request.jobs:
+            blocked = self.ledger.blocking(request.jobs[0].concurrency_limits)
+            if blocked is not None:
+                self._reject(request.jobs[0], submitter, CONCURRENCY_LIMIT.format(name=blocked))
+                return
             candidate = self.fair_sharing.best(request.autocluster, submitter.group)
             if candidate is None:
+                self._reject(request.jobs[0], submitter, NO_MATCH)
                 return
             self._commit(request.jobs.popleft(), submitter, submitter.group, candidate, self._cost(candidate),
                          match_list)
