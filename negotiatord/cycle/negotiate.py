@@ -241,7 +241,7 @@ class _Cycle:
         for name, own in autoclusters.items():
             group = self._account(name)
             submitter = Submitter(name, group, self.accountant.effective_priority(name, group, self.settings))
-            submitter.add_autoclusters(own)
+            submitter.add_autoclusters(own, self.settings.use_global_job_prios)
             submitters[name] = submitter
         return submitters
 
