@@ -56,9 +56,10 @@ class Candidate:
 
 class MatchList:
     def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, state: PoolState,
-                 loading: PslotLoading, slot_ranked: bool = True) -> None:
+                 loading: PslotLoading, slot_ranked: bool = True, job_ranked: bool = True) -> None:
         """``slot_ranked``: NEGOTIATOR_PRE_JOB_RANK or NEGOTIATOR_POST_JOB_RANK is configured (they
-        may read the slot); without them and with a literal job Rank every slot ranks alike."""
+        may read the slot); without them and with a literal job Rank, or none asked
+        (``job_ranked`` False: NEGOTIATOR_IGNORE_JOB_RANKS), every slot ranks alike."""
         self._autocluster = autocluster
         self._evaluator = evaluator
         self._state = state
@@ -68,7 +69,8 @@ class MatchList:
         # match still consumes only what the job takes, not the whole SlotWeight.
         self.one_match_per_slot = loading is PslotLoading.ONE_PER_CYCLE
         offer = RankedOffer(autocluster, evaluator, state, len(autocluster.jobs) + MARGIN,
-                            constant_rank=not slot_ranked and not self.breadth_first and _literal_rank(autocluster),
+                            constant_rank=(not slot_ranked and not self.breadth_first
+                                           and (not job_ranked or _literal_rank(autocluster))),
                             whole_ties=self.breadth_first)
         self._offer = offer
         first = offer.next()

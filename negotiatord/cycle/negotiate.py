@@ -60,7 +60,7 @@ from negotiatord.evaluation.loading import Loading, LoadingLimits, Stop, refusal
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
-from negotiatord.pool.slots import Slot, SlotKind
+from negotiatord.pool.slots import Slot, SlotKind, shutting_down
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import ROOT_GROUP, Settings, SubmitterOrder
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupTree
@@ -111,6 +111,8 @@ def negotiate(
     due by then are enforced (it is required with NEGOTIATORD_QUOTA_PREEMPTION)."""
     if settings.quota_preemption and now is None:
         raise ValueError("quota preemption needs the cycle's time")
+    if settings.trim_shutdown_threshold > 0 and now is None:
+        raise ValueError("NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD needs the cycle's time")
     return _Cycle(snapshot, accountant, settings, evaluator, now).run()
 
 
@@ -173,6 +175,9 @@ class _Cycle:
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
             self.submitters = self._submitters()
+            self.trimmed = self._trimmed()
+            if self.trimmed:
+                self.state.available[list(self.trimmed)] = False
             if self.settings.consider_preemption:
                 self.preemptor = self._preemptor(pool_size)
         with self._phase("match_lists"):
@@ -213,6 +218,18 @@ class _Cycle:
                 running_limits.append(slot.claim.concurrency_limits)
         return ConcurrencyLedger(self.settings, running_limits)
 
+    def _trimmed(self) -> frozenset[int]:
+        """NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD: the rows of slots about to shut down, which
+        matchmaker.cpp trims from the ads it matches (``trimStartdAds``, after the pool size and
+        the accounting): offered to no idle job and preempted for none; they still count in the
+        pool size, and their claims in usage."""
+        threshold = self.settings.trim_shutdown_threshold
+        if threshold <= 0:
+            return frozenset()
+        assert self.now is not None     # negotiate() checks it
+        now = int(self.now)
+        return frozenset(row for row, slot in enumerate(self.table.slots) if shutting_down(slot.ad, now, threshold))
+
     def _preemptor(self, pool_size: float) -> Preemptor:
         """Claimed slots as candidates (:mod:`negotiatord.cycle.preemption`), asked with the
         cycle's figures of the moment. The group quotas inserted are the tree's quotas of the
@@ -229,7 +246,7 @@ class _Cycle:
                   allocate_quotas(self.tree, pool_size, self.own_usage, accept_surplus_root=True).items()}
         figures = InsertedFigures(self.table, self.settings, priority, self._account, self.usage,
                                   self.own_usage, quotas)
-        return Preemptor(self.table, self.state, self.settings, self.evaluator, figures)
+        return Preemptor(self.table, self.state, self.settings, self.evaluator, figures, self.trimmed)
 
     def _submitters(self) -> dict[str, Submitter]:
         """The submitters with idle jobs, in the order their first jobs came in."""
@@ -304,8 +321,29 @@ class _Cycle:
         for name in order:
             members = [s for s in self.submitters.values() if s.group == name]
             allocated = self._allocated(allocations[name])
+            if self.settings.strict_enforce_quota and not self.settings.fair_sharing:
+                allocated = self._strictly_enforced(name, allocated, allocations)
             made += self._spin_pie(members, name, allocated, Room(allocated, self.own_usage, name))
         return made
+
+    def _strictly_enforced(self, name: str, allocated: float, allocations: dict[str, GroupAllocation]) -> float:
+        """NEGOTIATOR_STRICT_ENFORCE_QUOTA, as GroupEntry::strict_enforce_quota: what ``name``
+        negotiates for beyond its usage is capped, at it and at each ancestor that does not accept
+        surplus, by what that group's subtree has left of its quota (its configured static quota,
+        else its subtree quota) given the subtree's usage as it stands. It matters where usage
+        already exceeds a quota, which the allocation alone does not hold back."""
+        subtree_usage = self.tree.roll_up(self.usage)
+        own = self.own_usage[name]
+        extra = allocated - own
+        group: str | None = name
+        while group is not None and group != ROOT_GROUP:
+            configured = self.tree.settings_of(group)
+            assert configured is not None       # every group but the root is configured
+            if not configured.accept_surplus:
+                quota = configured.static_quota if configured.static_quota is not None else allocations[group].quota
+                extra = min(extra, max(0.0, quota - subtree_usage.get(group, 0.0)))
+            group = allocations[group].parent
+        return own + extra
 
     def _allocated(self, allocation: GroupAllocation) -> float:
         """What a group negotiates with: its HGQ allocation. With NEGOTIATORD_FAIR_SHARING the
@@ -347,7 +385,7 @@ class _Cycle:
         self.fair_sharing = FairSharePreemptor(
             self.table, self.state.weights, self.state.amounts, self.settings, self.evaluator, self._account,
             pool_size, {name: allocation.quota for name, allocation in allocations.items()}, self.matches,
-            self.preemptions)
+            self.preemptions, self.trimmed)
         if not len(self.fair_sharing):
             return
         for name in self.group_sequence:
@@ -409,8 +447,11 @@ class _Cycle:
         if self.settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
             return self._admit_in_fair_order(members, group, allocated, room)
         members = _in_priority_order(members)
+        # NEGOTIATOR_IGNORE_USER_PRIORITIES: matchmaker.cpp's calculateSubmitterLimit gives every
+        # submitter an unbounded limit, so each takes what the group's room allows, in priority order
+        unlimited = self.settings.ignore_user_priorities
         for submitter, share in zip(members, _shares(members)):
-            submitter.share_limit = share * allocated
+            submitter.share_limit = allocated if unlimited else share * allocated
         hungry = self._hungry(members)
         total = 0
         first_spin = True
@@ -420,7 +461,10 @@ class _Cycle:
             made = 0
             for submitter, share in zip(hungry, _shares(hungry)):
                 own = self.usage[submitter.name]
-                limit = max(0.0, share * allocated - own) if first_spin else share * pie_left
+                if unlimited:
+                    limit = math.inf
+                else:
+                    limit = max(0.0, share * allocated - own) if first_spin else share * pie_left
                 made += self._negotiate_submitter(submitter, group, limit, room)
             total += made
             first_spin = False
@@ -683,6 +727,7 @@ class _Cycle:
             self.match_lists[autocluster.id] = MatchList(
                 autocluster, self.evaluator, self.state, self.settings.pslot_loading,
                 slot_ranked=bool(self.settings.pre_job_rank or self.settings.post_job_rank),
+                job_ranked=not self.settings.ignore_job_ranks,
             )
         return self.match_lists[autocluster.id]
 

@@ -9,6 +9,7 @@ the ads it was built from.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -16,6 +17,7 @@ from functools import lru_cache
 import classad2
 
 from negotiatord.classad.conversion import as_number, evaluate_number, evaluate_string
+from negotiatord.classad.cycle_time import frozen_expr
 from negotiatord.classad.parser import ParseError, parse
 from negotiatord.pool.problems import LeftOut
 from negotiatord.settings import Settings
@@ -235,6 +237,31 @@ def _consumption_policy(
         else:
             return None
     return policy
+
+
+_SHUTDOWN = ("DaemonShutdown", "DaemonShutdownFast")
+
+
+def shutting_down(ad: classad2.ClassAd, now: int, threshold: float) -> bool:
+    """Whether a slot would shut down within ``threshold`` seconds (NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD),
+    as matchmaker.cpp's ``trimStartdAds_ShutdownLogic`` decides: ``CurrentTime`` set to the ad's
+    ``MyCurrentTime`` (else now) plus the threshold, ``DaemonShutdown`` then ``DaemonShutdownFast``
+    evaluated as booleans (a number counts, non-zero true; HTCondor's ``LookupBool``), the latter's
+    value, when it has one, the answer. ``time()`` is the cycle's ``now``."""
+    if not any(name in ad for name in _SHUTDOWN):
+        return False
+    start = evaluate_number(ad, "MyCurrentTime")
+    probe = copy.deepcopy(ad)
+    probe["CurrentTime"] = int(start if start is not None else now) + threshold
+    shutdown = False
+    for name in _SHUTDOWN:
+        if name in ad:
+            value = frozen_expr(ad.lookup(name), now).eval(probe)
+            if isinstance(value, bool):
+                shutdown = value
+            elif (number := as_number(value)) is not None:
+                shutdown = number != 0
+    return shutdown
 
 
 def claimed_job(ad: classad2.ClassAd) -> str | None:
