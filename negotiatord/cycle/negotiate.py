@@ -773,6 +773,7 @@ class _Cycle:
             problems=tuple(self.problems),
             held=self._held(),
             preemptions=tuple(self.preemptions),
+            match_exprs=self.settings.match_exprs,
         )
 
     def _held(self) -> dict[str, dict[str, float]]:

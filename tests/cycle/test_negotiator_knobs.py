@@ -94,3 +94,14 @@ def test_a_claimed_slot_about_to_shut_down_is_not_preempted():
     assert cycle([victim], jobs("alice", 1), settings()).preemptions != ()
     result = cycle([victim], jobs("alice", 1), config)
     assert result.preemptions == () and result.usage["bob@site"] == 1.0
+
+
+def test_match_exprs_go_with_every_match():
+    """matchmaker.cpp's insertNegotiatorMatchExprs puts each NEGOTIATOR_MATCH_EXPRS macro into every
+    matched slot ad as NegotiatorMatchExpr<NAME>, for the schedd to copy into the job's ad."""
+    from negotiatord.publish.report import cycle_document
+
+    exprs = {"NegotiatorMatchExprSite": '"CHTC"'}
+    result = cycle([static_slot("s0"), static_slot("s1")], jobs("alice", 2), settings(match_exprs=exprs))
+    assert [m["match_exprs"] for m in cycle_document(result)["matches"]] == [exprs, exprs]
+    assert "match_exprs" not in cycle_document(cycle([static_slot("s0")], jobs("alice", 1), settings()))["matches"][0]
