@@ -164,6 +164,7 @@ class _Cycle:
         self.preemptor: Preemptor | None = None
         self.fair_sharing: FairSharePreemptor | None = None
         self.group_sequence: list[str] = []                     # the last allocation round's group order
+        self._held_before: dict[str, dict[str, float]] | None = None   # what submitters hold at the start
         self.quota_shortfalls = 0                               # quota enforcements preemption could not
                                                                 # (fully) carry out
 
@@ -171,6 +172,7 @@ class _Cycle:
         started = time.perf_counter()
         with self._phase("slot_weights"):
             self.state = PoolState(self.table, self._weights())
+            self.initial_weights: list[float] = self.state.weights.tolist()
             pool_size = self.pool_size = float(np.nansum(self.state.weights))
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
@@ -481,7 +483,8 @@ class _Cycle:
         preemption, members are still offered a match once the room is spent, as a pie spin
         offers each submitter its requests whatever is left: a startd's RANK preempts whatever the
         submitter's limit, as in HTCondor."""
-        queue = AdmissionQueue(members, self.accountant, self.settings, self.entry_penalties)
+        queue = AdmissionQueue(members, self.accountant, self.settings, self.entry_penalties, self.now,
+                               self._held_at_start())
         for member in members:
             member.share_limit = allocated
         made = 0
@@ -775,6 +778,12 @@ class _Cycle:
             preemptions=tuple(self.preemptions),
             match_exprs=self.settings.match_exprs,
         )
+
+    def _held_at_start(self) -> dict[str, dict[str, float]]:
+        """What each submitter holds as the cycle starts (its claimed slots), worked out once."""
+        if self._held_before is None:
+            self._held_before = held_resources(self.table.slots, self.initial_weights, (), ())
+        return self._held_before
 
     def _held(self) -> dict[str, dict[str, float]]:
         """What each submitter holds after the cycle, per resource, for the accountant's admission
