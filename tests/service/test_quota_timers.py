@@ -193,7 +193,7 @@ def test_the_daemon_status_shows_the_timers_of_its_accountant_database(tmp_path)
     with AccountantStore(home / "state" / "accountant.sqlite") as store:
         store.commit_cycle(1, T0, store.load().with_quota_timers(
             {"group_a": QuotaTimer("group_a", {"cpus": 8}, DELAY, T0)}), {})
-    daemon = in_process(home, {"GROUP_NAMES": "group_a", "GROUP_LIMIT_group_a": "Cpus:8",
+    daemon = in_process(home, {"GROUP_NAMES": "$(GROUP_NAMES), group_a", "GROUP_LIMIT_group_a": "Cpus:8",
                                "GROUP_QUOTA_PREEMPTION_DELAY_group_a": str(DELAY)})
     try:
         (shown,) = daemon.status()["quota_timers"]
