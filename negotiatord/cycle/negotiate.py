@@ -164,6 +164,7 @@ class _Cycle:
         self.preemptor: Preemptor | None = None
         self.fair_sharing: FairSharePreemptor | None = None
         self.group_sequence: list[str] = []                     # the last allocation round's group order
+        self.enforced_quotas: list[str] = []                    # groups whose quota timers were enforced
         self._held_before: dict[str, dict[str, float]] | None = None   # what submitters hold at the start
         self.quota_shortfalls = 0                               # quota enforcements preemption could not
                                                                 # (fully) carry out
@@ -418,7 +419,7 @@ class _Cycle:
         above its maximum; the victims' slots are preempted with no job to take them (rule
         ``quota``), and why preemption cannot (fully) help goes into the cycle's problems."""
         assert self.now is not None     # negotiate() checks it
-        if not any(timer.due <= self.now for timer in self.accountant.quota_timers.values()):
+        if not any(timer.awaits_enforcement(self.now) for timer in self.accountant.quota_timers.values()):
             return                      # nothing is due: the claimed slots need not be read
         taken = {preemption.slot for preemption in self.preemptions}
         running = [running_job(slot, weight, self._account(slot.claim.customer))
@@ -426,6 +427,7 @@ class _Cycle:
                    if slot.claim is not None and weight == weight and slot.kind is not SlotKind.PARTITIONABLE
                    and slot.name not in taken]
         for enforcement in due_enforcements(self.tree, self.accountant.quota_timers, running, self.now):
+            self.enforced_quotas.append(enforcement.group)
             problems = enforcement.problems()
             self.problems.extend(problems)
             self.quota_shortfalls += bool(problems)
@@ -777,6 +779,7 @@ class _Cycle:
             held=self._held(),
             preemptions=tuple(self.preemptions),
             match_exprs=self.settings.match_exprs,
+            enforced_quotas=tuple(self.enforced_quotas),
         )
 
     def _held_at_start(self) -> dict[str, dict[str, float]]:

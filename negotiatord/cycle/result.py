@@ -112,6 +112,7 @@ class CycleResult:
     # NEGOTIATOR_MATCH_EXPRS: attributes HTCondor's negotiator inserts into every matched slot ad,
     # for the schedd to copy into the matched job's ad (NegotiatorMatchExpr<NAME> -> expression)
     match_exprs: Mapping[str, str] = field(default_factory=dict)
+    enforced_quotas: tuple[str, ...] = ()     # groups whose quota preemption timers the cycle enforced
 
     def preemptions_by_rule(self) -> dict[str, int]:
         """How many preemptions each rule allowed (every rule named, at 0 if none)."""

@@ -145,7 +145,7 @@ class CycleRunner:
             phases.update(result.stats.phase_s)
 
             with self._phase("accountant", phases):
-                new_state = after_cycle(state, now, result.usage, result.held, settings)
+                new_state = after_cycle(state, now, result.usage, result.held, settings, result.enforced_quotas)
             with self._phase("holds", phases):
                 holds = holds_for(view, result.matches, result.preemptions)
             with self._phase("commit", phases):

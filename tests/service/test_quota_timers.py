@@ -129,7 +129,8 @@ def test_a_restart_halfway_keeps_the_original_deadline(tmp_path, config):
         assert due_enforcements(config.group_tree, timers, _running(), T0 + DELAY / 2) == ()
         document = accountant_document(restarted.load(), config, (), T0 + DELAY / 2)
         assert document["quota_timers"] == [{"group": "group_a", "maximum": {"cpus": 8.0}, "delay_s": DELAY,
-                                             "started": T0, "due": T0 + DELAY, "due_in_s": DELAY / 2}]
+                                             "started": T0, "due": T0 + DELAY, "due_in_s": DELAY / 2,
+                                             "enforced": False}]
     due, deadline = _run(tmp_path, config, T0 + int(DELAY))
     # the cycle at the original deadline preempts them, with no job taking their slots
     assert sorted((p.slot, p.rule, p.job) for p in deadline.preemptions) == [
