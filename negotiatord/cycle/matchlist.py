@@ -100,6 +100,11 @@ class MatchList:
         return Candidate(int(candidates.rows[head]), (float(rank[0]), float(rank[1]), float(rank[2])),
                          float(candidates.cost[head]), candidates.consumption[head], int(candidates.version[head]))
 
+    def skip(self) -> None:
+        """Pass over the current head for this autocluster for the rest of the cycle (its job's
+        concurrency limits are full on it, and limits only fill up within a cycle)."""
+        self.candidates.head += 1
+
     def taken(self) -> None:
         """The current head got a job; place it for the next job of this request."""
         if self.one_match_per_slot:

@@ -41,7 +41,7 @@ import numpy as np
 
 from negotiatord.accountant import AccountantState
 from negotiatord.cycle.admission_order import AdmissionQueue, held_resources
-from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
+from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom, LimitsPerSlot
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
 from negotiatord.cycle.claimed import running_job
@@ -177,6 +177,7 @@ class _Cycle:
             pool_size = self.pool_size = float(np.nansum(self.state.weights))
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
+            self.slot_limits = LimitsPerSlot(self.table)
             self.submitters = self._submitters()
             self.trimmed = self._trimmed()
             if self.trimmed:
@@ -211,14 +212,16 @@ class _Cycle:
         return weights
 
     def _count_running_work(self) -> ConcurrencyLedger:
-        running_limits = []
+        """Charge each claim's weight to its customer; count the concurrency limits every slot ad
+        holds, as HTCondor's Accountant::LoadLimits does: its ConcurrencyLimits and
+        PreemptingConcurrencyLimits, whatever its State (a Preempting slot's job still runs)."""
+        running_limits: list[str] = []
         for slot, weight in zip(self.table.slots, self.state.weights.tolist()):
+            running_limits.extend(slot.concurrency_limits)
             if slot.claim is None or math.isnan(weight):
                 continue
             if not (self.settings.discount_suspended_resources and _suspended(slot)):
                 self._charge_usage(slot.claim.customer, weight)
-            if slot.claim.concurrency_limits:
-                running_limits.append(slot.claim.concurrency_limits)
         return ConcurrencyLedger(self.settings, running_limits)
 
     def _trimmed(self) -> frozenset[int]:
@@ -411,8 +414,13 @@ class _Cycle:
             if candidate is None:
                 self._reject(request.jobs[0], submitter, NO_MATCH)
                 return
+            limits = self._limits(request, candidate.row)
+            blocked = self.ledger.blocking(limits)
+            if blocked is not None:      # limits that depend on the slot, full on this one
+                self._reject(request.jobs[0], submitter, CONCURRENCY_LIMIT.format(name=blocked))
+                return
             self._commit(request.jobs.popleft(), submitter, submitter.group, candidate, self._cost(candidate),
-                         match_list)
+                         match_list, limits)
 
     def _enforce_quotas(self) -> None:
         """NEGOTIATORD_QUOTA_PREEMPTION: each group whose timer is due gives back what it holds
@@ -522,6 +530,7 @@ class _Cycle:
             # a request with no idle candidate left goes job by job: its first offer closes it,
             # or gives it a claimed slot, with no loading call to set up
             if (not self.settings.job_by_job and not self._may_preempt(request)
+                    and not self.slot_limits.per_slot(request.autocluster)
                     and not self._match_list(request.autocluster).exhausted()):
                 jobs = len(request.jobs) if max_matches is None else min(len(request.jobs), max_matches - made)
                 placed, limit, stop = self._load(request, submitter, group, jobs, limit, room)
@@ -542,8 +551,9 @@ class _Cycle:
                 if reason is not None:
                     self._reject(job, submitter, reason)
                     break
+                limits = self._limits(request, candidate.row)
                 request.jobs.popleft()
-                self._commit(job, submitter, group, candidate, cost, match_list)
+                self._commit(job, submitter, group, candidate, cost, match_list, limits)
                 limit -= cost
                 made += 1
             if made == max_matches:
@@ -632,12 +642,34 @@ class _Cycle:
         if blocked is not None:
             self._close(request, submitter, CONCURRENCY_LIMIT.format(name=blocked))
             return None
-        candidate = self._match_list(request.autocluster).best()
-        if self.preemptor is not None:
-            candidate = self.preemptor.best(request.autocluster, candidate)
-        if candidate is None:
-            self._close(request, submitter, NO_MATCH)
-        return candidate
+        autocluster, match_list = request.autocluster, self._match_list(request.autocluster)
+        while True:
+            candidate = match_list.best()
+            if self.preemptor is not None:
+                candidate = self.preemptor.best(autocluster, candidate)
+            if candidate is None:
+                # HTCondor's diagnostics name a limit that passed a candidate over, if one did
+                blocked = self.slot_limits.passed_over.get(autocluster.id)
+                self._close(request, submitter, NO_MATCH if blocked is None else CONCURRENCY_LIMIT.format(name=blocked))
+                return None
+            if not self.slot_limits.per_slot(autocluster):
+                return candidate
+            # matchmaker.cpp: a candidate on which the job's limits are full is passed over
+            full = self.ledger.blocking(self.slot_limits.on(autocluster, candidate.row))
+            if full is None:
+                return candidate
+            self.slot_limits.passed_over[autocluster.id] = full
+            if isinstance(candidate, PreemptingCandidate):
+                assert self.preemptor is not None
+                self.preemptor.refuse(autocluster, candidate.row)
+            else:
+                match_list.skip()
+
+    def _limits(self, request: Request, row: int) -> tuple[tuple[str, float], ...]:
+        """The concurrency limits a match of ``request``'s next job on ``row`` takes."""
+        if self.slot_limits.per_slot(request.autocluster):
+            return self.slot_limits.on(request.autocluster, row)
+        return request.jobs[0].concurrency_limits
 
     def _preemption_refusal(self, candidate: Candidate, group: str, cost: float, limit: float,
                             room: float) -> str | None:
@@ -660,7 +692,7 @@ class _Cycle:
     # -- bookkeeping -------------------------------------------------------------------------------
 
     def _commit(self, job: Job, submitter: Submitter, group: str, candidate: Candidate, cost: float,
-                match_list: MatchList) -> None:
+                match_list: MatchList, limits: tuple[tuple[str, float], ...]) -> None:
         slot = self.table.slots[candidate.row]
         consumed = self._consumed(slot, candidate.consumption)
         preemption = None
@@ -674,7 +706,7 @@ class _Cycle:
         else:
             self.state.take(candidate.row, candidate.consumption, cost)
             match_list.taken()
-        self.ledger.take(job.concurrency_limits)
+        self.ledger.take(limits)
         self._charge_usage(submitter.name, cost)
         self.charges[submitter.name] += cost
         self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed, preemption))

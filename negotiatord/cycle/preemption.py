@@ -225,6 +225,7 @@ class PreemptionList:
         self._cost = cost[order]
         self._consumption = consumption[order]
         self._answers: dict[int, tuple[PreemptState | None, float]] = {}   # row -> state, rank (stable)
+        self.refused: set[int] = set()      # rows this request may not take (its concurrency limits there)
         self._head = 0
 
     def _partitionable_entries(self, inserts: Inserts) -> list[_PartitionableEntry]:
@@ -306,7 +307,7 @@ class PreemptionList:
         best: tuple[PreemptState, float, int] | None = None
         chosen = -1
         for position, state, rank in zip(tier.tolist(), states, ranks):
-            if state is None:
+            if state is None or int(self._rows[position]) in self.refused:
                 continue
             key = (state, rank, -int(self._rows[position]))
             if best is None or key > best:
@@ -458,6 +459,10 @@ class Preemptor:
     def take(self, candidate: PreemptingCandidate) -> None:
         for row in candidate.victim_rows:
             self.claimed.take(row)
+
+    def refuse(self, autocluster: Autocluster, row: int) -> None:
+        """``autocluster``'s jobs may not take the claimed slot (or p-slot) at ``row`` this cycle."""
+        self._list(autocluster).refused.add(row)
 
     def _list(self, autocluster: Autocluster) -> PreemptionList:
         found = self._lists.get(autocluster.id)

@@ -23,6 +23,7 @@ from negotiatord.pool.problems import LeftOut
 from negotiatord.settings import Settings
 
 SWAP = "swap"
+_HELD_LIMITS = ("ConcurrencyLimits", "PreemptingConcurrencyLimits")
 DEFAULT_ASSETS = ("Cpus", "Memory", "Disk")
 
 
@@ -43,7 +44,6 @@ class Claim:
     as addRemoteUserPrios does), ``retiring`` whether RetirementTimeRemaining is positive."""
 
     customer: str
-    concurrency_limits: str | None
     remote_user: str = ""
     job: str | None = None              # GlobalJobId, else JobId
     job_start: float | None = None      # JobStart
@@ -73,6 +73,9 @@ class Slot:
     slot_weight: classad2.ExprTree
     consumption: dict[str, classad2.ExprTree] | None   # asset -> expression; None: no policy
     claim: Claim | None
+    # the ConcurrencyLimits and PreemptingConcurrencyLimits the ad shows, whatever its State: the
+    # limits its running job and a claim waiting to preempt it hold (Accountant::LoadLimits)
+    concurrency_limits: tuple[str, ...] = ()
 
     @property
     def has_consumption_policy(self) -> bool:
@@ -186,6 +189,7 @@ def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | LeftOut:
         slot_weight=slot_weight,
         consumption=consumption,
         claim=_claim(ad, state),
+        concurrency_limits=tuple(text for name in _HELD_LIMITS if (text := evaluate_string(ad, name))),
     )
 
 
@@ -281,7 +285,6 @@ def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
         return None
     return Claim(
         customer=customer,
-        concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"),
         remote_user=(evaluate_string(ad, "PreemptingAccountingGroup") or evaluate_string(ad, "PreemptingUser")
                      or customer),
         job=claimed_job(ad),
