@@ -62,8 +62,6 @@ _Choice = TypeVar("_Choice", bound=Enum)
 
 # NEGOTIATOR_MATCH_EXPRS: the prefix HTCondor gives each name (ATTR_NEGOTIATOR_MATCH_EXPR)
 MATCH_EXPR_PREFIX = "NegotiatorMatchExpr"
-# The user maps the negotiator itself uses (matchmaker.cpp), of those NEGOTIATOR_CLASSAD_USER_MAP_NAMES lists
-NEGOTIATOR_USER_MAPS = ("GROUP_PREFIX", "PRIORITY_FACTOR_AUTHORIZATION")
 
 log = structlog.get_logger("negotiatord.settings")
 
@@ -310,7 +308,6 @@ def _build(path: Path, params: _Params) -> Settings:
         use_global_job_prios=params.boolean("USE_GLOBAL_JOB_PRIOS", False),
         trim_shutdown_threshold=params.number("NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD", fallback=0.0),
         match_exprs=_match_exprs(params, warnings),
-        user_maps=_user_maps(params, path.parent),
         negotiator_interval=params.number("NEGOTIATOR_INTERVAL", 0),
         negotiator_min_interval=params.number("NEGOTIATOR_MIN_INTERVAL", 0),
         negotiator_cycle_delay=params.number("NEGOTIATOR_CYCLE_DELAY", 0),
@@ -409,32 +406,6 @@ def _match_exprs(params: _Params, warnings: list[str]) -> dict[str, str]:
         attribute = name if name.startswith(MATCH_EXPR_PREFIX) else MATCH_EXPR_PREFIX + name
         exprs[attribute] = params.expression(name, text)
     return exprs
-
-
-def _user_maps(params: _Params, config_dir: Path) -> dict[str, str]:
-    """The user maps of NEGOTIATOR_CLASSAD_USER_MAP_NAMES that the negotiator uses, each as its
-    map file's text: CLASSAD_USER_MAPFILE_<name> (a file, relative to the config's directory),
-    else CLASSAD_USER_MAPDATA_<name> (the map itself), as HTCondor's ``reconfig_user_maps``
-    loads them; a listed map with neither is an error."""
-    names = params.raw("NEGOTIATOR_CLASSAD_USER_MAP_NAMES") or ""
-    listed = {name.upper() for name in re.split(r"[\s,]+", names.strip())}
-    maps: dict[str, str] = {}
-    for name in NEGOTIATOR_USER_MAPS:
-        if name not in listed:
-            continue
-        mapfile, mapdata = params.raw(f"CLASSAD_USER_MAPFILE_{name}"), params.raw(f"CLASSAD_USER_MAPDATA_{name}")
-        if mapfile is not None:
-            path = Path(os.path.normpath(config_dir / mapfile.strip()))
-            try:
-                maps[name] = path.read_text()
-            except (OSError, UnicodeDecodeError) as error:
-                raise ConfigError(f"CLASSAD_USER_MAPFILE_{name} = {mapfile!r}: cannot read {path}: {error}") from None
-        elif mapdata is not None:
-            maps[name] = mapdata
-        else:
-            raise ConfigError(f"NEGOTIATOR_CLASSAD_USER_MAP_NAMES lists {name}, but neither "
-                              f"CLASSAD_USER_MAPFILE_{name} nor CLASSAD_USER_MAPDATA_{name} is set")
-    return maps
 
 
 def _admission_resource_weights(params: _Params) -> Mapping[str, float]:

@@ -173,9 +173,6 @@ class Settings:
     trim_shutdown_threshold: float = 0.0        # NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD, s (<= 0: no trimming)
     # NEGOTIATOR_MATCH_EXPRS: NegotiatorMatchExpr<NAME> -> the macro's text, published with each match
     match_exprs: Mapping[str, str] = field(default_factory=dict)
-    # NEGOTIATOR_CLASSAD_USER_MAP_NAMES: the user maps the negotiator uses, by name (GROUP_PREFIX,
-    # PRIORITY_FACTOR_AUTHORIZATION), each as the text of its map file
-    user_maps: Mapping[str, str] = field(default_factory=dict)
     # What the loader found HTCondor would read differently or not at all (logged at load)
     warnings: tuple[str, ...] = ()
 

@@ -48,6 +48,10 @@ UNREAD: dict[str, str] = {
     "MAX_ACCOUNTANT_DATABASE_SIZE": "the accountant is an SQLite file, which is not compacted by size",
     "NEGOTIATOR_DEBUG": "negotiatord logs with structlog to its standard error",
     "USERPRIO_USE_NEGOTIATOR_MODULAR_QUERY": "negotiatord userprio reads the HTTP API",
+    "NEGOTIATOR_CLASSAD_USER_MAP_NAMES": (
+        "the GROUP_PREFIX map is not applied (submitter names are not prefixed by their accounting domain), "
+        "nor PRIORITY_FACTOR_AUTHORIZATION (the HTTP API's one writer, its bearer token, may set any factor, "
+        "as an administrator may)"),
     "REMOVE_SIGNIFICANT_ATTRIBUTES": "every job attribute a slot's expressions can reach is significant",
     "REMOVE_SIGNIFICANT_ATTRIBUTES_REGEX": "every job attribute a slot's expressions can reach is significant",
 }
