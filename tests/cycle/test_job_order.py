@@ -41,12 +41,17 @@ def _two_schedds() -> list:
 
 
 def test_a_submitters_schedds_are_negotiated_one_after_the_other():
-    """Without USE_GLOBAL_JOB_PRIOS (HTCondor's default) the two schedds are two submitter ads:
-    the first one negotiated fills both slots, whatever the other's JobPrio (which of the two
-    goes first is HTCondor's pseudo-random order)."""
-    result = cycle([static_slot("s0"), static_slot("s1")], _two_schedds(), settings())
+    """Without USE_GLOBAL_JOB_PRIOS (HTCondor's default) two schedds are two submitter ads: the
+    first one negotiated fills both slots, whatever the other's JobPrio (which of the two goes
+    first is HTCondor's pseudo-random order). Here one schedd has JobPrio 5 and 0, the other 3
+    and 3: ordered by JobPrio across schedds, the slots would go to one job of each."""
+    ads = _two_schedds()
+    ads[0]["JobPrio"], ads[2]["JobPrio"], ads[3]["JobPrio"] = 5, 3, 3
+    result = cycle([static_slot("s0"), static_slot("s1")], ads, settings())
     assert len(result.matches) == 2
     assert len({job.split("#")[0] for job in _matched(result)}) == 1
+    mixed = cycle([static_slot("s0"), static_slot("s1")], ads, settings(use_global_job_prios=True))
+    assert _matched(mixed) == {"a.example#1.0#0", "b.example#1.0#0"}
 
 
 def test_global_job_prios_put_the_highest_job_prio_first_across_schedds():
