@@ -27,7 +27,7 @@ from negotiatord.accountant.priorities import (
 )
 from negotiatord.accountant.quota_timers import QuotaTimer
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -73,6 +73,12 @@ CREATE TABLE quota_timers (
 );
 """
 
+# Added in schema version 3: whether a due quota preemption timer was enforced (JSON of the usage it
+# left, NULL if not yet), so that it is enforced once.
+_SCHEMA_3 = """
+ALTER TABLE quota_timers ADD COLUMN enforced TEXT
+"""
+
 _COLUMNS = (
     "name, real_priority, prio_factor, weighted_usage, accumulated_usage, "
     "begin_usage_time, last_usage_time, last_update_time"
@@ -102,12 +108,13 @@ VALUES (?, ?, 0.0, 0.0) ON CONFLICT (name) DO NOTHING
 """
 
 
-_SELECT_TIMERS = "SELECT group_name, maximum, delay, started FROM quota_timers ORDER BY group_name"
+_SELECT_TIMERS = "SELECT group_name, maximum, delay, started, enforced FROM quota_timers ORDER BY group_name"
 
 
-def _timers(rows: list[tuple[str, str, float, float]]) -> dict[str, QuotaTimer]:
-    return {group: QuotaTimer(group, _maximum(group, maximum), delay, started)
-            for group, maximum, delay, started in rows}
+def _timers(rows: list[tuple[str, str, float, float, str | None]]) -> dict[str, QuotaTimer]:
+    return {group: QuotaTimer(group, _maximum(group, maximum), delay, started,
+                              None if enforced is None else _maximum(group, enforced))
+            for group, maximum, delay, started, enforced in rows}
 
 
 def _maximum(group: str, text: str) -> dict[str, float]:
@@ -164,7 +171,7 @@ class AccountantStore:
                 "SELECT name FROM sqlite_master WHERE type = 'table'"
             )}
             if not tables:
-                self._run_script(_SCHEMA + _SCHEMA_2)
+                self._run_script(_SCHEMA + _SCHEMA_2 + _SCHEMA_3)
                 self._db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 return
             if "schema_version" not in tables:
@@ -174,9 +181,9 @@ class AccountantStore:
                 )
             row = self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()
             version = row[0] if row else None
-            if version == 1:
-                # upgraded in place: the new tables start empty
-                self._run_script(_SCHEMA_2)
+            if version in (1, 2):
+                # upgraded in place: new tables start empty, a timer stored before was not enforced
+                self._run_script((_SCHEMA_2 if version == 1 else "") + _SCHEMA_3)
                 self._db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
                 version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:
@@ -296,8 +303,9 @@ class AccountantStore:
     def _write_quota_timers(self, state: AccountantState) -> None:
         self._db.execute("DELETE FROM quota_timers")
         self._db.executemany(
-            "INSERT INTO quota_timers VALUES (?, ?, ?, ?)",
-            ((t.group, json.dumps(dict(t.maximum), sort_keys=True), t.delay, t.started)
+            "INSERT INTO quota_timers VALUES (?, ?, ?, ?, ?)",
+            ((t.group, json.dumps(dict(t.maximum), sort_keys=True), t.delay, t.started,
+              None if t.enforced is None else json.dumps(dict(t.enforced), sort_keys=True))
              for t in state.quota_timers.values()),
         )
 

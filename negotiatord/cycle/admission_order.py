@@ -12,10 +12,10 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from negotiatord.accountant import AccountantState
-from negotiatord.accountant.admission import decay_rate, score, weighted
+from negotiatord.accountant.admission import AdmissionUsage, decay_rate, score, weighted
 from negotiatord.cycle.claimed import match_resources, slot_resources
 from negotiatord.cycle.requests import Submitter
 from negotiatord.cycle.result import Match, Preemption
@@ -28,9 +28,17 @@ class AdmissionQueue:
     the workloads' creation time, which a submitter does not have)."""
 
     def __init__(self, members: Iterable[Submitter], accountant: AccountantState, settings: Settings,
-                 penalties: dict[str, float]) -> None:
+                 penalties: dict[str, float], now: float | None = None,
+                 held: Mapping[str, Mapping[str, float]] | None = None) -> None:
         """``penalties`` holds the entry penalties charged so far this cycle, by submitter; it is
-        the cycle's, so that later allocation rounds still count earlier rounds' matches."""
+        the cycle's, so that later allocation rounds still count earlier rounds' matches.
+
+        ``held`` is what each submitter holds as the cycle starts, at ``now``: each submitter's
+        stored usage is sampled with it first, as Kueue's LocalQueue reconciler samples a queue's
+        admitted usage before the scheduler orders queues by it, and as HTCondor's accountant
+        updates priorities at the start of a cycle (``UpdatePriorities``). A cycle that runs on its
+        own (a dry run) so orders submitters by what they hold, not by a history sampled earlier;
+        a half-life of 0 orders them by what they hold now."""
         self._weights = settings.admission_resource_weights
         # Kueue's CalculateEntryPenalty: α over one sampling interval, here one negotiation cycle.
         self._penalty_rate = decay_rate(settings.negotiator_interval, settings.admission_half_life_s)
@@ -38,8 +46,11 @@ class AdmissionQueue:
         self._usage: dict[str, float] = {}
         self._penalty = penalties
         self._heap: list[tuple[float, str, Submitter]] = []
+        half_life = settings.admission_half_life_s
         for submitter in members:
             history = accountant.admission_usage(submitter.name)
+            if now is not None and held is not None:
+                history = (history or AdmissionUsage()).sampled(now, held.get(submitter.name, {}), half_life)
             self._usage[submitter.name] = weighted(history.resources, self._weights) if history else 0.0
             self._factor[submitter.name] = accountant.priority_factor(submitter.name, submitter.group, settings)
             self._push(submitter)

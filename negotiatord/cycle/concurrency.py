@@ -3,7 +3,12 @@
 Follows HTCondor's accountant: a limit ``name`` is ``<NAME>_LIMIT`` if configured, else
 ``CONCURRENCY_LIMIT_DEFAULT_<SCOPE>`` for a ``scope.name`` limit (scope: the text before the last
 dot), else ``CONCURRENCY_LIMIT_DEFAULT``;
-names are case-insensitive; running jobs (claimed slots' ConcurrencyLimits) count against them.
+names are case-insensitive; running jobs (the ConcurrencyLimits and PreemptingConcurrencyLimits
+slot ads show) count against them.
+
+A job's ConcurrencyLimits that is no string on its own (``strcat("net_", TARGET.Network)``) is
+evaluated against each candidate slot, as matchmaker.cpp's ``matchmakingAlgorithm`` does when the
+job ad's ``LookupString`` fails (:class:`LimitsPerSlot`).
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+from negotiatord.classad.conversion import evaluate_string, evaluated
 from negotiatord.cycle.state import EPSILON
+from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import parse_concurrency_limits
+from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
 
 Limits = tuple[tuple[str, float], ...]
@@ -82,3 +90,38 @@ class Headroom:
         for name, increment in limits:
             self._drawn[name] += fitting * increment
         return fitting
+
+
+class LimitsPerSlot:
+    """The ConcurrencyLimits of jobs whose limits depend on the slot, evaluated per candidate.
+
+    An autocluster's jobs share their ConcurrencyLimits (it is one of the attributes that form
+    autoclusters), so the question is asked per autocluster: its limits depend on the slot when
+    the job ad has ConcurrencyLimits and it is no string on its own (HTCondor's
+    ``evaluate_limits_with_match``). On a slot, they are what the expression gives with the job as
+    MY and the slot as TARGET; none if that is no string either (``EvalString`` fails, so
+    HTCondor checks nothing and records no MatchedConcurrencyLimits)."""
+
+    def __init__(self, table: SlotTable) -> None:
+        self._table = table
+        self._per_slot: dict[int, bool] = {}
+        self._on: dict[tuple[int, int], Limits] = {}
+        self.passed_over: dict[int, str] = {}     # autocluster -> the last limit a candidate was passed over for
+
+    def per_slot(self, autocluster: Autocluster) -> bool:
+        answer = self._per_slot.get(autocluster.id)
+        if answer is None:
+            ad = autocluster.ad
+            answer = self._per_slot[autocluster.id] = (
+                "ConcurrencyLimits" in ad and evaluate_string(ad, "ConcurrencyLimits") is None)
+        return answer
+
+    def on(self, autocluster: Autocluster, row: int) -> Limits:
+        """The autocluster's limits on the slot at ``row``."""
+        key = (autocluster.id, row)
+        found = self._on.get(key)
+        if found is None:
+            ad = autocluster.ad
+            value = evaluated(ad.lookup("ConcurrencyLimits"), ad, self._table.slots[row].ad)
+            found = self._on[key] = parse_concurrency_limits(value) if isinstance(value, str) else ()
+        return found

@@ -56,9 +56,12 @@ class FairSharePreemptor:
 
     def __init__(self, table: SlotTable, weights: np.ndarray, amounts: np.ndarray, settings: Settings,
                  evaluator: PairEvaluator, group_of: Callable[[str], str], pool_size: float,
-                 hgq_quota: Mapping[str, float], matches: list[Match], preemptions: list[Preemption]) -> None:
+                 hgq_quota: Mapping[str, float], matches: list[Match], preemptions: list[Preemption],
+                 trimmed: frozenset[int] = frozenset()) -> None:
         """``amounts`` are the cycle's slot amounts as its matches left them (read as they move);
-        ``matches`` and ``preemptions`` are what the cycle decided so far."""
+        ``matches`` and ``preemptions`` are what the cycle decided so far; ``trimmed`` are rows of
+        slots about to shut down (NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD), whose jobs count in the
+        usage but are not preempted (nor, on a p-slot about to shut down, are its dynamic slots')."""
         self._table = table
         self._amounts = amounts
         self._evaluator = evaluator
@@ -83,7 +86,7 @@ class FairSharePreemptor:
                               None if parent is None else table.slots[parent].name)
             held[slot.name] = row, job
             self.usage.admit(job.group, job.resources)
-            if slot.kind is not SlotKind.PARTITIONABLE and (
+            if slot.kind is not SlotKind.PARTITIONABLE and row not in trimmed and parent not in trimmed and (
                     not slot.claim.retiring or settings.consider_early_preemption):
                 self._running[row] = job
                 if parent is not None:

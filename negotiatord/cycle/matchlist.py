@@ -56,9 +56,10 @@ class Candidate:
 
 class MatchList:
     def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, state: PoolState,
-                 loading: PslotLoading, slot_ranked: bool = True) -> None:
+                 loading: PslotLoading, slot_ranked: bool = True, job_ranked: bool = True) -> None:
         """``slot_ranked``: NEGOTIATOR_PRE_JOB_RANK or NEGOTIATOR_POST_JOB_RANK is configured (they
-        may read the slot); without them and with a literal job Rank every slot ranks alike."""
+        may read the slot); without them and with a literal job Rank, or none asked
+        (``job_ranked`` False: NEGOTIATOR_IGNORE_JOB_RANKS), every slot ranks alike."""
         self._autocluster = autocluster
         self._evaluator = evaluator
         self._state = state
@@ -68,7 +69,8 @@ class MatchList:
         # match still consumes only what the job takes, not the whole SlotWeight.
         self.one_match_per_slot = loading is PslotLoading.ONE_PER_CYCLE
         offer = RankedOffer(autocluster, evaluator, state, len(autocluster.jobs) + MARGIN,
-                            constant_rank=not slot_ranked and not self.breadth_first and _literal_rank(autocluster),
+                            constant_rank=(not slot_ranked and not self.breadth_first
+                                           and (not job_ranked or _literal_rank(autocluster))),
                             whole_ties=self.breadth_first)
         self._offer = offer
         first = offer.next()
@@ -97,6 +99,11 @@ class MatchList:
         rank = candidates.rank[head]
         return Candidate(int(candidates.rows[head]), (float(rank[0]), float(rank[1]), float(rank[2])),
                          float(candidates.cost[head]), candidates.consumption[head], int(candidates.version[head]))
+
+    def skip(self) -> None:
+        """Pass over the current head for this autocluster for the rest of the cycle (its job's
+        concurrency limits are full on it, and limits only fill up within a cycle)."""
+        self.candidates.head += 1
 
     def taken(self) -> None:
         """The current head got a job; place it for the next job of this request."""

@@ -41,7 +41,7 @@ import numpy as np
 
 from negotiatord.accountant import AccountantState
 from negotiatord.cycle.admission_order import AdmissionQueue, held_resources
-from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom
+from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom, LimitsPerSlot
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
 from negotiatord.cycle.claimed import running_job
@@ -60,7 +60,7 @@ from negotiatord.evaluation.loading import Loading, LoadingLimits, Stop, refusal
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import Job
 from negotiatord.pool.problems import LeftOut
-from negotiatord.pool.slots import Slot, SlotKind
+from negotiatord.pool.slots import Slot, SlotKind, shutting_down
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import ROOT_GROUP, Settings, SubmitterOrder
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupTree
@@ -111,6 +111,8 @@ def negotiate(
     due by then are enforced (it is required with NEGOTIATORD_QUOTA_PREEMPTION)."""
     if settings.quota_preemption and now is None:
         raise ValueError("quota preemption needs the cycle's time")
+    if settings.trim_shutdown_threshold > 0 and now is None:
+        raise ValueError("NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD needs the cycle's time")
     return _Cycle(snapshot, accountant, settings, evaluator, now).run()
 
 
@@ -162,6 +164,8 @@ class _Cycle:
         self.preemptor: Preemptor | None = None
         self.fair_sharing: FairSharePreemptor | None = None
         self.group_sequence: list[str] = []                     # the last allocation round's group order
+        self.enforced_quotas: list[str] = []                    # groups whose quota timers were enforced
+        self._held_before: dict[str, dict[str, float]] | None = None   # what submitters hold at the start
         self.quota_shortfalls = 0                               # quota enforcements preemption could not
                                                                 # (fully) carry out
 
@@ -169,10 +173,15 @@ class _Cycle:
         started = time.perf_counter()
         with self._phase("slot_weights"):
             self.state = PoolState(self.table, self._weights())
+            self.initial_weights: list[float] = self.state.weights.tolist()
             pool_size = self.pool_size = float(np.nansum(self.state.weights))
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
+            self.slot_limits = LimitsPerSlot(self.table)
             self.submitters = self._submitters()
+            self.trimmed = self._trimmed()
+            if self.trimmed:
+                self.state.available[list(self.trimmed)] = False
             if self.settings.consider_preemption:
                 self.preemptor = self._preemptor(pool_size)
         with self._phase("match_lists"):
@@ -203,15 +212,29 @@ class _Cycle:
         return weights
 
     def _count_running_work(self) -> ConcurrencyLedger:
-        running_limits = []
+        """Charge each claim's weight to its customer; count the concurrency limits every slot ad
+        holds, as HTCondor's Accountant::LoadLimits does: its ConcurrencyLimits and
+        PreemptingConcurrencyLimits, whatever its State (a Preempting slot's job still runs)."""
+        running_limits: list[str] = []
         for slot, weight in zip(self.table.slots, self.state.weights.tolist()):
+            running_limits.extend(slot.concurrency_limits)
             if slot.claim is None or math.isnan(weight):
                 continue
             if not (self.settings.discount_suspended_resources and _suspended(slot)):
                 self._charge_usage(slot.claim.customer, weight)
-            if slot.claim.concurrency_limits:
-                running_limits.append(slot.claim.concurrency_limits)
         return ConcurrencyLedger(self.settings, running_limits)
+
+    def _trimmed(self) -> frozenset[int]:
+        """NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD: the rows of slots about to shut down, which
+        matchmaker.cpp trims from the ads it matches (``trimStartdAds``, after the pool size and
+        the accounting): offered to no idle job and preempted for none; they still count in the
+        pool size, and their claims in usage."""
+        threshold = self.settings.trim_shutdown_threshold
+        if threshold <= 0:
+            return frozenset()
+        assert self.now is not None     # negotiate() checks it
+        now = int(self.now)
+        return frozenset(row for row, slot in enumerate(self.table.slots) if shutting_down(slot.ad, now, threshold))
 
     def _preemptor(self, pool_size: float) -> Preemptor:
         """Claimed slots as candidates (:mod:`negotiatord.cycle.preemption`), asked with the
@@ -229,7 +252,7 @@ class _Cycle:
                   allocate_quotas(self.tree, pool_size, self.own_usage, accept_surplus_root=True).items()}
         figures = InsertedFigures(self.table, self.settings, priority, self._account, self.usage,
                                   self.own_usage, quotas)
-        return Preemptor(self.table, self.state, self.settings, self.evaluator, figures)
+        return Preemptor(self.table, self.state, self.settings, self.evaluator, figures, self.trimmed)
 
     def _submitters(self) -> dict[str, Submitter]:
         """The submitters with idle jobs, in the order their first jobs came in."""
@@ -241,7 +264,7 @@ class _Cycle:
         for name, own in autoclusters.items():
             group = self._account(name)
             submitter = Submitter(name, group, self.accountant.effective_priority(name, group, self.settings))
-            submitter.add_autoclusters(own)
+            submitter.add_autoclusters(own, self.settings.use_global_job_prios)
             submitters[name] = submitter
         return submitters
 
@@ -304,8 +327,29 @@ class _Cycle:
         for name in order:
             members = [s for s in self.submitters.values() if s.group == name]
             allocated = self._allocated(allocations[name])
+            if self.settings.strict_enforce_quota and not self.settings.fair_sharing:
+                allocated = self._strictly_enforced(name, allocated, allocations)
             made += self._spin_pie(members, name, allocated, Room(allocated, self.own_usage, name))
         return made
+
+    def _strictly_enforced(self, name: str, allocated: float, allocations: dict[str, GroupAllocation]) -> float:
+        """NEGOTIATOR_STRICT_ENFORCE_QUOTA, as GroupEntry::strict_enforce_quota: what ``name``
+        negotiates for beyond its usage is capped, at it and at each ancestor that does not accept
+        surplus, by what that group's subtree has left of its quota (its configured static quota,
+        else its subtree quota) given the subtree's usage as it stands. It matters where usage
+        already exceeds a quota, which the allocation alone does not hold back."""
+        subtree_usage = self.tree.roll_up(self.usage)
+        own = self.own_usage[name]
+        extra = allocated - own
+        group: str | None = name
+        while group is not None and group != ROOT_GROUP:
+            configured = self.tree.settings_of(group)
+            assert configured is not None       # every group but the root is configured
+            if not configured.accept_surplus:
+                quota = configured.static_quota if configured.static_quota is not None else allocations[group].quota
+                extra = min(extra, max(0.0, quota - subtree_usage.get(group, 0.0)))
+            group = allocations[group].parent
+        return own + extra
 
     def _allocated(self, allocation: GroupAllocation) -> float:
         """What a group negotiates with: its HGQ allocation. With NEGOTIATORD_FAIR_SHARING the
@@ -347,7 +391,7 @@ class _Cycle:
         self.fair_sharing = FairSharePreemptor(
             self.table, self.state.weights, self.state.amounts, self.settings, self.evaluator, self._account,
             pool_size, {name: allocation.quota for name, allocation in allocations.items()}, self.matches,
-            self.preemptions)
+            self.preemptions, self.trimmed)
         if not len(self.fair_sharing):
             return
         for name in self.group_sequence:
@@ -356,21 +400,34 @@ class _Cycle:
                     self._fair_share_request(request, submitter)
 
     def _fair_share_request(self, request: Request, submitter: Submitter) -> None:
+        """Preempt for ``request``'s jobs while the rule allows; the job it stops at is rejected
+        with its reason, as HTCondor's negotiator tells the schedd about each request it leaves
+        idle (the matchmaking rounds' rejection may have named a job matched here since)."""
         assert self.fair_sharing is not None
         match_list = self._match_list(request.autocluster)
-        while request.jobs and self.ledger.blocking(request.jobs[0].concurrency_limits) is None:
+        while request.jobs:
+            blocked = self.ledger.blocking(request.jobs[0].concurrency_limits)
+            if blocked is not None:
+                self._reject(request.jobs[0], submitter, CONCURRENCY_LIMIT.format(name=blocked))
+                return
             candidate = self.fair_sharing.best(request.autocluster, submitter.group)
             if candidate is None:
+                self._reject(request.jobs[0], submitter, NO_MATCH)
+                return
+            limits = self._limits(request, candidate.row)
+            blocked = self.ledger.blocking(limits)
+            if blocked is not None:      # limits that depend on the slot, full on this one
+                self._reject(request.jobs[0], submitter, CONCURRENCY_LIMIT.format(name=blocked))
                 return
             self._commit(request.jobs.popleft(), submitter, submitter.group, candidate, self._cost(candidate),
-                         match_list)
+                         match_list, limits)
 
     def _enforce_quotas(self) -> None:
         """NEGOTIATORD_QUOTA_PREEMPTION: each group whose timer is due gives back what it holds
         above its maximum; the victims' slots are preempted with no job to take them (rule
         ``quota``), and why preemption cannot (fully) help goes into the cycle's problems."""
         assert self.now is not None     # negotiate() checks it
-        if not any(timer.due <= self.now for timer in self.accountant.quota_timers.values()):
+        if not any(timer.awaits_enforcement(self.now) for timer in self.accountant.quota_timers.values()):
             return                      # nothing is due: the claimed slots need not be read
         taken = {preemption.slot for preemption in self.preemptions}
         running = [running_job(slot, weight, self._account(slot.claim.customer))
@@ -378,6 +435,7 @@ class _Cycle:
                    if slot.claim is not None and weight == weight and slot.kind is not SlotKind.PARTITIONABLE
                    and slot.name not in taken]
         for enforcement in due_enforcements(self.tree, self.accountant.quota_timers, running, self.now):
+            self.enforced_quotas.append(enforcement.group)
             problems = enforcement.problems()
             self.problems.extend(problems)
             self.quota_shortfalls += bool(problems)
@@ -401,8 +459,11 @@ class _Cycle:
         if self.settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
             return self._admit_in_fair_order(members, group, allocated, room)
         members = _in_priority_order(members)
+        # NEGOTIATOR_IGNORE_USER_PRIORITIES: matchmaker.cpp's calculateSubmitterLimit gives every
+        # submitter an unbounded limit, so each takes what the group's room allows, in priority order
+        unlimited = self.settings.ignore_user_priorities
         for submitter, share in zip(members, _shares(members)):
-            submitter.share_limit = share * allocated
+            submitter.share_limit = allocated if unlimited else share * allocated
         hungry = self._hungry(members)
         total = 0
         first_spin = True
@@ -412,7 +473,10 @@ class _Cycle:
             made = 0
             for submitter, share in zip(hungry, _shares(hungry)):
                 own = self.usage[submitter.name]
-                limit = max(0.0, share * allocated - own) if first_spin else share * pie_left
+                if unlimited:
+                    limit = math.inf
+                else:
+                    limit = max(0.0, share * allocated - own) if first_spin else share * pie_left
                 made += self._negotiate_submitter(submitter, group, limit, room)
             total += made
             first_spin = False
@@ -429,7 +493,8 @@ class _Cycle:
         preemption, members are still offered a match once the room is spent, as a pie spin
         offers each submitter its requests whatever is left: a startd's RANK preempts whatever the
         submitter's limit, as in HTCondor."""
-        queue = AdmissionQueue(members, self.accountant, self.settings, self.entry_penalties)
+        queue = AdmissionQueue(members, self.accountant, self.settings, self.entry_penalties, self.now,
+                               self._held_at_start())
         for member in members:
             member.share_limit = allocated
         made = 0
@@ -465,6 +530,7 @@ class _Cycle:
             # a request with no idle candidate left goes job by job: its first offer closes it,
             # or gives it a claimed slot, with no loading call to set up
             if (not self.settings.job_by_job and not self._may_preempt(request)
+                    and not self.slot_limits.per_slot(request.autocluster)
                     and not self._match_list(request.autocluster).exhausted()):
                 jobs = len(request.jobs) if max_matches is None else min(len(request.jobs), max_matches - made)
                 placed, limit, stop = self._load(request, submitter, group, jobs, limit, room)
@@ -485,8 +551,9 @@ class _Cycle:
                 if reason is not None:
                     self._reject(job, submitter, reason)
                     break
+                limits = self._limits(request, candidate.row)
                 request.jobs.popleft()
-                self._commit(job, submitter, group, candidate, cost, match_list)
+                self._commit(job, submitter, group, candidate, cost, match_list, limits)
                 limit -= cost
                 made += 1
             if made == max_matches:
@@ -575,12 +642,34 @@ class _Cycle:
         if blocked is not None:
             self._close(request, submitter, CONCURRENCY_LIMIT.format(name=blocked))
             return None
-        candidate = self._match_list(request.autocluster).best()
-        if self.preemptor is not None:
-            candidate = self.preemptor.best(request.autocluster, candidate)
-        if candidate is None:
-            self._close(request, submitter, NO_MATCH)
-        return candidate
+        autocluster, match_list = request.autocluster, self._match_list(request.autocluster)
+        while True:
+            candidate = match_list.best()
+            if self.preemptor is not None:
+                candidate = self.preemptor.best(autocluster, candidate)
+            if candidate is None:
+                # HTCondor's diagnostics name a limit that passed a candidate over, if one did
+                blocked = self.slot_limits.passed_over.get(autocluster.id)
+                self._close(request, submitter, NO_MATCH if blocked is None else CONCURRENCY_LIMIT.format(name=blocked))
+                return None
+            if not self.slot_limits.per_slot(autocluster):
+                return candidate
+            # matchmaker.cpp: a candidate on which the job's limits are full is passed over
+            full = self.ledger.blocking(self.slot_limits.on(autocluster, candidate.row))
+            if full is None:
+                return candidate
+            self.slot_limits.passed_over[autocluster.id] = full
+            if isinstance(candidate, PreemptingCandidate):
+                assert self.preemptor is not None
+                self.preemptor.refuse(autocluster, candidate.row)
+            else:
+                match_list.skip()
+
+    def _limits(self, request: Request, row: int) -> tuple[tuple[str, float], ...]:
+        """The concurrency limits a match of ``request``'s next job on ``row`` takes."""
+        if self.slot_limits.per_slot(request.autocluster):
+            return self.slot_limits.on(request.autocluster, row)
+        return request.jobs[0].concurrency_limits
 
     def _preemption_refusal(self, candidate: Candidate, group: str, cost: float, limit: float,
                             room: float) -> str | None:
@@ -603,7 +692,7 @@ class _Cycle:
     # -- bookkeeping -------------------------------------------------------------------------------
 
     def _commit(self, job: Job, submitter: Submitter, group: str, candidate: Candidate, cost: float,
-                match_list: MatchList) -> None:
+                match_list: MatchList, limits: tuple[tuple[str, float], ...]) -> None:
         slot = self.table.slots[candidate.row]
         consumed = self._consumed(slot, candidate.consumption)
         preemption = None
@@ -617,7 +706,7 @@ class _Cycle:
         else:
             self.state.take(candidate.row, candidate.consumption, cost)
             match_list.taken()
-        self.ledger.take(job.concurrency_limits)
+        self.ledger.take(limits)
         self._charge_usage(submitter.name, cost)
         self.charges[submitter.name] += cost
         self.matches.append(Match(job.id, slot.name, submitter.name, group, cost, consumed, preemption))
@@ -675,6 +764,7 @@ class _Cycle:
             self.match_lists[autocluster.id] = MatchList(
                 autocluster, self.evaluator, self.state, self.settings.pslot_loading,
                 slot_ranked=bool(self.settings.pre_job_rank or self.settings.post_job_rank),
+                job_ranked=not self.settings.ignore_job_ranks,
             )
         return self.match_lists[autocluster.id]
 
@@ -720,7 +810,15 @@ class _Cycle:
             problems=tuple(self.problems),
             held=self._held(),
             preemptions=tuple(self.preemptions),
+            match_exprs=self.settings.match_exprs,
+            enforced_quotas=tuple(self.enforced_quotas),
         )
+
+    def _held_at_start(self) -> dict[str, dict[str, float]]:
+        """What each submitter holds as the cycle starts (its claimed slots), worked out once."""
+        if self._held_before is None:
+            self._held_before = held_resources(self.table.slots, self.initial_weights, (), ())
+        return self._held_before
 
     def _held(self) -> dict[str, dict[str, float]]:
         """What each submitter holds after the cycle, per resource, for the accountant's admission

@@ -106,13 +106,17 @@ class ClaimedSlots:
     slots, and the p-slot stays open while none of them has been taken.
     """
 
-    def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings) -> None:
+    def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings,
+                 trimmed: frozenset[int] = frozenset()) -> None:
+        """``trimmed``: rows of slots about to shut down (NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD), left
+        out; so are the dynamic slots of such a partitionable slot."""
         parents = table.partitionable_parents if settings.allow_pslot_preemption else {}
         eligible = [row for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist()))
-                    if weight == weight and may_be_preempted(slot, settings)]
+                    if weight == weight and row not in trimmed and may_be_preempted(slot, settings)]
         self.children: dict[int, list[int]] = {}
         for child, parent in parents.items():     # in ChildName order
-            if weights[child] == weights[child] and may_be_preempted(table.slots[child], settings):
+            if (weights[child] == weights[child] and child not in trimmed and parent not in trimmed
+                    and may_be_preempted(table.slots[child], settings)):
                 self.children.setdefault(parent, []).append(child)
         self._parent = {child: parent for parent, children in self.children.items() for child in children}
         rows = [row for row in eligible if row not in parents]
@@ -221,6 +225,7 @@ class PreemptionList:
         self._cost = cost[order]
         self._consumption = consumption[order]
         self._answers: dict[int, tuple[PreemptState | None, float]] = {}   # row -> state, rank (stable)
+        self.refused: set[int] = set()      # rows this request may not take (its concurrency limits there)
         self._head = 0
 
     def _partitionable_entries(self, inserts: Inserts) -> list[_PartitionableEntry]:
@@ -302,7 +307,7 @@ class PreemptionList:
         best: tuple[PreemptState, float, int] | None = None
         chosen = -1
         for position, state, rank in zip(tier.tolist(), states, ranks):
-            if state is None:
+            if state is None or int(self._rows[position]) in self.refused:
                 continue
             key = (state, rank, -int(self._rows[position]))
             if best is None or key > best:
@@ -428,8 +433,8 @@ class Preemptor:
     """
 
     def __init__(self, table: SlotTable, pool: PoolColumns, settings: Settings, evaluator: PairEvaluator,
-                 inserts: Inserts) -> None:
-        self.claimed = ClaimedSlots(table, pool.weights, settings)
+                 inserts: Inserts, trimmed: frozenset[int] = frozenset()) -> None:
+        self.claimed = ClaimedSlots(table, pool.weights, settings, trimmed)
         self._pool = pool
         self._evaluator = evaluator
         self._inserts = inserts
@@ -454,6 +459,10 @@ class Preemptor:
     def take(self, candidate: PreemptingCandidate) -> None:
         for row in candidate.victim_rows:
             self.claimed.take(row)
+
+    def refuse(self, autocluster: Autocluster, row: int) -> None:
+        """``autocluster``'s jobs may not take the claimed slot (or p-slot) at ``row`` this cycle."""
+        self._list(autocluster).refused.add(row)
 
     def _list(self, autocluster: Autocluster) -> PreemptionList:
         found = self._lists.get(autocluster.id)

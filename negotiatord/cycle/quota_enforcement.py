@@ -33,6 +33,9 @@ Amounts = Mapping[str, float]       # lower-cased resource -> amount
 ONLY_GUARANTEED_LEFT = "only usage within guaranteed floors is left"
 NO_VICTIM_FITS = "no running job fits in the preemptable amount"
 BEST_EFFORT = "best effort: the victims release less than the preemptable amount"
+UNCOVERED = ("part of the preemptable amount falls in no group's share (the split among child groups "
+             "rounds down and holds each share to its guaranteed floors): it is not preempted, and the "
+             "timer starts again only when the maximum or the delay changes, or the group's usage rises")
 PROBLEM_PREFIX = "quota of group"    # how each of :meth:`QuotaEnforcement.problems`'s lines begins
 
 
@@ -56,6 +59,7 @@ class QuotaEnforcement:
     preemptable: Amounts
     shares: tuple[GroupShare, ...] = field(default=())
     reason: str | None = None   # why nothing can be preempted at all
+    uncovered: Amounts = field(default_factory=dict)   # of ``preemptable``, what no group's share holds
 
     @property
     def victims(self) -> tuple[RunningJob, ...]:
@@ -66,6 +70,9 @@ class QuotaEnforcement:
         lines = []
         if self.reason is not None:
             lines.append(f"{PROBLEM_PREFIX} {self.group}: {self.reason}")
+        if self.uncovered:
+            lines.append(f"{PROBLEM_PREFIX} {self.group}: {UNCOVERED} ({_shown(self.uncovered)} of "
+                         f"{_shown(self.preemptable)})")
         for share in self.shares:
             if share.reason is not None:
                 lines.append(f"{PROBLEM_PREFIX} {self.group}, in group {share.group}: {share.reason} "
@@ -214,25 +221,29 @@ def enforce(tree: GroupTree, group: str, maximum: Amounts, running: list[Running
     mine = [h for h in running if h.group in subtree]
     exceeding = exceeding_submitter(mine, maximum)
     shares = []
+    covered: dict[str, float] = defaultdict(float)
     for member, target in sorted(split(tree, group, amount, usage, own).items()):
         # a share is also held to the floors of its own lineage, which the split does not see
         cap = guaranteed_headroom(tree, member, usage)
         target = {r: min(v, cap.get(r, math.inf)) for r, v in target.items()}
+        for resource, value in target.items():
+            covered[resource] += value
         if not any(v > 0 for v in target.values()):
             continue
         shares.append(select_victims(member, [h for h in mine if h.group == member], target, exceeding))
+    uncovered = {r: v - covered[r] for r, v in amount.items() if v - covered[r] > 0} if shares else {}
     return QuotaEnforcement(group, dict(maximum), amount, tuple(shares),
-                            None if shares else ONLY_GUARANTEED_LEFT)
+                            None if shares else ONLY_GUARANTEED_LEFT, uncovered)
 
 
 def due_enforcements(tree: GroupTree, timers: Mapping[str, QuotaTimer], running: Iterable[RunningJob],
                      now: float) -> tuple[QuotaEnforcement, ...]:
-    """Every group whose timer is due at ``now``, deepest groups first (the design document lets a
+    """Every group whose timer is due at ``now`` and not yet enforced, deepest groups first (the design document lets a
     leaf go before its parent, whose excess the leaf's victims may already remove); each group's
     victims are left out of the groups enforced after it."""
     remaining = list(running)
     done = []
-    for timer in sorted((t for t in timers.values() if t.due <= now),
+    for timer in sorted((t for t in timers.values() if t.awaits_enforcement(now)),
                         key=lambda t: (-len(tree.lineage(t.group)), t.group)):
         enforcement = enforce(tree, timer.group, timer.maximum, remaining)
         taken = {victim.job_id for victim in enforcement.victims}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -108,6 +109,10 @@ class CycleResult:
     # or quota preemption on; empty otherwise)
     held: dict[str, dict[str, float]] = field(default_factory=dict)
     preemptions: tuple[Preemption, ...] = ()   # in the order the cycle decided them
+    # NEGOTIATOR_MATCH_EXPRS: attributes HTCondor's negotiator inserts into every matched slot ad,
+    # for the schedd to copy into the matched job's ad (NegotiatorMatchExpr<NAME> -> expression)
+    match_exprs: Mapping[str, str] = field(default_factory=dict)
+    enforced_quotas: tuple[str, ...] = ()     # groups whose quota preemption timers the cycle enforced
 
     def preemptions_by_rule(self) -> dict[str, int]:
         """How many preemptions each rule allowed (every rule named, at 0 if none)."""

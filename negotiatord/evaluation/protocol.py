@@ -14,6 +14,7 @@ from negotiatord.pool.autoclusters import Autocluster
 
 RANK_COLUMNS = ("pre_job_rank", "job_rank", "post_job_rank")
 UNRANKED = -1.7976931348623157e308  # -DBL_MAX: HTCondor's pre/post job rank that does not evaluate
+IGNORED_RANK = 1.0                  # every job's Rank with NEGOTIATOR_IGNORE_JOB_RANKS (matchmaker.cpp calculateRanks)
 
 
 @dataclass(frozen=True)

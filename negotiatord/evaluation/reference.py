@@ -19,7 +19,7 @@ from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
 from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns, load_plainly
 from negotiatord.evaluation.preemption import PreemptionQuestions
 from negotiatord.evaluation.protocol import (
-    UNRANKED, Assessment, EvaluatorStats, PreemptionAssessment, PreemptionInserts,
+    IGNORED_RANK, UNRANKED, Assessment, EvaluatorStats, PreemptionAssessment, PreemptionInserts,
 )
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.slots import Slot
@@ -46,6 +46,7 @@ class ClassAdEvaluator:
             frozen_expr(classad2.ExprTree(text), now) if text else None
             for text in (settings.pre_job_rank, settings.post_job_rank)
         ]
+        self._ignore_job_ranks = settings.ignore_job_ranks
         self._requests: dict[int, classad2.ClassAd] = {}
         self._preemption = PreemptionQuestions(table, settings, now)
         self.stats = EvaluatorStats()
@@ -153,6 +154,8 @@ class ClassAdEvaluator:
             _rank_value(evaluated(expr, slot_ad, job), UNRANKED) if expr is not None else UNRANKED
             for expr in self._ranks
         )
+        if self._ignore_job_ranks:
+            return pre, IGNORED_RANK, post
         job_rank = _rank_value(evaluated(job.lookup("Rank"), job, slot_ad), 0.0) if "Rank" in job else 0.0
         return pre, job_rank, post
 

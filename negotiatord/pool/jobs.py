@@ -11,6 +11,11 @@ from negotiatord.pool.problems import LeftOut
 
 IDLE = 1
 
+# PreJobPrio1, PreJobPrio2, PostJobPrio1, PostJobPrio2 of a job that sets none (the schedd reads a
+# missing one as 0: qmgmt.cpp get_job_prio); one tuple shared by all such jobs
+NO_DAG_PRIOS = (0, 0, 0, 0)
+_DAG_PRIOS = ("PreJobPrio1", "PreJobPrio2", "PostJobPrio1", "PostJobPrio2")
+
 
 @dataclass(frozen=True, slots=True)        # 255k of them: no per-job __dict__
 class Job:
@@ -19,12 +24,30 @@ class Job:
     prio: int                                 # JobPrio
     queue_order: tuple[int, int, int]         # (ClusterId, ProcId, position in input)
     concurrency_limits: tuple[tuple[str, float], ...]
+    schedd: str = ""                          # the schedd GlobalJobId names ("" without one)
+    dag_prios: tuple[int, int, int, int] = NO_DAG_PRIOS   # PreJobPrio1/2, PostJobPrio1/2
 
     @property
-    def order(self) -> tuple[int, int, int, int]:
-        """The schedd's order within a submitter (``prio_compar``): higher JobPrio first, then
-        ClusterId and ProcId; input position breaks ties between schedds."""
-        return (-self.prio, *self.queue_order)
+    def order(self) -> tuple[int, ...]:
+        """The schedd's order within a submitter (qmgmt.cpp ``prio_compar``): higher PreJobPrio1,
+        PreJobPrio2, JobPrio, PostJobPrio1, PostJobPrio2 first, then ClusterId and ProcId; input
+        position breaks ties between schedds."""
+        pre1, pre2, post1, post2 = self.dag_prios
+        return (-pre1, -pre2, -self.prio, -post1, -post2, *self.queue_order)
+
+
+def schedd_of(global_job_id: str) -> str:
+    """The schedd's name in a GlobalJobId (``<schedd>#<cluster>.<proc>#<qdate>``)."""
+    return global_job_id.partition("#")[0] if "#" in global_job_id else ""
+
+
+def _dag_prios(ad: classad2.ClassAd) -> tuple[int, int, int, int]:
+    """The job's PreJobPrio1/2 and PostJobPrio1/2, read as JobPrio is; 0 where missing or not a
+    number (the schedd's ``LookupInteger``)."""
+    if not any(name in ad for name in _DAG_PRIOS):
+        return NO_DAG_PRIOS
+    pre1, pre2, post1, post2 = (int(evaluate_number(ad, name) or 0) for name in _DAG_PRIOS)
+    return (pre1, pre2, post1, post2)
 
 
 def job_id(ad: classad2.ClassAd) -> str | None:
@@ -92,6 +115,8 @@ def prepare_job(ad: classad2.ClassAd, position: int) -> Job | LeftOut | None:
             position,
         ),
         concurrency_limits=parse_concurrency_limits(limits_text) if limits_text else (),
+        schedd=schedd_of(identity),
+        dag_prios=_dag_prios(ad),
     )
 
 
@@ -99,4 +124,5 @@ def with_identity(job: Job, proc: int, global_id: str, position: int) -> Job:
     """``job`` for an ad that is ``job``'s but for its ``ProcId`` and ``GlobalJobId`` (literal
     ``proc`` and ``global_id``), at ``position``: what :func:`prepare_job` reads of that ad, where
     nothing else in it reads them."""
-    return Job(global_id, job.submitter, job.prio, (job.queue_order[0], proc, position), job.concurrency_limits)
+    return Job(global_id, job.submitter, job.prio, (job.queue_order[0], proc, position), job.concurrency_limits,
+               schedd_of(global_id), job.dag_prios)

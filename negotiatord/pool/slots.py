@@ -9,6 +9,7 @@ the ads it was built from.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -16,11 +17,13 @@ from functools import lru_cache
 import classad2
 
 from negotiatord.classad.conversion import as_number, evaluate_number, evaluate_string
+from negotiatord.classad.cycle_time import frozen_expr
 from negotiatord.classad.parser import ParseError, parse
 from negotiatord.pool.problems import LeftOut
 from negotiatord.settings import Settings
 
 SWAP = "swap"
+_HELD_LIMITS = ("ConcurrencyLimits", "PreemptingConcurrencyLimits")
 DEFAULT_ASSETS = ("Cpus", "Memory", "Disk")
 
 
@@ -41,7 +44,6 @@ class Claim:
     as addRemoteUserPrios does), ``retiring`` whether RetirementTimeRemaining is positive."""
 
     customer: str
-    concurrency_limits: str | None
     remote_user: str = ""
     job: str | None = None              # GlobalJobId, else JobId
     job_start: float | None = None      # JobStart
@@ -71,6 +73,9 @@ class Slot:
     slot_weight: classad2.ExprTree
     consumption: dict[str, classad2.ExprTree] | None   # asset -> expression; None: no policy
     claim: Claim | None
+    # the ConcurrencyLimits and PreemptingConcurrencyLimits the ad shows, whatever its State: the
+    # limits its running job and a claim waiting to preempt it hold (Accountant::LoadLimits)
+    concurrency_limits: tuple[str, ...] = ()
 
     @property
     def has_consumption_policy(self) -> bool:
@@ -184,6 +189,7 @@ def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | LeftOut:
         slot_weight=slot_weight,
         consumption=consumption,
         claim=_claim(ad, state),
+        concurrency_limits=tuple(text for name in _HELD_LIMITS if (text := evaluate_string(ad, name))),
     )
 
 
@@ -237,6 +243,31 @@ def _consumption_policy(
     return policy
 
 
+_SHUTDOWN = ("DaemonShutdown", "DaemonShutdownFast")
+
+
+def shutting_down(ad: classad2.ClassAd, now: int, threshold: float) -> bool:
+    """Whether a slot would shut down within ``threshold`` seconds (NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD),
+    as matchmaker.cpp's ``trimStartdAds_ShutdownLogic`` decides: ``CurrentTime`` set to the ad's
+    ``MyCurrentTime`` (else now) plus the threshold, ``DaemonShutdown`` then ``DaemonShutdownFast``
+    evaluated as booleans (a number counts, non-zero true; HTCondor's ``LookupBool``), the latter's
+    value, when it has one, the answer. ``time()`` is the cycle's ``now``."""
+    if not any(name in ad for name in _SHUTDOWN):
+        return False
+    start = evaluate_number(ad, "MyCurrentTime")
+    probe = copy.deepcopy(ad)
+    probe["CurrentTime"] = int(start if start is not None else now) + threshold
+    shutdown = False
+    for name in _SHUTDOWN:
+        if name in ad:
+            value = frozen_expr(ad.lookup(name), now).eval(probe)
+            if isinstance(value, bool):
+                shutdown = value
+            elif (number := as_number(value)) is not None:
+                shutdown = number != 0
+    return shutdown
+
+
 def claimed_job(ad: classad2.ClassAd) -> str | None:
     """The id of the job a claimed slot's ad shows running: GlobalJobId, else JobId."""
     return evaluate_string(ad, "GlobalJobId") or evaluate_string(ad, "JobId")
@@ -254,7 +285,6 @@ def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
         return None
     return Claim(
         customer=customer,
-        concurrency_limits=evaluate_string(ad, "ConcurrencyLimits"),
         remote_user=(evaluate_string(ad, "PreemptingAccountingGroup") or evaluate_string(ad, "PreemptingUser")
                      or customer),
         job=claimed_job(ad),

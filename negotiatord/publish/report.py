@@ -57,13 +57,19 @@ def preemption_document(preemption: Preemption) -> dict[str, Any]:
     return asdict(preemption)
 
 
+def _match_exprs(result: CycleResult) -> dict[str, Any]:
+    """NEGOTIATOR_MATCH_EXPRS, with each match as HTCondor's negotiator puts them in the matched
+    slot ad (``insertNegotiatorMatchExprs``); nothing when none is configured."""
+    return {"match_exprs": dict(result.match_exprs)} if result.match_exprs else {}
+
+
 def cycle_document(result: CycleResult) -> dict[str, Any]:
     """The JSON document ``negotiatord negotiate`` prints; matches in the order they were made.
     A group's quota, allocated and usage are its subtree's; own_allocated and own_usage its own
     submitters'."""
     return {
         "cycle": cycle_figures(result.stats),
-        "matches": [match_document(m) for m in result.matches],
+        "matches": [match_document(m) | _match_exprs(result) for m in result.matches],
         "preemptions": [preemption_document(p) for p in result.preemptions],
         "rejections": [{"job": r.job, "submitter": r.submitter, "reason": r.reason} for r in result.rejections],
         "groups": [

@@ -286,7 +286,7 @@ class _Replay:
             preemptions={rule: count for rule, count in result.preemptions_by_rule().items() if count},
         ))
         self.held = result.held
-        state = after_cycle(state, epoch, result.usage, result.held, self.settings)
+        state = after_cycle(state, epoch, result.usage, result.held, self.settings, result.enforced_quotas)
         return state, bool(result.matches or result.preemptions)
 
     def _evict(self, preemption: Preemption, now: float) -> Match:

@@ -202,7 +202,8 @@ class CycleRunner:
                 hold for hold in holds_for(negotiated.view, result.matches, result.preemptions)
                 if hold.kind is AdKind.SLOT or hold.key not in negotiated.handed_jobs]
             with self._phase("accountant", phases):
-                new_state = after_cycle(negotiated.state, now, result.usage, result.held, settings)
+                new_state = after_cycle(negotiated.state, now, result.usage, result.held, settings,
+                                        result.enforced_quotas)
             with self._phase("commit", phases):
                 self._commit_cycle(cycle_id, now, new_state, result)
             with self._phase("publish", phases):

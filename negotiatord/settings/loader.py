@@ -11,6 +11,7 @@ silently misread.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import re
 import subprocess
@@ -21,10 +22,13 @@ from typing import Any, TypeVar
 from collections.abc import Callable, Mapping
 
 import classad2
+import structlog
 
 from negotiatord.settings.errors import ConfigError
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings
 from negotiatord.settings.pool import read_pool_settings
+from negotiatord.settings.spelling import check_per_group_knobs, misspelling_warnings
+from negotiatord.settings.unread import LEGACY, UNREAD, legacy_in_force, unread_warnings
 from negotiatord.settings.model import (
     ADMISSION_RESOURCE_WEIGHTS,
     DEFAULT_PREEMPTION_RANK,
@@ -57,6 +61,11 @@ _STANDARD_RESOURCES = ("CPUS", "MEMORY", "DISK")
 
 _Choice = TypeVar("_Choice", bound=Enum)
 
+# NEGOTIATOR_MATCH_EXPRS: the prefix HTCondor gives each name (ATTR_NEGOTIATOR_MATCH_EXPR)
+MATCH_EXPR_PREFIX = "NegotiatorMatchExpr"
+
+log = structlog.get_logger("negotiatord.settings")
+
 
 def load_settings(path: Path) -> Settings:
     """Read the condor config at ``path`` into ``Settings``; raise ``ConfigError`` if unusable."""
@@ -66,9 +75,12 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: no such config file")
     dump = _read_with_htcondor(path)
     try:
-        return _build(path, _Params(dump["params"], dump["defaults"]))
+        settings = _build(path, _Params(dump["params"], dump["defaults"]))
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
+    for warning in settings.warnings:
+        log.warning("config", config=str(path), warning=warning)
+    return settings
 
 
 def _read_with_htcondor(path: Path) -> dict[str, Any]:
@@ -109,11 +121,20 @@ class _Params:
         self._values = {name.upper(): (name, text) for name, text in params.items()}
         builtin = {name.upper(): text for name, text in defaults.items()}
         self._defaults = {**_DOCUMENTED_DEFAULTS, **builtin}
+        self.asked: set[str] = set()        # every name read, upper case
 
     def raw(self, name: str) -> str | None:
         """The configured text; None if unset or set to an empty value (HTCondor's ``param``)."""
+        self.asked.add(name.upper())
         entry = self._values.get(name.upper())
         return entry[1] if entry else None
+
+    def unread(self) -> list[str]:
+        """Configured names (as written) that neither HTCondor defines nor anything here has read,
+        nor is listed as unread (:mod:`~negotiatord.settings.unread`)."""
+        ignored = self.asked | set(UNREAD) | set(LEGACY)
+        return [name for upper, (name, _) in self._values.items()
+                if upper not in ignored and upper not in self._defaults]
 
     def setting(self, name: str) -> str | None:
         """The text, else HTCondor's built-in value: an empty value means the default, as in
@@ -132,10 +153,14 @@ class _Params:
         """Configured param names (as written) for which ``wanted(UPPER_NAME)`` holds."""
         return [name for upper, (name, _) in self._values.items() if wanted(upper)]
 
+    def default(self, name: str) -> str | None:
+        """HTCondor's built-in value of ``name`` (None if it has none)."""
+        return self._defaults.get(name.upper())
+
     def changed(self, name: str) -> bool:
         """Whether the config gives ``name`` a value other than HTCondor's built-in one."""
         text = self.raw(name)
-        return text is not None and text != self._defaults.get(name.upper())
+        return text is not None and text != self.default(name)
 
     def is_builtin(self, name: str) -> bool:
         """Whether HTCondor itself defines ``name`` (it has a value under an empty config)."""
@@ -238,6 +263,7 @@ def _build(path: Path, params: _Params) -> Settings:
 
     accept_surplus = params.boolean("GROUP_ACCEPT_SURPLUS")
     autoregroup = params.boolean("GROUP_AUTOREGROUP")
+    warnings = unread_warnings(params.raw, params.default)
     settings = Settings(
         source=path,
         consumption_policy=params.boolean("CONSUMPTION_POLICY"),
@@ -254,7 +280,7 @@ def _build(path: Path, params: _Params) -> Settings:
         autoregroup=autoregroup,
         allow_quota_oversubscription=params.boolean("NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION"),
         group_sort_expr=required_expression("GROUP_SORT_EXPR"),
-        allocation_rounds=max(1, int(params.number("GROUP_QUOTA_MAX_ALLOCATION_ROUNDS", 1))),
+        allocation_rounds=_allocation_rounds(params),
         fair_sharing=params.boolean("NEGOTIATORD_FAIR_SHARING", False),
         fair_sharing_strategies=_fair_sharing_strategies(params),
         quota_preemption=params.boolean("NEGOTIATORD_QUOTA_PREEMPTION", False),
@@ -282,13 +308,23 @@ def _build(path: Path, params: _Params) -> Settings:
             name[len(_SCOPE_PREFIX):].lower(): params.number(name, 0)
             for name in params.names(lambda n: n.startswith(_SCOPE_PREFIX))
         },
+        ignore_user_priorities=params.boolean("NEGOTIATOR_IGNORE_USER_PRIORITIES", False),
+        ignore_job_ranks=params.boolean("NEGOTIATOR_IGNORE_JOB_RANKS", False),
+        strict_enforce_quota=params.boolean("NEGOTIATOR_STRICT_ENFORCE_QUOTA", True),
+        use_global_job_prios=params.boolean("USE_GLOBAL_JOB_PRIOS", False),
+        trim_shutdown_threshold=params.number("NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD", fallback=0.0),
+        match_exprs=_match_exprs(params, warnings),
         negotiator_interval=params.number("NEGOTIATOR_INTERVAL", 0),
         negotiator_min_interval=params.number("NEGOTIATOR_MIN_INTERVAL", 0),
         negotiator_cycle_delay=params.number("NEGOTIATOR_CYCLE_DELAY", 0),
         service=_service(params, path.parent),
     )
     _ = settings.group_tree  # built now, so a mistake in the group tree is reported at load time
-    return settings
+    # what is left once everything is read: names nothing reads
+    unread = params.unread()
+    check_per_group_knobs(unread, (group.name for group in settings.groups), path)
+    warnings += misspelling_warnings(unread, {*params.asked, *UNREAD, *LEGACY})
+    return replace(settings, warnings=tuple(warnings))
 
 
 def _service(params: _Params, config_dir: Path) -> ServiceSettings:
@@ -344,6 +380,39 @@ def _consumption(params: _Params) -> dict[str, str]:
         if text is not None:
             policy[name[len(_CONSUMPTION_PREFIX):].lower()] = params.expression(name, text)
     return policy
+
+
+def _allocation_rounds(params: _Params) -> int:
+    """GROUP_QUOTA_MAX_ALLOCATION_ROUNDS, else (only when that is set empty: it has a built-in
+    default) the legacy HFS_MAX_ALLOCATION_ROUNDS, default 3, as GroupEntry.cpp reads them."""
+    name = "GROUP_QUOTA_MAX_ALLOCATION_ROUNDS"
+    if legacy_in_force("HFS_MAX_ALLOCATION_ROUNDS", params.raw):
+        name = "HFS_MAX_ALLOCATION_ROUNDS"
+        if params.raw(name) is None:
+            return Settings.allocation_rounds
+    value = params.number(name, 1)
+    if not value.is_integer():
+        raise ConfigError(f"{name} = {params.raw(name)!r}: must be a whole number of at least 1")
+    return int(value)
+
+
+def _match_exprs(params: _Params, warnings: list[str]) -> dict[str, str]:
+    """NEGOTIATOR_MATCH_EXPRS as matchmaker.cpp reads it: each macro it names (comma or space
+    separated), under its name prefixed ``NegotiatorMatchExpr`` unless it starts so already; a
+    name with no such macro is left out with a warning, as HTCondor logs one."""
+    listed = params.raw("NEGOTIATOR_MATCH_EXPRS")
+    exprs: dict[str, str] = {}
+    for name in re.split(r"[\s,]+", (listed or "").strip()):
+        if not name:
+            continue
+        text = params.raw(name)
+        if text is None:
+            warnings.append(f"NEGOTIATOR_MATCH_EXPRS references a macro '{name}' which is not defined in the "
+                            "configuration: it is left out, as HTCondor leaves it out")
+            continue
+        attribute = name if name.startswith(MATCH_EXPR_PREFIX) else MATCH_EXPR_PREFIX + name
+        exprs[attribute] = params.expression(name, text)
+    return exprs
 
 
 def _admission_resource_weights(params: _Params) -> Mapping[str, float]:

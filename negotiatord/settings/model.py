@@ -167,6 +167,17 @@ class Settings:
     preemption_requirements_stable: bool = True     # PREEMPTION_REQUIREMENTS_STABLE
     preemption_rank_stable: bool = True             # PREEMPTION_RANK_STABLE
 
+    # HTCondor's matchmaker.cpp and GroupEntry.cpp knobs (README, "Configuration")
+    ignore_user_priorities: bool = False        # NEGOTIATOR_IGNORE_USER_PRIORITIES: no submitter limit
+    ignore_job_ranks: bool = False              # NEGOTIATOR_IGNORE_JOB_RANKS: the job's Rank is not asked
+    strict_enforce_quota: bool = True           # NEGOTIATOR_STRICT_ENFORCE_QUOTA
+    use_global_job_prios: bool = False          # USE_GLOBAL_JOB_PRIOS: JobPrio across a submitter's schedds
+    trim_shutdown_threshold: float = 0.0        # NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD, s (<= 0: no trimming)
+    # NEGOTIATOR_MATCH_EXPRS: NegotiatorMatchExpr<NAME> -> the macro's text, published with each match
+    match_exprs: Mapping[str, str] = field(default_factory=dict)
+    # What the loader found HTCondor would read differently or not at all (logged at load)
+    warnings: tuple[str, ...] = ()
+
     # Daemon timing (used by the service)
     negotiator_interval: float = 60.0           # NEGOTIATOR_INTERVAL
     negotiator_min_interval: float = 5.0        # NEGOTIATOR_MIN_INTERVAL

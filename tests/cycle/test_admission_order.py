@@ -128,3 +128,29 @@ def test_a_startd_rank_preempts_in_a_full_pool_under_admission_fair_sharing_too(
     for order in (settings(), settings(**AFS)):
         result = run(order, AccountantState(), [slot], jobs("alice", 1))
         assert [(p.slot, p.submitter, p.rule) for p in result.preemptions] == [("s1", "alice@site", "rank")]
+
+
+def _holding(owner: str, count: int) -> list:
+    """``count`` claimed one-cpu slots running ``owner``'s jobs."""
+    return [claimed(f"{owner}{n}", f"{owner}@site") for n in range(count)]
+
+
+def test_a_cycle_orders_submitters_by_usage_sampled_with_what_they_hold_now():
+    """Kueue's LocalQueue reconciler samples a queue's admitted usage into its decayed usage, and
+    the scheduler orders queues by that (HTCondor likewise updates priorities at the start of a
+    cycle). A dry run with no history: alice holds 10 cpus, bob none, so bob comes first and
+    takes both free cpus (his entry penalties stay far below alice's 10), where an order by the
+    empty history would tie them and alternate."""
+    config = settings(**AFS)
+    result = run(config, AccountantState(), _holding("alice", 10) + [pslot("free", cpus=2)],
+                 jobs("alice", 2, cluster=1) + jobs("bob", 2, cluster=2))
+    assert [m.submitter for m in result.matches] == ["bob@site", "bob@site"]
+
+
+def test_with_a_half_life_of_zero_what_they_hold_now_is_all_that_counts():
+    """README: a half-life of 0 keeps no history, so submitters are ordered by what they hold
+    now: bob's old usage of 100 counts for nothing against the 5 cpus alice holds."""
+    config = settings(**{**AFS, "admission_half_life": 0.0})
+    result = run(config, history(bob=100.0), _holding("alice", 5) + [pslot("free", cpus=1)],
+                 jobs("alice", 1, cluster=1) + jobs("bob", 1, cluster=2))
+    assert [m.submitter for m in result.matches] == ["bob@site"]

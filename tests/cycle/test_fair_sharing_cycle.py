@@ -109,3 +109,16 @@ def test_beside_htcondors_preemption():
     both = cycle(pool(), jobs("user", 2, group="c"), fair(consider_preemption=True, preemption_requirements="True"))
     assert [p.rule for p in both.preemptions] == ["priority", "priority"]
     assert len({p.slot for p in both.preemptions}) == 2 and len(both.matches) == 2
+
+
+def test_a_job_the_rule_leaves_idle_is_reported_with_its_reason():
+    """Kueue's "reclaim borrowable quota" case with two jobs of a: the first takes b's latest
+    job, the second would make a borrow 2 against b's 0 and stays idle. HTCondor's negotiator
+    tells the schedd why each request it leaves idle got nothing ("no match found",
+    matchmaker.cpp ``negotiate``), so the second job is among the cycle's rejections even though
+    the first job of its request, rejected in the matchmaking rounds, was matched after."""
+    result = cycle(pool(), jobs("user", 2, group="a"), fair())
+    (match,) = result.matches
+    idle = [job for job in ("user-schedd#1.0#0", "user-schedd#1.1#0") if job != match.job]
+    assert [(r.job, r.reason) for r in result.rejections] == [(idle[0], "no match found")]
+    assert result.stats.rejections == 1

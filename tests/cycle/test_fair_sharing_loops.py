@@ -15,6 +15,7 @@ Hypothesis runs derandomized, so CI sees the same examples every time.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st, target
 
 from negotiatord.settings import GroupSettings
@@ -213,3 +214,22 @@ def test_free_room_goes_out_before_anyone_preempts() -> None:
     sim.submit("j5", "g0", {"cpus": 1.0})
     assert sim.settle(MAX_CYCLES) == 2
     assert sim.preemptions == [] and set(sim.running) == {"j1", "j2", "j4", "j5"}
+
+
+@pytest.mark.xfail(strict=True, reason="a chain the rule allows, found exploring fresh examples; open")
+def test_a_job_preempted_through_a_less_than_initial_share_chain_takes_its_slot_back() -> None:
+    """Found by hypothesis (two resources, hierarchical, weights 0) while checking that reclaiming
+    within one's nominal share may free more than the preemptor takes: the chain does not involve
+    a reclaim, and the rule before that change allows it too. In one episode j10 (g0.g0) preempts
+    j3 (g0) by LessThanInitialShare, and j3 then preempts j10 by LessThanInitialShare."""
+    groups = [fair_group("g0", 2, weight=0.0, memory=2), fair_group("g0.g0", 0, weight=0.0, memory=0),
+              fair_group("g0.g1", 2, weight=0.0, memory=1), fair_group("g1", 1, weight=0.0, memory=4)]
+    slots = {"slot0@node": {"cpus": 2.0, "memory": 2.0}, "slot1@node": {"cpus": 3.0, "memory": 4.0}}
+    one, two = {"cpus": 1.0, "memory": 1.0}, {"cpus": 1.0, "memory": 2.0}
+    events = [("arrive", "g0", one), ("arrive", "g0.g1", one), ("arrive", "g0", one), ("arrive", "g0", two),
+              ("arrive", "g0", one), ("arrive", "g0.g0", one), ("finish", 0, {}), ("arrive", "g0", one),
+              ("arrive", "g0", one), ("arrive", "g1", one), ("arrive", "g1", one), ("arrive", "g0.g0", two),
+              ("arrive", "<none>", one), ("finish", 48, {})]
+    sim = play(groups, slots, events)
+    group_of = {job_id: group for job_id, (group, _) in sim.jobs.items()}
+    assert chain_violations(sim.preemptions, group_of) == []

@@ -17,11 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 import classad2
+import pytest
 
 from negotiatord.cycle.result import CycleResult
 from negotiatord.settings import Settings
 from tests.builders import expr, jobs, pslot, settings
 from tests.cycle.test_preemption import NOW, claimed, cycle
+from tests.cycle.test_fair_sharing_kueue import CASES as KUEUE_CASES
+from tests.cycle.test_fair_sharing_kueue import LARGER_VICTIMS as KUEUE_LARGER_VICTIMS
 from tests.fair_sharing_pools import fair_group
 
 NODE = "node.site"
@@ -109,11 +112,15 @@ def test_preempted_dynamic_slots_are_not_offered_again():
     assert result.usage["a.user@site"] == 8.0 and result.usage["b.user@site"] == 0.0
 
 
-def test_the_rule_keeps_victims_within_what_the_job_takes():
-    """The no-loop rule (docs/fair-sharing.md): victims may hold no more of a resource than the
-    preemptor takes, so a 3-CPU job does not free two 2-CPU dynamic slots."""
+def test_the_rule_keeps_a_borrowing_preemptors_victims_within_what_it_takes():
+    """The no-loop rule (docs/fair-sharing.md): victims may hold no more of a resource than a
+    borrowing preemptor takes, so a 3-CPU job of a (nominal 2) does not free two 2-CPU dynamic
+    slots; within its nominal share (4) a reclaims them whatever their size, as Kueue does."""
     slots = node([dynamic(1, "b"), dynamic(2, "b"), dynamic(3, "b"), dynamic(4, "b")])
-    assert cycle(slots, jobs("user", 1, group="a", cpus=3), fair()).preemptions == ()
+    borrowing = fair(groups=(fair_group("a", 2), fair_group("b", 4)))
+    assert cycle(slots, jobs("user", 1, group="a", cpus=3), borrowing).preemptions == ()
+    result = cycle(slots, jobs("user", 1, group="a", cpus=3), fair())
+    assert victims(result) == [("b#4", f"slot1_4@{NODE}", "reclaim"), ("b#3", f"slot1_3@{NODE}", "reclaim")]
 
 
 # -- HTCondor's own rules: pslotMultiMatch ------------------------------------------------------
@@ -161,3 +168,33 @@ def test_priority_preemption_skips_the_submitters_own_dynamic_slots():
                    htcondor(preemption_requirements="True"))
     assert [(p.victim_job, p.rule) for p in result.preemptions] == [("b#2", "priority"), ("b#3", "priority")]
     assert result.matches[0].slot == f"slot1@{NODE}"
+
+
+# -- Kueue's fair-sharing table in the p-slot form ----------------------------------------------
+
+def _kueue_node(running: list, capacity: float) -> list[classad2.ClassAd]:
+    """One p-slot of ``capacity`` CPUs whose claimed dynamic slots run the case's workloads (a
+    RunningJob each: its group, CPUs, JobPrio, job id), all started at the same instant."""
+    children = [claimed(f"slot1_{n}@{NODE}", f"{job.group}.user@site", SlotType="Dynamic", DynamicSlot=True,
+                        ParentSlotId=1, Machine=NODE, AccountingGroup=f"{job.group}.user@site",
+                        GlobalJobId=job.job_id, JobStart=NOW - 1000, JobPrio=job.prio,
+                        Cpus=job.resources.get("cpus", 0.0), Memory=1, Disk=1)
+                for n, job in enumerate(running, 1)]
+    used = sum(job.resources.get("cpus", 0.0) for job in running)
+    return [pslot(f"slot1@{NODE}", cpus=capacity - used, memory=1024, disk=1000, Machine=NODE, SlotID=1,
+                  NumDynamicSlots=len(children), ChildName=[str(c["Name"]) for c in children]), *children]
+
+
+@pytest.mark.parametrize("case", [*KUEUE_CASES, *KUEUE_LARGER_VICTIMS])
+def test_kueues_fair_preemptions_in_the_pslot_form(case):
+    """Each case of ``tests/cycle/test_fair_sharing_kueue.py`` (Kueue's TestFairPreemptions) through
+    the cycle, its workloads as claimed dynamic slots of one p-slot (ALLOW_PSLOT_PREEMPTION): the
+    same victims, each by the same rule, or none."""
+    groups, capacity, running, (group, cpus), strategies, expected = {**KUEUE_CASES, **KUEUE_LARGER_VICTIMS}[case]
+    config = settings(groups=tuple(groups), fair_sharing=True, allow_pslot_preemption=True, consumption_policy=True,
+                      fair_sharing_strategies=strategies,
+                      consumption={"cpus": "TARGET.RequestCpus", "memory": "0", "disk": "0"})
+    result = cycle(_kueue_node(running, capacity), jobs("user", 1, group=group, cpus=cpus, memory=0, disk=0), config)
+    if case in KUEUE_LARGER_VICTIMS:
+        expected = {}                  # refused, as by the rule alone
+    assert {p.victim_job: p.strategy for p in result.preemptions} == expected

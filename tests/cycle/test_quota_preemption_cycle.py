@@ -83,3 +83,60 @@ def test_quota_preemption_needs_the_cycles_time():
     snapshot = build_snapshot(slots(), [], config)
     with pytest.raises(ValueError, match="cycle's time"):
         negotiate(snapshot, AccountantState(), config, ClassAdEvaluator(snapshot.table, config, NOW))
+
+
+# A parent group over its lowered maximum, split among three children (the last with a floor of 3
+# cpus): found by a search over small pools, the split's rounding down and the floor leave part of
+# the excess in no child's share, and enforcing again on what is left took one more victim in
+# each of the next two cycles.
+SPLIT_JOBS = [("p.c0", 3), ("p.c0", 1), ("p.c0", 1), ("p.c0", 2), ("p.c0", 1), ("p.c1", 3), ("p.c1", 3),
+              ("p.c2", 1), ("p.c2", 2), ("p.c2", 2)]
+
+
+def _split_config():
+    groups = (GroupSettings("p", None, None, False, False, None, limit={"cpus": 12.0}, quota_preemption_delay=DELAY),
+              GroupSettings("p.c0", None, None, False, False, None),
+              GroupSettings("p.c1", None, None, False, False, None),
+              GroupSettings("p.c2", None, None, False, False, None, guaranteed={"cpus": 3.0}))
+    return settings(groups=groups, quota_preemption=True)
+
+
+def test_a_due_timer_is_enforced_once_and_the_uncovered_remainder_is_a_problem():
+    """YuniKorn's quota preemptor runs once per expiry: the queue clears its start time when the
+    preemptor is done (``setQuotaPreemptionState(false)``, "preventing a re-run based on the same
+    change") and sets a new one only on a quota change (``setPreemptionTime``) or a new
+    allocation over the maximum (``IncAllocatedResource``); the design document: "this preemption
+    process doesn't have such inherent retry capabilities". So the second cycle, with the
+    victims gone and the group still over its maximum, preempts nothing; the first says what the
+    split left uncovered."""
+    from negotiatord.accountant.after_cycle import after_cycle
+
+    config = _split_config()
+    slots = [claimed(f"s{n}", f"{group}.u@site", cpus=cpus, AccountingGroup=f"{group}.u@site",
+                     GlobalJobId=f"{group}#{n}", JobStart=NOW - 1000 + n)
+             for n, (group, cpus) in enumerate(SPLIT_JOBS)]
+    state = AccountantState().with_quota_timers({"p": QuotaTimer("p", {"cpus": 12.0}, DELAY, NOW - DELAY)})
+    first = cycle(slots, jobs("carol", 0), config, state)
+    assert len(first.preemptions) == 2 and first.enforced_quotas == ("p",)
+    assert any("falls in no group's share" in problem for problem in first.problems)
+    state = after_cycle(state, NOW, first.usage, first.held, config, first.enforced_quotas)
+    assert state.quota_timers["p"].enforced == {"cpus": 16.0}        # 20 held, 4 preempted: still over 12
+    left = [slot for slot in slots if slot["Name"] not in {p.slot for p in first.preemptions}]
+    second = cycle(left, jobs("carol", 0), config, state)
+    assert second.preemptions == () and second.enforced_quotas == ()
+    state = after_cycle(state, NOW + 60, second.usage, second.held, config, second.enforced_quotas)
+    assert state.quota_timers["p"].started == NOW - DELAY             # the same timer, spent
+
+
+def test_an_enforced_timer_starts_again_when_the_group_takes_more():
+    """YuniKorn's IncAllocatedResource: an allocation that leaves a queue over its maximum, with no
+    quota preemption pending, starts the delay again."""
+    from negotiatord.accountant.quota_timers import updated_timers
+
+    config = _split_config()
+    spent = QuotaTimer("p", {"cpus": 12.0}, DELAY, NOW - DELAY, enforced={"cpus": 14.0})
+    kept = updated_timers({"p": spent}, config.group_tree, {"p": {"cpus": 13.0}}, NOW)
+    assert kept["p"] == QuotaTimer("p", {"cpus": 12.0}, DELAY, NOW - DELAY, enforced={"cpus": 13.0})
+    restarted = updated_timers(kept, config.group_tree, {"p": {"cpus": 15.0}}, NOW + 60)
+    assert restarted["p"] == QuotaTimer("p", {"cpus": 12.0}, DELAY, NOW + 60)
+    assert updated_timers(kept, config.group_tree, {"p": {"cpus": 12.0}}, NOW + 60) == {}

@@ -129,7 +129,8 @@ def test_a_restart_halfway_keeps_the_original_deadline(tmp_path, config):
         assert due_enforcements(config.group_tree, timers, _running(), T0 + DELAY / 2) == ()
         document = accountant_document(restarted.load(), config, (), T0 + DELAY / 2)
         assert document["quota_timers"] == [{"group": "group_a", "maximum": {"cpus": 8.0}, "delay_s": DELAY,
-                                             "started": T0, "due": T0 + DELAY, "due_in_s": DELAY / 2}]
+                                             "started": T0, "due": T0 + DELAY, "due_in_s": DELAY / 2,
+                                             "enforced": False}]
     due, deadline = _run(tmp_path, config, T0 + int(DELAY))
     # the cycle at the original deadline preempts them, with no job taking their slots
     assert sorted((p.slot, p.rule, p.job) for p in deadline.preemptions) == [
@@ -193,7 +194,7 @@ def test_the_daemon_status_shows_the_timers_of_its_accountant_database(tmp_path)
     with AccountantStore(home / "state" / "accountant.sqlite") as store:
         store.commit_cycle(1, T0, store.load().with_quota_timers(
             {"group_a": QuotaTimer("group_a", {"cpus": 8}, DELAY, T0)}), {})
-    daemon = in_process(home, {"GROUP_NAMES": "group_a", "GROUP_LIMIT_group_a": "Cpus:8",
+    daemon = in_process(home, {"GROUP_NAMES": "$(GROUP_NAMES), group_a", "GROUP_LIMIT_group_a": "Cpus:8",
                                "GROUP_QUOTA_PREEMPTION_DELAY_group_a": str(DELAY)})
     try:
         (shown,) = daemon.status()["quota_timers"]

@@ -26,7 +26,8 @@ from tests.service_harness import cycle_after, in_process, next_cycle, serve
 
 DELAY = 600.0
 SETTINGS = {"NEGOTIATOR_INTERVAL": "3600", "NEGOTIATOR_CYCLE_DELAY": "0", "NEGOTIATOR_MIN_INTERVAL": "0",
-            "NEGOTIATORD_QUOTA_PREEMPTION": "True", "GROUP_NAMES": "group_a", "GROUP_LIMIT_group_a": "Cpus:2",
+            "NEGOTIATORD_QUOTA_PREEMPTION": "True", "GROUP_NAMES": "$(GROUP_NAMES), group_a",
+            "GROUP_LIMIT_group_a": "Cpus:2",
             "GROUP_QUOTA_PREEMPTION_DELAY_group_a": str(int(DELAY))}
 
 

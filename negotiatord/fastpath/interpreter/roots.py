@@ -12,11 +12,13 @@ from dataclasses import dataclass
 import classad2
 
 from negotiatord.classad.parser import ParseError, parse
+from negotiatord.classad.values import REAL
 from negotiatord.fastpath.compiler.cells import CONSUMPTION_PREFIX, SLOT_WEIGHT
 from negotiatord.fastpath.compiler.resolution import JOB, SLOT, Mode
 from negotiatord.fastpath.instructions import (
     SINK_CONSUME, SINK_MATCH, SINK_NUMBER, SINK_RANK_UNRANKED, SINK_RANK_ZERO,
 )
+from negotiatord.evaluation.protocol import IGNORED_RANK
 from negotiatord.fastpath.interpreter.space import RootSpec
 from negotiatord.settings import Settings
 
@@ -27,6 +29,8 @@ REQUIREMENTS = {       # (side, on consumption-policy slots) -> that Requirement
     for side in (SLOT, JOB) for override in (False, True)
 }
 JOB_RANK = RootSpec("job_rank", JOB, "rank", None, Mode(), SINK_RANK_ZERO)
+# NEGOTIATOR_IGNORE_JOB_RANKS: matchmaker.cpp's calculateRanks takes every job's Rank as 1.0
+IGNORED_JOB_RANK = RootSpec("ignored_job_rank", JOB, None, ("lit", (REAL, IGNORED_RANK)), Mode(), SINK_RANK_ZERO)
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,8 @@ class CycleRoots:
     def of(cls, assets: tuple[str, ...], settings: Settings) -> CycleRoots:
         consumption = tuple(RootSpec(f"consumption_{a.lower()}", SLOT, CONSUMPTION_PREFIX + a.lower(), None,
                                      Mode(consume=a.lower()), SINK_CONSUME) for a in assets)
-        return cls(consumption, (_rank("pre_rank", settings.pre_job_rank), JOB_RANK,
+        job_rank = IGNORED_JOB_RANK if settings.ignore_job_ranks else JOB_RANK
+        return cls(consumption, (_rank("pre_rank", settings.pre_job_rank), job_rank,
                                  _rank("post_rank", settings.post_job_rank)))
 
     @property

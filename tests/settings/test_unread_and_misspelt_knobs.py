@@ -1,0 +1,164 @@
+"""Nothing a condor config sets is ignored silently: unread knobs, legacy spellings, misspellings.
+
+References: HTCondor 25.14's negotiator source, ``src/condor_negotiator.V6/matchmaker.cpp``
+(``Matchmaker::reinitialize`` reads NEGOTIATOR_SLOT_CONSTRAINT, NEGOTIATOR_MATCH_EXPRS, ...) and
+``GroupEntry.cpp`` (``hgq_negotiate_with_all_groups`` reads HFS_MAX_ALLOCATION_ROUNDS only when
+``param_defined("GROUP_QUOTA_MAX_ALLOCATION_ROUNDS")`` is false; ``hgq_construct_tree`` asks for
+the per-group knobs of the groups GROUP_NAMES lists, and no others), and HTCondor's own config
+reader (``htcondor2``, in a child process) for what is defined by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from negotiatord.settings import ConfigError, load_settings
+
+
+def _write(tmp_path: Path, text: str, name: str = "negotiator.conf") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _htcondor_defines(config: Path, names: list[str]) -> dict[str, object]:
+    """``param_defined`` as HTCondor's reader answers it (a name set empty is not defined, a
+    name with a built-in default is), through ``$(name:UNDEFINED)`` in its own process."""
+    code = ("import json, sys, htcondor2; htcondor2.set_subsystem('NEGOTIATOR'); htcondor2.reload_config(); "
+            "out = {}\n"
+            "for n in sys.argv[1:]:\n"
+            "    htcondor2.param['PROBE'] = '$(' + n + ':UNDEFINED)'\n"
+            "    out[n] = htcondor2.param.get('PROBE')\n"
+            "print(json.dumps(out))")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("_CONDOR_")}
+    env["CONDOR_CONFIG"] = str(config)
+    done = subprocess.run([sys.executable, "-c", code, *names], env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def test_an_unread_knob_gets_one_warning_naming_it_and_what_is_done_instead(tmp_path):
+    """matchmaker.cpp queries the collector for slots matching NEGOTIATOR_SLOT_CONSTRAINT only, so
+    HTCondor would match nothing here; negotiatord negotiates over every slot, and says so once."""
+    config = _write(tmp_path, 'NEGOTIATOR_SLOT_CONSTRAINT = Machine == "nosuch"\n'
+                              "NEGOTIATOR_UPDATE_INTERVAL = 300\n")
+    with capture_logs() as logs:
+        settings = load_settings(config)
+    (warning,) = settings.warnings
+    assert warning.startswith("NEGOTIATOR_SLOT_CONSTRAINT = 'Machine == \"nosuch\"' is not read: ")
+    assert "every slot" in warning
+    # NEGOTIATOR_UPDATE_INTERVAL set to HTCondor's own default (param_info.in: 300) changes nothing
+    assert [entry["warning"] for entry in logs if entry["log_level"] == "warning"] == [warning]
+
+
+def test_the_wire_protocols_knobs_are_left_to_the_protocol_layer(tmp_path):
+    config = _write(tmp_path, "NEGOTIATOR_TIMEOUT = 5\nNEGOTIATOR_PREFETCH_REQUESTS = False\n"
+                              "SEC_DEFAULT_AUTHENTICATION = REQUIRED\n")
+    assert load_settings(config).warnings == ()
+
+
+def test_the_legacy_allocation_rounds_spelling_is_read_as_htcondor_reads_it(tmp_path):
+    """GroupEntry.cpp reads HFS_MAX_ALLOCATION_ROUNDS only when GROUP_QUOTA_MAX_ALLOCATION_ROUNDS
+    is not defined; HTCondor 25 defines it by default (3), so the legacy spelling counts only
+    when the new one is set empty, and is otherwise ignored, which gets a warning."""
+    ignored = _write(tmp_path, "HFS_MAX_ALLOCATION_ROUNDS = 1\n", "ignored.conf")
+    rounds = "GROUP_QUOTA_MAX_ALLOCATION_ROUNDS"
+    assert _htcondor_defines(ignored, [rounds]) == {rounds: "3"}
+    settings = load_settings(ignored)
+    assert settings.allocation_rounds == 3
+    assert [w.split(" is ")[0] for w in settings.warnings] == ["HFS_MAX_ALLOCATION_ROUNDS = '1'"]
+    read = _write(tmp_path, "GROUP_QUOTA_MAX_ALLOCATION_ROUNDS =\nHFS_MAX_ALLOCATION_ROUNDS = 1\n", "read.conf")
+    assert _htcondor_defines(read, [rounds]) == {rounds: "UNDEFINED"}
+    settings = load_settings(read)
+    assert settings.allocation_rounds == 1 and settings.warnings == ()
+    # set empty with no legacy value either: HTCondor's param_integer default, 3
+    neither = _write(tmp_path, "GROUP_QUOTA_MAX_ALLOCATION_ROUNDS =\n", "neither.conf")
+    assert load_settings(neither).allocation_rounds == 3
+
+
+def test_the_legacy_round_robin_rate_is_unread_like_its_new_name(tmp_path):
+    """GROUP_QUOTA_ROUND_ROBIN_RATE is not read (pie spins share allocations exactly); its legacy
+    spelling is ignored by HTCondor while that one is defined, and unread here when it is not."""
+    settings = load_settings(_write(tmp_path, "HFS_ROUND_ROBIN_RATE = 2\n"))
+    assert [w.split(",")[0] for w in settings.warnings] == [
+        "HFS_ROUND_ROBIN_RATE = '2' is ignored"]
+    settings = load_settings(_write(tmp_path, "GROUP_QUOTA_ROUND_ROBIN_RATE =\nHFS_ROUND_ROBIN_RATE = 2\n"))
+    assert len(settings.warnings) == 1 and "pie spins" in settings.warnings[0]
+
+
+def test_match_exprs_are_read_as_matchmaker_reads_them(tmp_path):
+    """matchmaker.cpp: each macro NEGOTIATOR_MATCH_EXPRS names becomes NegotiatorMatchExpr<NAME>
+    (a name already so prefixed keeps its name); a name with no macro is left out with a warning."""
+    settings = load_settings(_write(tmp_path, 'NEGOTIATOR_MATCH_EXPRS = Site, NegotiatorMatchExprPool Nope\n'
+                                              'Site = "CHTC"\nNegotiatorMatchExprPool = 1 + 2\n'))
+    assert settings.match_exprs == {"NegotiatorMatchExprSite": '"CHTC"', "NegotiatorMatchExprPool": "1 + 2"}
+    assert [w.split(" which ")[0] for w in settings.warnings] == [
+        "NEGOTIATOR_MATCH_EXPRS references a macro 'Nope'"]
+
+
+def test_negotiator_knobs_of_matchmaker_and_group_entry_are_read(tmp_path):
+    config = _write(tmp_path, "NEGOTIATOR_IGNORE_USER_PRIORITIES = True\nNEGOTIATOR_IGNORE_JOB_RANKS = True\n"
+                              "NEGOTIATOR_STRICT_ENFORCE_QUOTA = False\nUSE_GLOBAL_JOB_PRIOS = True\n"
+                              "NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD = 2 * 60\n")
+    settings = load_settings(config)
+    assert (settings.ignore_user_priorities, settings.ignore_job_ranks, settings.strict_enforce_quota,
+            settings.use_global_job_prios, settings.trim_shutdown_threshold) == (True, True, False, True, 120.0)
+    assert settings.warnings == ()
+    # HTCondor's defaults (param_info.in / the param_boolean fallbacks in matchmaker.cpp, GroupEntry.cpp)
+    defaults = load_settings(_write(tmp_path, "", "empty.conf"))
+    assert (defaults.ignore_user_priorities, defaults.ignore_job_ranks, defaults.strict_enforce_quota,
+            defaults.use_global_job_prios, defaults.trim_shutdown_threshold) == (False, False, True, False, 0.0)
+
+
+@pytest.mark.parametrize("line, meant", [
+    ("GROUP_ACCEPT_SURPLUSS = True", "GROUP_ACCEPT_SURPLUS"),
+    ("NEGOTIATORD_PSLOT_LODING = breadth_first", "NEGOTIATORD_PSLOT_LOADING"),
+    ("NEGOTIATOR_CONSIDER_PREEMPTON = False", "NEGOTIATOR_CONSIDER_PREEMPTION"),
+    ("NEGOTIATOR_SLOT_CONSTRAINTS = True", "NEGOTIATOR_SLOT_CONSTRAINT"),
+])
+def test_a_misspelt_knob_is_named_with_the_knob_it_is_close_to(tmp_path, line, meant):
+    """HTCondor's reader accepts any name, so the misspelt knob is silently a macro nobody reads
+    and the one meant stays at its default."""
+    settings = load_settings(_write(tmp_path, line + "\n"))
+    (warning,) = settings.warnings
+    assert warning.startswith(line.split(" =")[0]) and f"did you mean {meant}?" in warning
+
+
+def test_names_far_from_any_knob_and_other_daemons_knobs_are_not_misspellings(tmp_path):
+    settings = load_settings(_write(tmp_path, "POOL_SITE = chtc\nSTARTD_ATTRS = Site\nMY_LIMITS = 3\n"))
+    assert settings.warnings == ()
+
+
+def test_an_unknown_knob_of_negotiatords_own_prefix_is_named(tmp_path):
+    settings = load_settings(_write(tmp_path, "NEGOTIATORD_TURBO = True\n"))
+    assert settings.warnings == ("NEGOTIATORD_TURBO is not a knob negotiatord knows: it is ignored",)
+
+
+def test_a_per_group_knob_of_a_group_not_in_group_names_is_an_error_naming_its_line(tmp_path):
+    """GroupEntry::hgq_construct_tree asks for GROUP_QUOTA_DYNAMIC_<g> of each listed group only:
+    HTCondor silently leaves group_chemistry without its quota."""
+    _write(tmp_path, "GROUP_QUOTA_DYNAMIC_group_chemestry = 0.4\n", "groups.conf")
+    config = _write(tmp_path, "GROUP_NAMES = group_physics, group_chemistry\n"
+                              "GROUP_QUOTA_DYNAMIC_group_physics = 0.6\n"
+                              "include : $(CONFIG_ROOT)/groups.conf\n")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(config)
+    message = str(raised.value)
+    assert f"GROUP_QUOTA_DYNAMIC_group_chemestry ({tmp_path / 'groups.conf'}, line 1)" in message
+    assert "did you mean group_chemistry?" in message
+
+
+@pytest.mark.parametrize("line", [
+    "GROUP_ACCEPT_SURPLUS_group_a = True", "GROUP_PRIO_FACTOR_Group_A = 2", "GROUP_LIMIT_group_a = Cpus:4",
+    "GROUP_QUOTA_PREEMPTION_DELAY_group_a = 60", "GROUP_QUOTA_MAX_ALLOCATION_ROUNDS = 2",
+])
+def test_per_group_knobs_of_listed_groups_and_htcondors_own_group_knobs_load(tmp_path, line):
+    """Group names compare case-insensitively, as HTCondor's param names do."""
+    settings = load_settings(_write(tmp_path, f"GROUP_NAMES = group_a\nGROUP_QUOTA_group_a = 2\n{line}\n"))
+    assert settings.warnings == ()
