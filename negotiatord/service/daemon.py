@@ -166,7 +166,6 @@ class Daemon:
 
     async def serve(self) -> None:
         """Run until SIGTERM/SIGINT; raises OSError if the address cannot be bound."""
-        self._warn_of(self.settings)
         self._recover_hand_outs()
         published, dropped = self.matchlog.recover(self.accountant.last_cycle_id())
         if published or dropped:
@@ -441,11 +440,6 @@ class Daemon:
                              first=sorted(set(outcome.refused.values()))[:_SHOWN_PROBLEMS])
         return outcome.refused
 
-    def _warn_of(self, settings: Settings) -> None:
-        """Say once, at start and on each reload, what of the config negotiatord cannot do."""
-        for warning in settings.service.pool.warnings:
-            self.log.warning("config not followed", detail=warning)
-
     def _recover_hand_outs(self) -> None:
         """Charge and publish the matches a cycle handed to schedds and never committed (the daemon
         died, or the commit failed, in between)."""
@@ -502,7 +496,6 @@ class Daemon:
                         if getattr(new.service, name) != getattr(self.settings.service, name)]
                 if kept:
                     self.log.warning("these settings take effect only after a restart", params=kept)
-                self._warn_of(new)
                 self.settings, self.token = new, token
                 self.history.resize(new.service.cycle_stats_length)
                 self.counters.reloads += 1

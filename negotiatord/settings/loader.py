@@ -317,7 +317,7 @@ def _build(path: Path, params: _Params) -> Settings:
         negotiator_interval=params.number("NEGOTIATOR_INTERVAL", 0),
         negotiator_min_interval=params.number("NEGOTIATOR_MIN_INTERVAL", 0),
         negotiator_cycle_delay=params.number("NEGOTIATOR_CYCLE_DELAY", 0),
-        service=_service(params, path.parent),
+        service=_service(params, path.parent, warnings),
     )
     _ = settings.group_tree  # built now, so a mistake in the group tree is reported at load time
     # what is left once everything is read: names nothing reads
@@ -327,7 +327,7 @@ def _build(path: Path, params: _Params) -> Settings:
     return replace(settings, warnings=tuple(warnings))
 
 
-def _service(params: _Params, config_dir: Path) -> ServiceSettings:
+def _service(params: _Params, config_dir: Path, warnings: list[str]) -> ServiceSettings:
     """The daemon's knobs; paths relative to the config file's directory (as ``include``)."""
     defaults = ServiceSettings()
 
@@ -364,7 +364,7 @@ def _service(params: _Params, config_dir: Path) -> ServiceSettings:
         cycle_stats_length=whole("NEGOTIATION_CYCLE_STATS_LENGTH", defaults.cycle_stats_length, 0,
                                  _MAX_CYCLE_STATS),
         cycle_worker=params.choice("NEGOTIATORD_CYCLE_WORKER", defaults.cycle_worker),
-        pool=read_pool_settings(params, config_dir),
+        pool=read_pool_settings(params, config_dir, warnings),
     )
 
 

@@ -6,9 +6,9 @@ The credentials are the real negotiator's, read as a daemon reads them for the c
 config reader folds them. Tokens come from ``SEC_TOKEN_DIRECTORY``, else ``~/.condor/tokens.d``
 when it exists, else ``SEC_TOKEN_SYSTEM_DIRECTORY`` (``findTokens`` in ``condor_auth_passwd.cpp``).
 
-Whatever negotiatord cannot do as configured is said once, at load, in :attr:`PoolSettings.warnings`:
-an authentication method it does not implement, a crypto method other than AES, requests not
-prefetched.
+Whatever negotiatord cannot do as configured is said once, at load, with the config's other
+warnings: an authentication method it does not implement, a crypto method other than AES, requests
+not prefetched.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ class PoolSettings:
     prefetch_timeout_s: float = 30.0         # NEGOTIATOR_PREFETCH_REQUESTS_TIMEOUT
     prefetch_max_time_s: float = 60.0        # NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME (0: no limit)
     request_list_size: int = 200             # NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE
-    warnings: tuple[str, ...] = ()
 
 
 def _security_setting(params: _Params, knob: str) -> str | None:
@@ -82,9 +81,9 @@ def _token_directory(params: _Params, config_dir: Path) -> Path | None:
     return Path(system) if system else None
 
 
-def read_pool_settings(params: _Params, config_dir: Path) -> PoolSettings:
-    """The pool settings of a config; raises :class:`ConfigError` on a value HTCondor would refuse."""
-    warnings: list[str] = []
+def read_pool_settings(params: _Params, config_dir: Path, warnings: list[str]) -> PoolSettings:
+    """The pool settings of a config, adding to ``warnings`` what of it negotiatord cannot follow;
+    raises :class:`ConfigError` on a value HTCondor would refuse."""
     configured = [canonical_method(m) for m in _list(_security_setting(params, "AUTHENTICATION_METHODS"))]
     missing = [m for m in dict.fromkeys(configured) if m not in IMPLEMENTED_METHODS]
     explicit = any(params.changed(f"SEC_{scope}_AUTHENTICATION_METHODS") for scope in ("CLIENT", "DEFAULT"))
@@ -132,7 +131,6 @@ def read_pool_settings(params: _Params, config_dir: Path) -> PoolSettings:
         prefetch_timeout_s=params.number("NEGOTIATOR_PREFETCH_REQUESTS_TIMEOUT", 0, above=True, fallback=timeout),
         prefetch_max_time_s=params.number("NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME", 0, fallback=60.0),
         request_list_size=int(params.number("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", 1, fallback=200)),
-        warnings=tuple(warnings),
     )
 
 
