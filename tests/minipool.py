@@ -125,7 +125,7 @@ class MiniPool:
     def daemon_pid_of(self, program: str) -> int:
         """The pid of the pool's one ``program`` (a child of its master)."""
         master = (self.directory / "run" / "master.pid").read_text().strip()
-        found = subprocess.run(["pgrep", "-P", master, "-x", program], capture_output=True, text=True)
+        found = subprocess.run(["pgrep", "-P", master, "-x", program[:15]], capture_output=True, text=True)
         pids = [int(pid) for pid in found.stdout.split() if pid.strip()]
         if len(pids) != 1:
             raise PoolError(f"expected one {program}, found {pids}")

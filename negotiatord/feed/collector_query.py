@@ -1,22 +1,26 @@
-"""Child-process entry: ask a collector for slot ads, the slots' private ads and submitter ads,
-and print them on stdout as one JSON object: ``{"ads": <the slot and submitter ads in the long
-form, a blank line between ads>, "claims": [{"name", "address", "ids"}, ...]}``.
+"""Child-process entry: a worker that asks collectors for slot ads, the slots' private ads and
+submitter ads, one query per line it reads, for as long as its parent keeps it.
 
-Run as ``CONDOR_CONFIG=<file> python -m negotiatord.feed.collector_query HOST``. It runs in a child
-process for the reason the config is read in one (see ``negotiatord.settings.param_dump``):
-HTCondor's library exits the whole process on a bad config, and the daemon must outlive that.
-What it asks for follows ``Matchmaker::obtainAdsFromCollector``: startd ads, their private ads
-(the claim ids; a query at NEGOTIATOR level, answered over an encrypted session only) and
-submitter ads. Of a private ad only the slot's ``Name`` and ``MyAddress`` and its claim ids come
-out, as plain strings: a consumption-policy p-slot of a thousand cores lists a thousand ids in
-``ClaimIdList``, a string far longer than any expression an ad reader lets through, and the ids
-are no expression anyway (``Matchmaker::obtainAdsFromCollector`` reads them the same way). The
-jobs come from each schedd through ``NEGOTIATE`` (:mod:`negotiatord.schedds`), as the negotiator
-gets them.
+Run as ``CONDOR_CONFIG=<file> python -m negotiatord.feed.collector_query``. It reads one JSON object
+per line on stdin, ``{"host": HOST}``, and answers each with one JSON line on stdout:
+``{"ads": <the slot and submitter ads in the long form, a blank line between ads>, "claims":
+[{"name", "address", "ids"}, ...]}``, or ``{"error": <what HTCondor said>}``. The daemon keeps it
+from cycle to cycle: starting Python and HTCondor's bindings would cost more than the query.
+
+It runs in a child process for the reason the config is read in one (see
+``negotiatord.settings.param_dump``): HTCondor's library exits the whole process on a bad config,
+and the daemon must outlive that; a daemon that reloads its config starts a new worker. What it
+asks for follows ``Matchmaker::obtainAdsFromCollector``: startd ads, their private ads (the claim
+ids; a query at NEGOTIATOR level, answered over an encrypted session only) and submitter ads. Of a
+private ad only the slot's ``Name`` and ``MyAddress`` and its claim ids come out, as plain strings:
+a consumption-policy p-slot of a thousand cores lists a thousand ids in ``ClaimIdList``, a string
+far longer than any expression an ad reader lets through, and the ids are no expression anyway
+(``Matchmaker::obtainAdsFromCollector`` reads them the same way). The jobs come from each schedd
+through ``NEGOTIATE`` (:mod:`negotiatord.schedds`), as the negotiator gets them.
 
 A failed query raises "Failed communication with collector" whatever went wrong; HTCondor says
 what did (connection refused, a read timeout, the security handshake refused) only in its debug
-output. That output is captured while each query runs and printed after the error, for
+output. That output is captured while each query runs and sent with the error, for
 :mod:`negotiatord.feed.pull` to name the cause.
 """
 
@@ -77,15 +81,10 @@ def _failure(error: Exception, said: list[str]) -> str:
     return "; ".join([str(error), *said])
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m negotiatord.feed.collector_query HOST", file=sys.stderr)
-        return 2
-    host = argv[1]
+def query(host: str) -> dict[str, object]:
+    """One query's answer (see the module docstring)."""
     import htcondor2
 
-    htcondor2.reload_config()  # negotiatord's import read no config (negotiatord.classad.library)
-    htcondor2.enable_debug()   # HTCondor's own account of a failure goes to stderr, captured below
     try:
         with _htcondor_says() as said:
             collector = htcondor2.Collector(host)
@@ -93,12 +92,21 @@ def main(argv: list[str]) -> int:
             submitters = collector.query(htcondor2.AdTypes.Submitter)
             private = collector.query(htcondor2.AdTypes.StartdPrivate)
     except Exception as error:  # the bindings raise HTCondorException and plain OSError/ValueError
-        print(_failure(error, said), file=sys.stderr)
-        return 1
+        return {"error": _failure(error, said)}
     text = "\n".join([*_long_form(slots, "Machine"), *_long_form(submitters, "Submitter")])
-    json.dump({"ads": text, "claims": _claims(private)}, sys.stdout)
+    return {"ads": text, "claims": _claims(private)}
+
+
+def main() -> int:
+    import htcondor2
+
+    htcondor2.reload_config()  # negotiatord's import read no config (negotiatord.classad.library)
+    htcondor2.enable_debug()   # HTCondor's own account of a failure goes to stderr, captured below
+    for line in sys.stdin:
+        sys.stdout.write(json.dumps(query(json.loads(line)["host"])) + "\n")
+        sys.stdout.flush()
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv))
+    raise SystemExit(main())

@@ -1,7 +1,8 @@
 """Pull mode: when ``COLLECTOR_HOST`` is set, each cycle starts from what a real collector says.
 
 The query runs in a child process (:mod:`negotiatord.feed.collector_query`) with the daemon's own
-config, so the pool's security settings apply and a broken config cannot take the daemon down.
+config, so the pool's security settings apply and a broken config cannot take the daemon down; the
+daemon keeps the child from one cycle to the next (:class:`CollectorQueries`).
 The answer replaces what the previous pull filed; ads posted over HTTP are left alone.
 
 A failed query is reported with its cause, named from what HTCondor said (the exception text
@@ -18,8 +19,10 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import classad2
 
@@ -88,32 +91,89 @@ class Pulled:
     problems: list[str] = field(default_factory=list)   # ads left out
 
 
+class CollectorQueries:
+    """The query worker (:mod:`negotiatord.feed.collector_query`) for one config, started at the
+    first query and kept for the next ones; a worker that dies or takes too long is ended, and the
+    next query starts another."""
+
+    def __init__(self, config: Path) -> None:
+        self.config = config
+        self._child: asyncio.subprocess.Process | None = None
+        # what the worker writes besides its answers (HTCondor's messages outside a query, its
+        # last words): a file, which no unread pipe can fill and stall it
+        self._said: IO[bytes] | None = None
+
+    async def _worker(self) -> asyncio.subprocess.Process:
+        if self._child is None or self._child.returncode is not None:
+            package_root = str(Path(__file__).resolve().parents[2])
+            env = dict(os.environ, CONDOR_CONFIG=str(self.config))
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+            self._said = tempfile.TemporaryFile()
+            self._child = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "negotiatord.feed.collector_query", env=env, limit=1 << 30,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=self._said)
+        return self._child
+
+    async def pull(self, host: str, timeout: float = PULL_TIMEOUT_S) -> Pulled:
+        """Query ``host``; raise :class:`PullError` if the collector is not reached."""
+        child = await self._worker()
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            child.stdin.write(json.dumps({"host": host}).encode() + b"\n")
+            await child.stdin.drain()
+            line = await asyncio.wait_for(child.stdout.readline(), timeout)
+        except TimeoutError:
+            await self.close()
+            raise PullError(host, TIMEOUT, f"the query took more than {timeout:g} s") from None
+        except (ConnectionError, OSError):
+            line = b""
+        if not line:
+            said = await self._ended()
+            raise failure(host, said or "the query worker ended without an answer")
+        try:
+            answer = json.loads(line)
+            if "error" in answer:
+                raise failure(host, str(answer["error"]))
+            text = str(answer["ads"])
+            claims = [SlotClaims(str(c["name"]), str(c["address"]), tuple(map(str, c["ids"])))
+                      for c in answer["claims"]]
+        except (ValueError, KeyError, TypeError) as error:
+            raise PullError(host, "query failed", f"the query's answer is not what it should be: {error}") from None
+        return await asyncio.to_thread(_sorted, text, claims, f"collector {host}")
+
+    async def _ended(self) -> str:
+        """What a worker that died said on its way out."""
+        child, said = self._child, self._said
+        await self.close(keep_said=True)
+        if child is None or said is None:
+            return ""
+        said.seek(0)
+        text = said.read()[-8192:].decode(errors="replace").strip()
+        said.close()
+        return text or f"the query worker exited with status {child.returncode}"
+
+    async def close(self, *, keep_said: bool = False) -> None:
+        child, self._child = self._child, None
+        if child is not None and child.returncode is None:
+            child.kill()
+            await child.wait()
+        if self._said is not None and not keep_said:
+            self._said.close()
+        self._said = None
+
+
 async def pull(host: str, config: Path, timeout: float = PULL_TIMEOUT_S) -> Pulled:
-    """Query ``host`` in a child process; raise :class:`PullError` if the collector is not reached."""
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, CONDOR_CONFIG=str(config))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "negotiatord.feed.collector_query", host,
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    """One query of ``host`` with the config ``config``, in a worker of its own."""
+    queries = CollectorQueries(config)
     try:
-        out, err = await asyncio.wait_for(child.communicate(), timeout)
-    except TimeoutError:
-        child.kill()
-        await child.wait()
-        raise PullError(host, TIMEOUT, f"the query took more than {timeout:g} s") from None
-    message = err.decode(errors="replace").strip()
-    if child.returncode != 0:
-        raise failure(host, message or f"the query exited with status {child.returncode}")
-    try:
-        answer = json.loads(out)
-        text, claims = str(answer["ads"]), [SlotClaims(str(c["name"]), str(c["address"]), tuple(map(str, c["ids"])))
-                                            for c in answer["claims"]]
-    except (ValueError, KeyError, TypeError) as error:
-        raise PullError(host, "query failed", f"the query's answer is not what it should be: {error}") from None
-    pulled = await asyncio.to_thread(sort_ads, text, f"collector {host}")
+        return await queries.pull(host, timeout)
+    finally:
+        await queries.close()
+
+
+def _sorted(text: str, claims: list[SlotClaims], source: str) -> Pulled:
+    pulled = sort_ads(text, source)
     pulled.claims = claims
-    pulled.problems[:0] = message.splitlines()
     return pulled
 
 

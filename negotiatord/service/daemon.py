@@ -34,7 +34,7 @@ from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
 from negotiatord.feed.kinds import AdKind
-from negotiatord.feed.pull import PullError, pull
+from negotiatord.feed.pull import CollectorQueries, PullError
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.publish.holds import RestoredHolds, apply_holds
 from negotiatord.publish.matchlog import MatchLog
@@ -134,6 +134,7 @@ class Daemon:
         self.matchlog = MatchLog(self.paths.match_log)
         self.runner = CycleRunner(self.accountant, self.matchlog)
         self.pool = PoolNegotiation()
+        self.collector = CollectorQueries(config)
         self.store = AdStore()
         self.totals = FeedTotals()
         self.counters = ServiceCounters()
@@ -213,6 +214,7 @@ class Daemon:
             await runner.cleanup()
             self.parser.shutdown(wait=False, cancel_futures=True)
             self.pool.close()
+            await self.collector.close()
             self.accountant.close()
             self.matchlog.close()
             self.notifier.close()
@@ -404,7 +406,7 @@ class Daemon:
         host = settings.service.collector_host
         assert host is not None
         try:
-            pulled = await pull(host, self.config)
+            pulled = await self.collector.pull(host)
         except PullError as error:
             self.counters.pull_failures += 1
             self.pull_state = {"time": self.clock.now(), "error": str(error), "reason": error.reason, "problems": 0}
@@ -497,6 +499,7 @@ class Daemon:
                 if kept:
                     self.log.warning("these settings take effect only after a restart", params=kept)
                 self.settings, self.token = new, token
+                await self.collector.close()   # the next query's worker reads the new config
                 self.history.resize(new.service.cycle_stats_length)
                 self.counters.reloads += 1
                 self.reload_state = {"ok": True, "time": self.clock.now(), "error": None,

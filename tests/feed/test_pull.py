@@ -29,13 +29,12 @@ from structlog.testing import capture_logs
 from negotiatord.ads import read_ads
 from negotiatord.accountant import AccountantState
 from negotiatord.feed import AdKind, AdStore, take_in
-from negotiatord.feed.pull import PullError, Pulled, failure, pull, sort_ads
+from negotiatord.feed.pull import CollectorQueries, PullError, Pulled, failure, pull, sort_ads
 from negotiatord.feed.store import Source
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.publish.holds import apply_holds, holds_for
 from negotiatord.publish.matchlog import MatchLog
 from negotiatord.runtime import run_cycle
-from negotiatord.service import daemon as daemon_module
 from negotiatord.service.daemon import Daemon
 from negotiatord.settings import load_settings
 
@@ -150,12 +149,12 @@ def test_pulling_unchanged_ads_every_cycle_publishes_each_match_once(tmp_path, m
     answer = _collector_answer()
     pulls: list[int] = []
 
-    async def collector(host: str, config: Path) -> Pulled:
+    async def collector(self: CollectorQueries, host: str) -> Pulled:
         pulls.append(1)
         await asyncio.sleep(PULL_S)     # a collector takes its time to answer
         return sort_ads(answer, f"collector {host}")
 
-    monkeypatch.setattr(daemon_module, "pull", collector)
+    monkeypatch.setattr(CollectorQueries, "pull", collector)
     daemon = in_process(tmp_path / "d", {**QUICK, "COLLECTOR_HOST": "cm.example.org:9618"})
 
     async def scenario(daemon: Daemon) -> None:
