@@ -4,9 +4,14 @@ clock, written to ``--out`` as ``jobs.csv``, ``summary.json`` and ``report.html`
 of a ``--pool`` file (``condor_status -l``); with ``--policies``, once per p-slot loading policy into
 ``--out/<policy>/``, with a table comparing them on the terminal and in ``--out``.
 
+Every output folder is made and checked before the replay starts, so an ``--out`` that cannot be
+written is said at once, not after the work. Ctrl-C stops the replay: what it did is written,
+marked partial (``"partial": true`` in ``summary.json``, a line atop ``report.html``); stopped
+before the replay began or while writing, it says what was (not) written.
+
 Exit status: 0; 2 when the input cannot be used (a config error, a trace that cannot be read,
 named with its file and line, a pool that cannot be built, a pool file's bad ad, named likewise) or
-the outputs cannot be written; argparse's 2 for arguments that cannot go together.
+the outputs cannot be written; argparse's 2 for arguments that cannot go together; 130 after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -38,9 +43,11 @@ from negotiatord.replay import (
     write_outputs,
 )
 from negotiatord.replay.compare import comparison, text_table, write_comparison
+from negotiatord.replay.report import OutputError, prepare_outputs
 from negotiatord.settings import ConfigError, PslotLoading, Settings, load_settings
 
 EXIT_UNUSABLE = 2
+EXIT_INTERRUPTED = 130       # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
 PROGRESS_EVERY_S = 10.0      # wall seconds between progress lines when stderr is not a terminal
 
 log = structlog.get_logger("negotiatord.replay")
@@ -68,6 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        for folder in _output_folders(args):
+            prepare_outputs(folder)
+    except OutputError as error:
+        print(f"negotiatord: --out {args.out}: {error}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    try:
         settings = load_settings(args.config)
         trace = read_trace(args.trace, args.jobs)
         make_pool = _pool_maker(args, trace)
@@ -75,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, TraceError, PoolSpecError, OSError) as error:
         print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
+    except KeyboardInterrupt:
+        print("negotiatord: interrupted before the replay began; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
     trace.jobs = fit_to_nodes(trace.jobs, pool.shapes, trace.cleaning)
     log.info("replay", trace=str(args.trace), jobs=len(trace.jobs), nodes=pool.count, shapes=len(pool.shapes),
              cpus=pool.cpus, cleaning=trace.cleaning.document())
@@ -87,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
         folder = args.out / policy.value
         status = _replay_once(args, trace, replace(settings, pslot_loading=policy), make_pool(), folder, results,
                               summaries)
+        if status == EXIT_INTERRUPTED:
+            print(f"negotiatord: the policies after {policy.value} were not replayed and {args.out} holds no "
+                  f"comparison", file=sys.stderr)
         if status:
             return status
     try:
@@ -109,6 +128,15 @@ def _replay_once(args: argparse.Namespace, trace: Trace, settings: Settings, poo
     except OSError as error:
         print(f"negotiatord: cannot write the replay's outputs: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
+    except KeyboardInterrupt:
+        print(f"negotiatord: interrupted while writing the replay's outputs; those in {out} are incomplete",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if result.interrupted:
+        print(f"negotiatord: interrupted after {len(result.cycles):,} cycles "
+              f"({(result.end - result.origin) / 3600:.2f} simulated hours); what was replayed is in {out}, "
+              f"marked partial", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if results is not None:
         results[settings.pslot_loading.value] = result
     if summaries is not None:
@@ -118,6 +146,13 @@ def _replay_once(args: argparse.Namespace, trace: Trace, settings: Settings, poo
              wall_time_s=round(result.wall_time_s, 3),
              simulated_days_per_wall_hour=document["wall_time_s"]["simulated_days_per_wall_hour"])
     return 0
+
+
+def _output_folders(args: argparse.Namespace) -> list[Path]:
+    """Where the replay writes: ``--out``, and with ``--policies`` a folder per policy in it."""
+    if args.policies is None:
+        return [args.out]
+    return [args.out, *(args.out / policy.value for policy in args.policies)]
 
 
 def _positive(text: str) -> int:

@@ -38,7 +38,16 @@ def report_page(result: ReplayResult, title: str) -> str:
     """The page of one replay."""
     figures = [(UTILIZATION, _load(result)), (SHARE, _share(result)), (WAITS, _waits(result)),
                (JAIN, _overlaid({"": result}, _jain_line, "Jain's index", (0, 1.05))), (CYCLES, _cycles(result))]
-    return _page(title, _preemptions(result), figures)
+    return _page(title, _partial(result) + _preemptions(result), figures)
+
+
+def _partial(result: ReplayResult) -> str:
+    """A line saying the replay was interrupted, and up to when its figures go; none for a whole one."""
+    if not result.interrupted:
+        return ""
+    return (f"<p><strong>A partial replay:</strong> it was interrupted after {len(result.cycles):,} cycles, "
+            f"{(result.end - result.origin) / HOUR:.2f} simulated hours after the first submission; "
+            f"its figures cover those cycles only.</p>\n")
 
 
 def _preemptions(result: ReplayResult) -> str:

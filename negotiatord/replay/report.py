@@ -37,6 +37,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -58,6 +59,26 @@ JOB_COLUMNS = ("job", "submit", "start", "finish", "wait", "turnaround", "stretc
 JOBS_FILE, SUMMARY_FILE, REPORT_FILE = "jobs.csv", "summary.json", "report.html"
 
 T = TypeVar("T")
+
+
+class OutputError(Exception):
+    """A folder the replay's outputs cannot be written to; the message names the path."""
+
+
+def prepare_outputs(out: Path) -> None:
+    """Make ``out`` if missing and check that ``jobs.csv``, ``summary.json`` and ``report.html`` can
+    be written there, before a replay spends its time: a folder that cannot be made or written to,
+    or an output's name already taken by something other than a file, is an ``OutputError``."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as error:
+        raise OutputError(f"{out}: cannot write the replay's outputs there: {error.strerror or error}") from None
+    for name in (JOBS_FILE, SUMMARY_FILE, REPORT_FILE):
+        path = out / name
+        if path.exists() and not path.is_file():
+            raise OutputError(f"{path}: cannot write the replay's {name} there: not a file")
 
 
 def write_outputs(out: Path, result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool,
@@ -104,6 +125,7 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
     wall = result.wall_time_s
     return {
         "trace": trace_name,
+        "partial": result.interrupted,
         "pool": pool.document(),
         "negotiator_interval_s": result.interval,
         "period": {"start": result.origin, "end": result.end, "seconds": period, "start_epoch": result.start_epoch},
