@@ -124,7 +124,9 @@ class Daemon:
         self.preload = preload or {}
         self.log = structlog.get_logger("negotiatord.daemon")
         self.paths = StatePaths.resolve(settings.service)
-        self.paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # the TLS files are read now, so that a missing one stops the start before any work
+        self.tls = tls_context(settings.service) if settings.service.tls_certificate is not None else None
+        self.paths.make_state_dir()
         self.token = load_token(self.paths.token_file, create=True)
         self.accountant = AccountantStore(self.paths.accountant_db)
         self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last committed cycle
@@ -178,7 +180,7 @@ class Daemon:
         runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
         await runner.setup()
         service = self.settings.service
-        site = web.TCPSite(runner, service.http_address, service.http_port, ssl_context=self._tls(service),
+        site = web.TCPSite(runner, service.http_address, service.http_port, ssl_context=self.tls,
                            reuse_address=True)
         await site.start()
         self._url = _url(runner.addresses[0], service)
@@ -217,13 +219,6 @@ class Daemon:
     def stop(self) -> None:
         self.stopping.set()
         self._poke.set()
-
-    def _tls(self, service: ServiceSettings) -> ssl.SSLContext | None:
-        if service.tls_certificate is None:
-            return None
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(service.tls_certificate, service.tls_key)
-        return context
 
     def _preload(self) -> None:
         for kind, batch in self.preload.items():
@@ -482,6 +477,30 @@ class Daemon:
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
             "quota_victims_being_preempted": len(self.preempting),
         }
+
+
+class TlsError(Exception):
+    """The TLS files cannot be used; the message names the knobs and the files."""
+
+
+def tls_context(service: ServiceSettings) -> ssl.SSLContext:
+    """The server's TLS context from ``NEGOTIATORD_TLS_CERTIFICATE`` and ``NEGOTIATORD_TLS_KEY``;
+    a ``TlsError`` naming the knob and file that cannot be read, or both when OpenSSL refuses them."""
+    assert service.tls_certificate is not None and service.tls_key is not None
+    for knob, path in (("NEGOTIATORD_TLS_CERTIFICATE", service.tls_certificate),
+                       ("NEGOTIATORD_TLS_KEY", service.tls_key)):
+        try:
+            path.open("rb").close()
+        except OSError as error:
+            raise TlsError(f"{knob} = {path}: cannot read it: {error.strerror or error}") from None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(service.tls_certificate, service.tls_key)
+    except ssl.SSLError as error:
+        raise TlsError(f"NEGOTIATORD_TLS_CERTIFICATE = {service.tls_certificate}, NEGOTIATORD_TLS_KEY = "
+                       f"{service.tls_key}: not a PEM certificate and its private key ({error.reason or error})") \
+            from None
+    return context
 
 
 def _url(address: Any, service: ServiceSettings) -> str:
