@@ -18,7 +18,7 @@ import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Callable, Mapping
@@ -437,10 +437,15 @@ class Daemon:
                 self.reload_state = {"ok": False, "time": self.clock.now(), "error": str(error)}
                 self.log.error("config reload refused; the previous config stays in force", error=str(error))
             else:
+                # The restart-only knobs keep the values the daemon runs with; a knob set back to
+                # its running value needs no restart any more.
+                running = self.settings.service
                 kept = [knob for name, knob in RESTART_ONLY.items()
-                        if getattr(new.service, name) != getattr(self.settings.service, name)]
+                        if getattr(new.service, name) != getattr(running, name)]
                 if kept:
                     self.log.warning("these settings take effect only after a restart", params=kept)
+                running_values = {name: getattr(running, name) for name in RESTART_ONLY}
+                new = replace(new, service=replace(new.service, **running_values))
                 self.settings, self.token = new, token
                 self.history.resize(new.service.cycle_stats_length)
                 self.counters.reloads += 1
