@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from negotiatord.accountant import UnknownCustomer
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
 from negotiatord.service.accounting import accountant_document
@@ -180,7 +181,10 @@ class _ServiceApi:
         else:
             names = [_customer(body)]
         for name in names:
-            await asyncio.to_thread(daemon.accountant.reset_usage, name, now)
+            try:
+                await asyncio.to_thread(daemon.accountant.reset_usage, name, now)
+            except UnknownCustomer as error:
+                raise json_error(web.HTTPNotFound, f"{error}; `negotiatord userprio -allusers` lists them") from None
         daemon.log.info("accumulated usage reset", customers=len(names))
         return web.json_response({"reset": names, "time": now})
 
