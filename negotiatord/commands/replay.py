@@ -56,7 +56,8 @@ log = structlog.get_logger("negotiatord.replay")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, required=True, help="condor-style config file")
     parser.add_argument("--trace", type=Path, required=True,
-                        help="workload trace: SWF (.swf, .swf.gz) or condor_history -l ads")
+                        help="workload trace: SWF (.swf, .swf.gz), CSV with named columns (.csv, .csv.gz: job, "
+                             "submit, runtime, cpus, memory, user, group) or condor_history -l ads (any other name)")
     parser.add_argument("--pool", type=Path, action=_OnePool,
                         help="the pool's slots: a condor_status -l file (plain or .gz), one node per "
                              "partitionable or static slot, of its size (not with --nodes/--node)")
@@ -65,7 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node", action=_OnePool,
                         help='each node\'s p-slot, e.g. "Cpus=4, Memory=8192, Disk=100000000" '
                              "(Memory in MB, Disk in KB; with --nodes)")
-    parser.add_argument("--out", type=Path, required=True, help="directory for jobs.csv and summary.json")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="directory for jobs.csv (one row per job), summary.json (the figures) and report.html "
+                             "(a table of the figures and plots, one self-contained page); made if missing and "
+                             "checked before the replay starts")
     parser.add_argument("--until", type=float, help="stop negotiating after this many simulated seconds")
     parser.add_argument("--jobs", type=_positive, help="replay only the trace's first N job records")
     parser.add_argument("--policies", type=_policies,

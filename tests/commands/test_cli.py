@@ -122,3 +122,11 @@ def test_ctrl_c_on_userprio_waiting_for_the_daemon_says_so_without_a_traceback()
             status, stderr = interrupted(child)
     assert status == EXIT_INTERRUPTED
     assert stderr == "negotiatord: interrupted\n"
+
+
+def test_replay_help_names_every_trace_format_and_every_output() -> None:
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "replay", "--help"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    text = " ".join(shown.stdout.split())
+    for named in (".swf", ".csv", "condor_history", "jobs.csv", "summary.json", "report.html"):
+        assert named in text, named
