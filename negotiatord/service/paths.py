@@ -1,9 +1,11 @@
 """Where the daemon keeps its state: accountant database, match log, token file.
 
 ``NEGOTIATORD_STATE_DIR``, else ``$STATE_DIRECTORY`` (what systemd's ``StateDirectory=`` sets),
-else the user's own state directory (``$XDG_STATE_HOME/negotiatord``, by default
-``~/.local/state/negotiatord``, as the XDG Base Directory Specification places "state data that
-should persist between restarts") holds everything; ``NEGOTIATORD_ACCOUNTANT_DB`` and
+else for root ``/var/lib/negotiatord`` (where the FHS keeps system daemons' state, and where the
+systemd unit's ``StateDirectory=negotiatord`` is, so that root's ``negotiatord userprio`` reads
+the token the service wrote), else the user's own state directory (``$XDG_STATE_HOME/negotiatord``,
+by default ``~/.local/state/negotiatord``, as the XDG Base Directory Specification places "state
+data that should persist between restarts") holds everything; ``NEGOTIATORD_ACCOUNTANT_DB`` and
 ``NEGOTIATORD_TOKEN_FILE`` may point elsewhere. The default never depends on where the config
 file was put: a config copied to ``/etc`` must not put the accountant in ``/etc``.
 """
@@ -20,6 +22,7 @@ from negotiatord.settings.model import ServiceSettings
 ACCOUNTANT_DB = "accountant.sqlite"
 MATCH_LOG = "matches.sqlite"
 TOKEN_FILE = "token"
+SYSTEM_STATE_DIR = Path("/var/lib/negotiatord")
 
 
 class StateDirError(Exception):
@@ -35,10 +38,14 @@ class StatePaths:
     state_dir_from: str = "NEGOTIATORD_STATE_DIR"    # what chose the state directory, for messages
 
     @classmethod
-    def resolve(cls, service: ServiceSettings, environ: Mapping[str, str] = os.environ) -> StatePaths:
+    def resolve(cls, service: ServiceSettings, environ: Mapping[str, str] = os.environ,
+                uid: int | None = None) -> StatePaths:
+        """The paths for a process of ``uid`` (default: this one's effective uid) in ``environ``."""
         state_dir, chosen_by = service.state_dir, "NEGOTIATORD_STATE_DIR"
         if state_dir is None and environ.get("STATE_DIRECTORY"):
             state_dir, chosen_by = Path(environ["STATE_DIRECTORY"].split(":")[0]), "$STATE_DIRECTORY (systemd)"
+        if state_dir is None and (os.geteuid() if uid is None else uid) == 0:
+            state_dir, chosen_by = SYSTEM_STATE_DIR, "root's state directory"
         if state_dir is None:
             state_dir, chosen_by = _user_state_dir(environ)
         return cls(
