@@ -248,6 +248,15 @@ def test_resetting_the_usage_of_an_unknown_customer_is_refused_and_adds_none(dae
     assert {c["name"] for c in daemon.get("/v1/accountant")["customers"]} == before
 
 
+def test_an_edit_with_another_token_names_the_token_file_it_read(daemon, tmp_path):
+    stale = tmp_path / "token"
+    stale.write_text("not-the-daemons-token\n")
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url, "--token-file",
+                            str(stale), "-setfactor", "alice@example.org", "2"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert shown.returncode == 1 and "403" in shown.stderr
+    assert str(stale) in shown.stderr and "token_file" in shown.stderr
+
 def test_a_broken_config_on_reload_is_reported_and_the_old_one_stays(daemon):
     good = daemon.config.read_text()
     daemon.config.write_text(good + "NEGOTIATOR_INTERVAL = soon\n")
