@@ -114,7 +114,8 @@ class ReplayResult:
     skipped_cycles: int                 # grid points up to the last cycle where no cycle was needed
     origin: float                       # simulated time of the first grid point
     interval: float
-    end: float                          # end of the replayed period
+    end: float                          # end of the replayed period: the last finish, --until, or the
+                                        # last cycle of an interrupted replay
     submitted: int                      # jobs submitted before the end
     accountant: AccountantState
     pool_cpus: int
@@ -225,8 +226,10 @@ class _Replay:
         ran = self.cycles[-1].index + 1 if self.cycles else 0
         if interrupted:
             end = self.cycles[-1].time if self.cycles else origin
-        else:
-            end = self.until if self.until is not None else max([origin + (ran - 1) * interval, *finishes])
+        elif self.until is not None:
+            end = self.until
+        else:   # the last finish: the cycle that notices it comes up to an interval later
+            end = max(finishes) if finishes else origin + max(0, ran - 1) * interval
         for job in jobs[submitted:]:
             self.runs.append(JobRun(job, len(self.runs) + 1, _submitter(job)))
         return ReplayResult(

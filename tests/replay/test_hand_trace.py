@@ -176,10 +176,12 @@ def test_share_of_quota_per_group_over_time(summary: dict) -> None:
 def test_cycles_to_fill_after_each_burst(summary: dict) -> None:
     # Jobs by their first cycle: #0 jobs 1, 2 (a burst); #1 job 3 (one job: no burst); #2 jobs 4
     # (submitted 70) and 7 (100), a burst. Burst #0: both start in cycle #0, none in #1: 1 cycle.
-    # Burst #2: job 7 starts in #2, job 4 in #3, none in #4: 2 cycles.
+    # Burst #2: job 7 starts in #2, job 4 in #3, none in #4: 2 cycles. Each starts a job in its
+    # first cycle.
     bursts = summary["bursts"]
-    assert bursts["series"] == [{"time": 0, "jobs": 2, "placed": 2, "cycles_to_fill": 1},
-                                {"time": 120, "jobs": 2, "placed": 2, "cycles_to_fill": 2}]
+    assert bursts["series"] == [
+        {"time": 0, "jobs": 2, "placed": 2, "cycles_to_first_start": 0, "cycles_to_fill": 1},
+        {"time": 120, "jobs": 2, "placed": 2, "cycles_to_first_start": 0, "cycles_to_fill": 2}]
     assert bursts["count"] == 2 and bursts["cycles_to_fill"] == {"mean": 1.5, "p50": 1.5, "p95": 1.95, "max": 2}
 
 

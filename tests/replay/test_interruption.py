@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -80,11 +79,10 @@ def test_ctrl_c_on_a_replay_writes_its_partial_outputs_and_exits_130(tmp_path: P
         env=dict(os.environ, PYTHONUNBUFFERED="1"))
     assert child.stderr is not None
     lines = []
-    for line in child.stderr:       # the replay has begun once it logs its trace and pool
+    for line in child.stderr:       # cycles have run once it logs its progress (every 10 s)
         lines.append(line)
-        if '"event": "replay"' in line:
+        if '"event": "replay progress"' in line:
             break
-    time.sleep(3)
     child.send_signal(signal.SIGINT)
     stdout, rest = child.communicate(timeout=120)
     stderr = "".join(lines) + rest
