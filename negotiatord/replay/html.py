@@ -16,6 +16,7 @@ import html
 import io
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import matplotlib
 
@@ -24,6 +25,7 @@ matplotlib.use("Agg")   # files only, never a display
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.axes import Axes  # noqa: E402
 
+from negotiatord.replay.figures import cell_text  # noqa: E402
 from negotiatord.replay.simulate import ReplayResult  # noqa: E402
 
 HOUR = 3600.0
@@ -32,13 +34,38 @@ SHARE = "Share of quota per accounting group"
 WAITS = "Wait per accounting group"
 JAIN = "Jain's fairness index on usage / quota"
 CYCLES = "Cycle duration and matches per cycle"
+USERS = "Waits per user"
+USER_ROWS = 25
+USER_COLUMNS = (("jobs", "jobs"), ("started", "started"), ("wait_mean_s", "wait mean s"),
+                ("wait_p50_s", "wait median s"), ("wait_p95_s", "wait p95 s"), ("wait_max_s", "wait max s"),
+                ("bounded_slowdown_mean", "bounded slowdown mean"))
 
 
-def report_page(result: ReplayResult, title: str) -> str:
-    """The page of one replay."""
+def report_page(result: ReplayResult, title: str, headline: Sequence[tuple[str, str, str]],
+                users: Mapping[str, Mapping[str, Any]]) -> str:
+    """The page of one replay: the ``headline`` figures (label, value, what it is) and the
+    ``users``' waits in tables, then the plots."""
     figures = [(UTILIZATION, _load(result)), (SHARE, _share(result)), (WAITS, _waits(result)),
                (JAIN, _overlaid({"": result}, _jain_line, "Jain's index", (0, 1.05))), (CYCLES, _cycles(result))]
-    return _page(title, _partial(result) + _preemptions(result), figures)
+    tables = (_table(["figure", "value", "what it is"], headline) + "\n" + _users_table(users))
+    return _page(title, _partial(result) + _preemptions(result) + tables, figures)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    return ("<table border=\"1\" cellspacing=\"0\" cellpadding=\"4\">\n<tr>"
+            + "".join(f"<th>{html.escape(cell)}</th>" for cell in header) + "</tr>\n"
+            + "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>\n" for row in rows)
+            + "</table>")
+
+
+def _users_table(users: Mapping[str, Mapping[str, Any]]) -> str:
+    """The users with the most jobs, up to ``USER_ROWS`` of them, and their waits."""
+    busiest = sorted(users.items(), key=lambda item: (-item[1]["jobs"], item[0]))[:USER_ROWS]
+    rows = [[name, *(cell_text(figures[key]) for key, _ in USER_COLUMNS)] for name, figures in busiest]
+    more = (f"<p>{len(users) - len(busiest):,} more users in summary.json (<code>users</code>).</p>\n"
+            if len(users) > len(busiest) else "")
+    return (f"<h2>{html.escape(USERS)}</h2>\n" + _table(["user", *(label for _, label in USER_COLUMNS)], rows)
+            + "\n" + more)
 
 
 def _partial(result: ReplayResult) -> str:
@@ -71,10 +98,7 @@ def deterministic_part(page: str) -> str:
 def comparison_page(results: Mapping[str, ReplayResult], header: Sequence[str], rows: Sequence[Sequence[str]],
                     title: str) -> str:
     """The page comparing replays of one trace (by policy): the table, then overlaid plots."""
-    table = ("<table border=\"1\" cellspacing=\"0\" cellpadding=\"4\">\n<tr>"
-             + "".join(f"<th>{html.escape(cell)}</th>" for cell in header) + "</tr>\n"
-             + "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>\n" for row in rows)
-             + "</table>")
+    table = _table(header, rows)
     figures = [("Utilization", _overlaid(results, _utilization_line, "utilization", (0, 1.05))),
                ("Queue length", _overlaid(results, _queue_line, "idle jobs", None)),
                (JAIN, _overlaid(results, _jain_line, "Jain's index", (0, 1.05))),

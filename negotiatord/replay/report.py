@@ -7,7 +7,8 @@ bytes; wall-clock figures are kept apart, under ``wall_time_s`` in the summary.
 Definitions:
 
 * wait = start - submit; turnaround = finish - submit; stretch = turnaround / run time (Batsim's);
-  bounded slowdown = max(1, turnaround / max(run time, 10 s)) (Feitelson's bound of 10 s).
+  the waits, bounded slowdown, makespan, throughput and per-user figures are defined, with their
+  sources, in :mod:`negotiatord.replay.figures`.
 * utilization: Cpus the matches consumed, times the seconds they held them within the replayed
   period (first submission to the last finish, or ``--until``), over the pool's Cpus times that
   period. A run that was preempted held its Cpus too: its Cpus times its seconds (HTCondor's
@@ -55,13 +56,20 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from negotiatord.replay.figures import (
+    headline_rows,
+    job_figures,
+    makespan,
+    throughput_per_hour,
+    user_figures,
+    user_fairness,
+)
 from negotiatord.replay.html import report_page
 from negotiatord.replay.pool import SimulatedPool
 from negotiatord.replay.simulate import CycleRecord, JobRun, ReplayResult
 from negotiatord.replay.trace import Cleaning
 from negotiatord.settings.groups import ROOT_GROUP
 
-SLOWDOWN_BOUND_S = 10.0
 BURST_MIN_JOBS = 2
 SERIES_POINTS = 2000
 JOB_COLUMNS = ("job", "submit", "start", "finish", "wait", "turnaround", "stretch", "submitter", "group", "slot",
@@ -101,7 +109,8 @@ def write_outputs(out: Path, result: ReplayResult, cleaning: Cleaning, pool: Sim
         writer.writerows(job_rows(result))
     document = summary(result, cleaning, pool, trace_name)
     (out / SUMMARY_FILE).write_text(json.dumps(document, indent=1) + "\n")
-    (out / REPORT_FILE).write_text(report_page(result, f"negotiatord replay of {trace_name}"))
+    (out / REPORT_FILE).write_text(report_page(result, f"negotiatord replay of {trace_name}",
+                                               headline_rows(document), document["users"]))
     return document
 
 
@@ -130,6 +139,7 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
     by_group: dict[str, list[JobRun]] = defaultdict(list)
     for run in result.runs:
         by_group[_group(run)].append(run)
+    users = user_figures(result.runs)
     period = result.end - result.origin
     simulated_days = period / 86400
     wall = result.wall_time_s
@@ -149,7 +159,11 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
             "not_submitted": len(result.runs) - result.submitted,
         },
         "all": job_figures(result.runs),
+        "makespan_s": makespan(result),
+        "throughput_jobs_per_hour": throughput_per_hour(result),
         "groups": {name: job_figures(runs) for name, runs in sorted(by_group.items())},
+        "users": users,
+        "user_fairness": user_fairness(users),
         "utilization": utilization(result),
         "preemptions": {
             "by_rule": result.preemptions_by_rule(),
@@ -178,25 +192,6 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
                                                     result.end),
         },
     }
-
-
-def job_figures(runs: Sequence[JobRun]) -> dict[str, object]:
-    """Wait percentiles (numpy's linear interpolation) and mean bounded slowdown of the started jobs."""
-    started = [(run.start - run.job.submit, run.job.runtime) for run in runs if run.start is not None]
-    waits = np.array([wait for wait, _ in started], dtype=np.float64)
-    slowdowns = [bounded_slowdown(wait, runtime) for wait, runtime in started]
-    return {
-        "jobs": len(runs),
-        "started": len(started),
-        "wait_p50_s": float(np.percentile(waits, 50)) if len(started) else None,
-        "wait_p95_s": float(np.percentile(waits, 95)) if len(started) else None,
-        "wait_max_s": float(waits.max()) if len(started) else None,
-        "bounded_slowdown_mean": float(np.mean(slowdowns)) if slowdowns else None,
-    }
-
-
-def bounded_slowdown(wait: float, runtime: float) -> float:
-    return max(1.0, (wait + runtime) / max(runtime, SLOWDOWN_BOUND_S))
 
 
 def utilization(result: ReplayResult) -> float | None:
