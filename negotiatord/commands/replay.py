@@ -34,6 +34,7 @@ from negotiatord.replay import (
     SimulatedPool,
     Trace,
     TraceError,
+    TraceJob,
     alike_nodes,
     default_pool,
     fit_to_nodes,
@@ -43,6 +44,7 @@ from negotiatord.replay import (
     write_outputs,
 )
 from negotiatord.replay.compare import comparison, text_table, write_comparison
+from negotiatord.replay.pool import pool_that_fits
 from negotiatord.replay.report import OutputError, prepare_outputs
 from negotiatord.settings import ConfigError, PslotLoading, Settings, load_settings
 
@@ -95,18 +97,22 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("negotiatord: interrupted before the replay began; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
-    trace.jobs = fit_to_nodes(trace.jobs, pool.shapes, trace.cleaning)
+    fitted = fit_to_nodes(trace.jobs, pool.shapes, trace.cleaning)
+    warnings = _clamped_warning(trace, fitted, pool)
+    trace.jobs = fitted
     log.info("replay", trace=str(args.trace), jobs=len(trace.jobs), nodes=pool.count, shapes=len(pool.shapes),
              cpus=pool.cpus, cleaning=trace.cleaning.document())
+    for warning in warnings:
+        log.warning(warning)
     if args.policies is None:
-        return _replay_once(args, trace, settings, pool, args.out)
+        return _replay_once(args, trace, settings, pool, args.out, warnings)
     results: dict[str, ReplayResult] = {}
     summaries: dict[str, dict] = {}
     for policy in args.policies:
         log.info("replay policy", policy=policy.value)
         folder = args.out / policy.value
-        status = _replay_once(args, trace, replace(settings, pslot_loading=policy), make_pool(), folder, results,
-                              summaries)
+        status = _replay_once(args, trace, replace(settings, pslot_loading=policy), make_pool(), folder, warnings,
+                              results, summaries)
         if status == EXIT_INTERRUPTED:
             print(f"negotiatord: the policies after {policy.value} were not replayed and {args.out} holds no "
                   f"comparison", file=sys.stderr)
@@ -122,13 +128,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay_once(args: argparse.Namespace, trace: Trace, settings: Settings, pool: SimulatedPool, out: Path,
-                 results: dict[str, ReplayResult] | None = None, summaries: dict[str, dict] | None = None) -> int:
-    """Replay ``trace`` on ``pool`` under ``settings`` into ``out``; file the result in ``results``
-    and the summary written to ``out`` in ``summaries``, by the settings' p-slot loading policy."""
+                 warnings: list[str], results: dict[str, ReplayResult] | None = None,
+                 summaries: dict[str, dict] | None = None) -> int:
+    """Replay ``trace`` on ``pool`` under ``settings`` into ``out``, its outputs carrying
+    ``warnings``; file the result in ``results`` and the summary written to ``out`` in
+    ``summaries``, by the settings' p-slot loading policy."""
     with _Progress(len(trace.jobs)) as progress:
         result = replay(trace, settings, pool, until=args.until, progress=progress)
     try:
-        document = write_outputs(out, result, trace.cleaning, pool, args.trace.name)
+        document = write_outputs(out, result, trace.cleaning, pool, args.trace.name, warnings)
     except OSError as error:
         print(f"negotiatord: cannot write the replay's outputs: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -150,6 +158,23 @@ def _replay_once(args: argparse.Namespace, trace: Trace, settings: Settings, poo
              wall_time_s=round(result.wall_time_s, 3),
              simulated_days_per_wall_hour=document["wall_time_s"]["simulated_days_per_wall_hour"])
     return 0
+
+
+def _clamped_warning(trace: Trace, fitted: list[TraceJob], pool: SimulatedPool) -> list[str]:
+    """A warning when most of the trace's jobs had to be clamped to fit ``pool``'s nodes (``fitted``
+    holds a new job for each one clamped), naming a pool that fits; none otherwise."""
+    clamped = sum(job is not original for job, original in zip(fitted, trace.jobs))
+    if clamped * 2 <= len(fitted):
+        return []
+    shape = ""
+    if len(pool.shapes) == 1:
+        [node] = pool.shapes
+        shape = f" ({node.cpus} cpu{'s' if node.cpus != 1 else ''}, {node.memory_mb} MB)"
+    count, fits = pool_that_fits(trace.jobs, trace.max_procs, pool.cpus)
+    disk = f", Disk={fits.disk_kb}" if fits.disk_kb != NodeShape.with_cpus(fits.cpus).disk_kb else ""
+    return [f"{clamped:,} of {len(fitted):,} jobs were clamped to fit the pool's nodes{shape}: their waits measure "
+            f"no contention. Give a pool that fits, e.g. --nodes {count} --node "
+            f"\"Cpus={fits.cpus}, Memory={fits.memory_mb}{disk}\""]
 
 
 def _output_folders(args: argparse.Namespace) -> list[Path]:

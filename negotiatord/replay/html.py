@@ -39,9 +39,9 @@ USER_COLUMNS = (("jobs", "jobs"), ("started", "started"), ("wait_mean_s", "wait 
 
 
 def report_page(result: ReplayResult, title: str, headline: Sequence[tuple[str, str, str]],
-                users: Mapping[str, Mapping[str, Any]]) -> str:
-    """The page of one replay: the ``headline`` figures (label, value, what it is) and the
-    ``users``' waits in tables, then the plots."""
+                users: Mapping[str, Mapping[str, Any]], warnings: Sequence[str] = ()) -> str:
+    """The page of one replay: ``warnings`` about it in bold, the ``headline`` figures (label,
+    value, what it is) and the ``users``' waits in tables, then the plots."""
     sections: list[tuple[str, Plot, str]] = [
         (UTILIZATION, lambda: plots.load_figure(result), ""),
         (SHARE, lambda: plots.share_figure(result), NO_QUOTA),
@@ -49,7 +49,8 @@ def report_page(result: ReplayResult, title: str, headline: Sequence[tuple[str, 
         (JAIN, lambda: plots.jain_figure({"": result}), NO_QUOTA),
         (CYCLES, lambda: plots.cycles_figure(result), "")]
     tables = _table(["figure", "value", "what it is"], headline) + "\n" + _users_table(users)
-    return _page(title, _partial(result) + _preemptions(result) + tables, sections)
+    warned = "".join(f"<p><strong>Warning: {html.escape(warning)}</strong></p>\n" for warning in warnings)
+    return _page(title, warned + _partial(result) + _preemptions(result) + tables, sections)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

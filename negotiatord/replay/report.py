@@ -100,17 +100,18 @@ def prepare_outputs(out: Path) -> None:
 
 
 def write_outputs(out: Path, result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool,
-                  trace_name: str) -> dict[str, Any]:
-    """Write ``jobs.csv``, ``summary.json`` and ``report.html`` into ``out`` (made if missing); returns the summary."""
+                  trace_name: str, warnings: Sequence[str] = ()) -> dict[str, Any]:
+    """Write ``jobs.csv``, ``summary.json`` and ``report.html`` into ``out`` (made if missing),
+    both of the latter with ``warnings`` about the replay up front; returns the summary."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / JOBS_FILE).open("w", newline="") as file:
         writer = csv.writer(file, lineterminator="\n")
         writer.writerow(JOB_COLUMNS)
         writer.writerows(job_rows(result))
-    document = summary(result, cleaning, pool, trace_name)
+    document = summary(result, cleaning, pool, trace_name, warnings)
     (out / SUMMARY_FILE).write_text(json.dumps(document, indent=1) + "\n")
     (out / REPORT_FILE).write_text(report_page(result, f"negotiatord replay of {trace_name}",
-                                               headline_rows(document), document["users"]))
+                                               headline_rows(document), document["users"], warnings))
     return document
 
 
@@ -135,7 +136,8 @@ def cycles_waited(submit: float, start_cycle: int, result: ReplayResult) -> int:
     return start_cycle - math.ceil((submit - result.origin) / result.interval)
 
 
-def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace_name: str) -> dict[str, Any]:
+def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace_name: str,
+            warnings: Sequence[str] = ()) -> dict[str, Any]:
     by_group: dict[str, list[JobRun]] = defaultdict(list)
     for run in result.runs:
         by_group[_group(run)].append(run)
@@ -146,6 +148,7 @@ def summary(result: ReplayResult, cleaning: Cleaning, pool: SimulatedPool, trace
     return {
         "trace": trace_name,
         "partial": result.interrupted,
+        "warnings": list(warnings),
         "pool": pool.document(),
         "negotiator_interval_s": result.interval,
         "period": {"start": result.origin, "end": result.end, "seconds": period, "start_epoch": result.start_epoch},
