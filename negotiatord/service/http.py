@@ -3,7 +3,7 @@
 Reads (GET) are open to whoever can reach the address (loopback unless configured otherwise);
 every other method needs ``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one.
 Bodies above ``NEGOTIATORD_MAX_BODY_BYTES`` get 413 before any of them is read.
-See the README section "negotiatord run" for every endpoint.
+docs/daemon.md lists every endpoint.
 """
 
 from __future__ import annotations

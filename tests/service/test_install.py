@@ -3,7 +3,7 @@ installed into a virtualenv of its own, runs from there with nothing of the chec
 
 To stay fast the new virtualenv takes the dependencies from this project's ``.venv`` (a ``.pth``
 line naming its site-packages, whose own ``.pth`` files, this checkout's editable install among
-them, are not run) and the wheel is installed with ``--no-deps``; the README's systemd section
+them, are not run) and the wheel is installed with ``--no-deps``; the README's "Installing as a service"
 gives the full ``pip install`` with its dependencies.
 """
 
