@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNUSABLE
     try:
         settings = load_settings(args.config)
+        if settings.negotiator_interval <= 0:
+            raise ConfigError(f"{settings.source}: NEGOTIATOR_INTERVAL = {settings.negotiator_interval:g}: a replay "
+                              f"runs a cycle every NEGOTIATOR_INTERVAL seconds of simulated time; give it a value > 0")
         trace = read_trace(args.trace, args.jobs)
         make_pool = _pool_maker(args, trace)
         pool = make_pool()

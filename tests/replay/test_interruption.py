@@ -1,5 +1,5 @@
-"""A replay stopped early: by Ctrl-C (what it has is written, marked partial, exit 130) or by an
-``--out`` it could never write (said before any work is done)."""
+"""A replay stopped early: by Ctrl-C (what it has is written, marked partial, exit 130), or by an
+``--out`` it could never write or a config it cannot replay (said before any work is done)."""
 
 from __future__ import annotations
 
@@ -94,3 +94,12 @@ def test_ctrl_c_on_a_replay_writes_its_partial_outputs_and_exits_130(tmp_path: P
     assert 0 < summary["cycles"]["run"]
     assert summary["jobs"]["submitted"] < summary["jobs"]["kept"]
     assert "partial" in (out / "report.html").read_text()
+
+
+def test_a_config_without_a_cycle_interval_is_refused_in_a_line(replay_files: tuple[Path, Path], tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "no_interval.conf"
+    config.write_text("SLOT_WEIGHT = Cpus\nNEGOTIATOR_INTERVAL = 0\n")
+    assert replay_command("--config", str(config), "--trace", str(replay_files[1]), "--out", str(tmp_path / "out")) == 2
+    assert capsys.readouterr().err == (f"negotiatord: {config}: NEGOTIATOR_INTERVAL = 0: a replay runs a cycle every "
+                                       f"NEGOTIATOR_INTERVAL seconds of simulated time; give it a value > 0\n")
