@@ -34,7 +34,7 @@ pool's real load. Figures are printed with the targets (>= 20,000 ad updates/s w
 cycle; a cycle under update load <= 1.5x the idle cycle) and ratios against the baselines of the
 same run.
 Loopback only; bounded by --max-seconds per phase. Small by default (5k slots / 5k jobs);
-``--big`` is the README's 45k-slot, 50k-job pool.
+``--big`` is docs/performance.md's 45k-slot, 50k-job pool.
 
     .venv/bin/python benchmarks/load_bench.py                 # 5,000 slots, 5,000 jobs
     .venv/bin/python benchmarks/load_bench.py --big           # 45,000 slots, 50,000 jobs
@@ -475,7 +475,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--slots", type=count_arg, default=5000)
     parser.add_argument("--jobs", type=count_arg, default=5000)
-    parser.add_argument("--big", action="store_true", help="the README's pool: 45,000 slots, 50,000 jobs")
+    parser.add_argument("--big", action="store_true", help="docs/performance.md's pool: 45,000 slots, 50,000 jobs")
     parser.add_argument("--batch", type=int, default=1000, help="ads per request")
     parser.add_argument("--concurrency", type=int, default=2, help="requests in flight")
     parser.add_argument("--seed", type=int, default=0)

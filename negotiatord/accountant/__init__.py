@@ -7,7 +7,7 @@ from negotiatord.accountant.priorities import (
     CustomerRecord,
     advance,
 )
-from negotiatord.accountant.store import AccountantStore, AccountantStoreError
+from negotiatord.accountant.store import AccountantStore, AccountantStoreError, UnknownCustomer
 
 __all__ = [
     "MIN_PRIORITY",
@@ -16,5 +16,6 @@ __all__ = [
     "AccountantStore",
     "AccountantStoreError",
     "CustomerRecord",
+    "UnknownCustomer",
     "advance",
 ]

@@ -128,6 +128,13 @@ def _maximum(group: str, text: str) -> dict[str, float]:
     return maximum
 
 
+class UnknownCustomer(KeyError):
+    """A customer the accountant has no record of."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class AccountantStoreError(Exception):
     """The accountant database cannot be used; the message names the file."""
 
@@ -334,15 +341,18 @@ class AccountantStore:
     def reset_usage(self, name: str, now: float | None = None) -> None:
         """``condor_userprio -resetusage``: zero ``name``'s accumulated usage, from ``now`` on.
 
-        As Accountant::ResetAccumulatedUsage, the real priority is left alone.
+        As Accountant::ResetAccumulatedUsage, the real priority is left alone. A name the
+        accountant has no record of is an :class:`UnknownCustomer`, and no record is made for it
+        (a mistyped name would otherwise become a customer of its own).
         """
         when = check_finite(f"usage reset time of {name!r}", time.time() if now is None else now)
         with self._transaction(f"resetting the usage of {name!r}"):
-            self._db.execute(_INSERT_FRESH, (name, MIN_PRIORITY))
-            self._db.execute(
+            updated = self._db.execute(
                 "UPDATE customers SET accumulated_usage = 0.0, begin_usage_time = ? WHERE name = ?",
                 (when, name),
-            )
+            ).rowcount
+        if not updated:
+            raise UnknownCustomer(f"the accountant has no customer {name!r}")
 
     def close(self) -> None:
         with self._lock:

@@ -63,8 +63,8 @@ class AdTally:
 def input_hints(slots: AdTally, jobs: AdTally, slot_ads: Sequence[classad2.ClassAd], stats: CycleStats,
                 now: int, now_given: bool) -> list[str]:
     """What the dry run should say about its input beside the cycle's own problems."""
-    hints = [hint for hint in (_kind_hint("slots", slots, "Machine", "Job"),
-                               _kind_hint("jobs", jobs, "Job", "Machine")) if hint]
+    hints = [hint for hint in (kind_hint("slots", slots, "Machine", "--slots and --jobs", "Job"),
+                               kind_hint("jobs", jobs, "Job", "--slots and --jobs", "Machine")) if hint]
     if jobs.of_kind("Job") and not stats.jobs and not jobs.job_status[IDLE]:
         hints.append(f"the jobs file holds 0 idle jobs ({_statuses(jobs.job_status)})")
     if stats.jobs and not stats.matches:
@@ -74,11 +74,13 @@ def input_hints(slots: AdTally, jobs: AdTally, slot_ads: Sequence[classad2.Class
     return hints
 
 
-def _kind_hint(name: str, tally: AdTally, wanted: str, other: str) -> str | None:
+def kind_hint(name: str, tally: AdTally, wanted: str, options: str | None, other: str | None) -> str | None:
+    """What to say of a file (``name``) holding ads but none of the ``wanted`` MyType; when it
+    holds the ``other`` file's kind, asks whether the two ``options`` were swapped."""
     if not tally.types or tally.of_kind(wanted):
         return None
     seen = ", ".join(f"{count:,} {my_type}" for my_type, count in tally.types.most_common())
-    swapped = ": are --slots and --jobs swapped?" if tally.of_kind(other) else ""
+    swapped = f": are {options} swapped?" if other is not None and tally.of_kind(other) else ""
     return f"the {name} file holds no {wanted} ads (MyType: {seen}){swapped}"
 
 

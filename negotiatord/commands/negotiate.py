@@ -1,7 +1,8 @@
 """``negotiatord negotiate``: one cycle over ad files, printed as JSON or a table (a dry run).
 
 Exit status: 0 when every ad was read, 3 when some ads were malformed (reported on stderr, the
-rest negotiated), 2 when the input cannot be used at all (config error, unreadable file). Input
+rest negotiated), 2 when the input cannot be used at all (config error, unreadable or empty file,
+an accountant that is not one; each named with its option). Input
 that reads well but is probably not what was meant (swapped files, no idle job, glideins past
 their end of life) is said in the result's problems and on stderr (see input_hints).
 """
@@ -10,17 +11,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import sys
 import time
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 import classad2
 import structlog
 
-from negotiatord.accountant import AccountantState, AccountantStore
+from negotiatord.accountant import AccountantState, AccountantStore, AccountantStoreError
 from negotiatord.ads import AdFormatError, AdProblem, RepeatedAd, stream_ads
 from negotiatord.commands.input_hints import AdTally, input_hints
 from negotiatord.evaluation import ClassAdEvaluator
@@ -54,10 +56,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config)
         # the jobs of a cluster, alike but for their identity, are not read one by one
-        slots, jobs = _Ads(stream_ads(args.slots), "Machine"), _Ads(stream_ads(args.jobs, IDENTITY), "Job")
+        slots = _Ads(_opened("--slots", args.slots, stream_ads), "Machine")
+        jobs = _Ads(_opened("--jobs", args.jobs, lambda path: stream_ads(path, IDENTITY)), "Job")
         slot_ads = list(slots)
         accountant = _accountant(args.accountant)
-    except (ConfigError, AdFormatError, OSError, ValueError) as err:
+    except (ConfigError, AdFormatError, AccountantStoreError, OSError, ValueError) as err:
         print(f"negotiatord: {err}", file=sys.stderr)
         return EXIT_UNUSABLE
     now = args.now if args.now is not None else int(time.time())
@@ -79,6 +82,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 _Ad = TypeVar("_Ad", classad2.ClassAd, classad2.ClassAd | RepeatedAd)
+_Outcomes = Iterator[tuple[int, _Ad | AdProblem]]
+
+
+def _opened(option: str, path: Path, stream: Callable[[Path], _Outcomes[_Ad]]) -> _Outcomes[_Ad]:
+    """The ads of the file ``option`` names, as ``stream`` reads them; a file that cannot be read,
+    or holds no ad at all (an empty ``condor_status -l``), is a ``ValueError`` naming both."""
+    try:
+        outcomes = stream(path)
+    except OSError as error:
+        raise ValueError(f"{option} {path}: cannot read it: {error.strerror or error}") from None
+    first = next(outcomes, None)
+    if first is None:
+        raise ValueError(f"{option} {path}: the file holds no ads")
+    return itertools.chain([first], outcomes)
 
 
 class _Ads(Generic[_Ad]):
@@ -86,8 +103,8 @@ class _Ads(Generic[_Ad]):
     each good one tallied by kind: a 255k-job file is negotiated without holding its ads
     (gigabytes as ClassAds)."""
 
-    def __init__(self, outcomes: Iterator[tuple[int, _Ad | AdProblem]], wanted: str) -> None:
-        self._outcomes: Iterator[tuple[int, _Ad | AdProblem]] = outcomes
+    def __init__(self, outcomes: _Outcomes[_Ad], wanted: str) -> None:
+        self._outcomes: _Outcomes[_Ad] = outcomes
         self.malformed = 0
         self.tally = AdTally(wanted)
 
@@ -105,8 +122,11 @@ def _accountant(path: Path | None) -> AccountantState:
     if path is None:
         return AccountantState()
     if not path.exists():
-        raise ValueError(f"{path}: accountant database does not exist")
-    store = AccountantStore(path)
+        raise ValueError(f"--accountant {path}: accountant database does not exist")
+    try:
+        store = AccountantStore(path)
+    except AccountantStoreError as error:
+        raise AccountantStoreError(f"--accountant {error}") from None
     try:
         return store.load()
     finally:

@@ -1,7 +1,9 @@
 """``negotiatord run``: the daemon, in the foreground (systemd runs it the same way).
 
 Exit status: 0 after a clean stop (SIGTERM, SIGINT); 2 when it cannot start (config error, state
-directory, database or token file unusable, address in use, unreadable preload file).
+directory, database, token or TLS file unusable, address in use, a preload file that cannot be
+read, holds no ads, or holds none of its kind: swapped ``--preload-slots``/``--preload-jobs``),
+each said in one line naming the option or knob and the file.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import sys
 from pathlib import Path
 
 from negotiatord.accountant import AccountantStoreError
-from negotiatord.ads import AdFormatError, read_ads
+from negotiatord.ads import AdBatch, AdFormatError, read_ads
+from negotiatord.commands.input_hints import AdTally, kind_hint
 from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.matchlog import MatchLogError
-from negotiatord.service.daemon import Daemon, DaemonClock, cycle_thread_alive
+from negotiatord.service.daemon import Daemon, DaemonClock, TlsError, cycle_thread_alive
 from negotiatord.service.paths import StateDirError
 from negotiatord.service.token import TokenError
 from negotiatord.settings import ConfigError, load_settings
@@ -43,11 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config)
-        preload = {kind: read_ads(path) for kind in AdKind
+        preload = {kind: _preloaded(kind, path) for kind in AdKind
                    if (path := getattr(args, f"preload_{kind.value}")) is not None}
         daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload)
-    except (ConfigError, AdFormatError, StateDirError, TokenError, AccountantStoreError, MatchLogError,
-            OSError) as error:
+    except (ConfigError, AdFormatError, StateDirError, TokenError, TlsError, AccountantStoreError, MatchLogError,
+            OSError, ValueError) as error:
         print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_CANNOT_START
     sys.setswitchinterval(SWITCH_INTERVAL_S)
@@ -69,3 +72,25 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os._exit(0)
     return 0
+
+
+def _preloaded(kind: AdKind, path: Path) -> AdBatch:
+    """The ads of ``--preload-<kind>``. A file that cannot be read, holds no ads, or holds none of
+    the kind while it holds some (the other file's, when the two are swapped) is a ``ValueError``
+    naming the option and the file: the daemon would otherwise run on an empty pool."""
+    option = f"--preload-{kind.value}"
+    try:
+        batch = read_ads(path)
+    except OSError as error:
+        raise ValueError(f"{option} {path}: cannot read it: {error.strerror or error}") from None
+    if not batch.ads and not batch.problems:
+        raise ValueError(f"{option} {path}: the file holds no ads")
+    tally = AdTally(kind.my_type)
+    for ad in batch.ads:
+        tally.count(ad)
+    other = {AdKind.SLOT: AdKind.JOB, AdKind.JOB: AdKind.SLOT}.get(kind)
+    hint = kind_hint(option, tally, kind.my_type, "--preload-slots and --preload-jobs",
+                     other.my_type if other else None)
+    if hint is not None:
+        raise ValueError(f"{path}: {hint}")
+    return batch

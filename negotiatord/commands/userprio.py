@@ -43,7 +43,9 @@ class _Unreachable(Exception):
 
 
 class _Refused(Exception):
-    pass
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,7 +146,15 @@ class _Daemon:
         request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
                                          headers={"Authorization": f"Bearer {token}",
                                                   "Content-Type": "application/json"})
-        return self._call(request)
+        try:
+            return self._call(request)
+        except _Refused as error:
+            if error.status != 403:
+                raise
+            raise _Refused(f"{error}: the token in {self.token_file} is not the daemon's; the daemon names its "
+                           f"token file at start (token_file in its \"negotiatord ready\" log line; under the "
+                           f"systemd unit, /var/lib/negotiatord/token): give it with --token-file",
+                           error.status) from None
 
     def _call(self, request: urllib.request.Request) -> dict[str, Any]:
         try:
@@ -155,7 +165,7 @@ class _Daemon:
                 reason = json.loads(error.read()).get("error", error.reason)
             except ValueError:
                 reason = error.reason
-            raise _Refused(f"{request.full_url}: {error.code}: {reason}") from None
+            raise _Refused(f"{request.full_url}: {error.code}: {reason}", error.code) from None
         except urllib.error.URLError as error:
             raise _Unreachable(f"{request.full_url}: cannot reach the daemon: {error.reason}") from None
 

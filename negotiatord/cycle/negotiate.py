@@ -1,7 +1,7 @@
 """One negotiation cycle: a pure function of snapshot, accountant state, settings and evaluator.
 
 The steps follow HTCondor's negotiator (matchmaker.cpp ``negotiationTime``), with the deviations
-the README lists:
+docs/deviations.md lists:
 
 1. weigh every slot (SlotWeight); the pool size is the sum, claimed slots included;
 2. count running work: each claimed slot's weight is charged to its customer, and so to the

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from negotiatord.replay.figures import cell_text, value_at
 from negotiatord.replay.html import comparison_page
 from negotiatord.replay.report import REPORT_FILE, SUMMARY_FILE
 from negotiatord.replay.simulate import ReplayResult
@@ -20,10 +21,14 @@ from negotiatord.replay.simulate import ReplayResult
 # (column, where it is in a policy's summary.json)
 COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("utilization", ("utilization",)),
+    ("wait mean s", ("all", "wait_mean_s")),
     ("wait p50 s", ("all", "wait_p50_s")),
     ("wait p95 s", ("all", "wait_p95_s")),
     ("wait max s", ("all", "wait_max_s")),
     ("bounded slowdown", ("all", "bounded_slowdown_mean")),
+    ("makespan s", ("makespan_s",)),
+    ("throughput jobs/h", ("throughput_jobs_per_hour",)),
+    ("user fairness", ("user_fairness", "jain")),
     ("Jain mean", ("jain", "mean")),
     ("bursts", ("bursts", "count")),
     ("cycles to fill mean", ("bursts", "cycles_to_fill", "mean")),
@@ -43,7 +48,8 @@ def comparison(summaries: Mapping[str, Mapping[str, Any]], *, wall: bool = False
     """The table's header and one row per policy (with the wall-clock columns if ``wall``)."""
     columns = COLUMNS + (WALL_COLUMNS if wall else ())
     header = ["policy", *(name for name, _ in columns)]
-    rows = [[policy, *(_cell(_at(summary, path)) for _, path in columns)] for policy, summary in summaries.items()]
+    rows = [[policy, *(cell_text(value_at(summary, path)) for _, path in columns)]
+            for policy, summary in summaries.items()]
     return header, rows
 
 
@@ -53,7 +59,8 @@ def write_comparison(out: Path, results: Mapping[str, ReplayResult], summaries: 
     header, rows = comparison(summaries)
     document = {
         "trace": trace_name,
-        "policies": {policy: {"outputs": f"{policy}/", **{name: _at(summaries[policy], path) for name, path in COLUMNS}}
+        "policies": {policy: {"outputs": f"{policy}/",
+                              **{name: value_at(summaries[policy], path) for name, path in COLUMNS}}
                      for policy in summaries},
     }
     (out / SUMMARY_FILE).write_text(json.dumps(document, indent=1) + "\n")
@@ -68,18 +75,3 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.rjust(width) if column else cell.ljust(width)
                                for column, (cell, width) in enumerate(zip(line, widths)))
                      for line in [header, *rows])
-
-
-def _at(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    value: Any = document
-    for key in path:
-        value = value[key]
-    return value
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
-    return str(value)

@@ -169,6 +169,20 @@ def default_pool(trace: Trace) -> tuple[int, NodeShape]:
     return nodes, NodeShape.with_cpus(max(1, (procs or nodes) // nodes))
 
 
+def pool_that_fits(jobs: Sequence[TraceJob], max_procs: int | None, pool_cpus: int) -> tuple[int, NodeShape]:
+    """Nodes that hold every one of ``jobs`` as it asks: for a parallel machine's trace (its
+    header's ``MaxProcs``), the machine's processors as one node (a parallel machine gives a job
+    processors from one pool, and HTCondor does not spread a job over machines); else nodes as wide
+    as the widest job, as many as hold ``pool_cpus``. Memory and disk: the most any job asks, at
+    least the default shape's."""
+    widest = max(job.cpus for job in jobs)
+    width = max(widest, max_procs) if max_procs else widest
+    count = 1 if max_procs else max(1, round(pool_cpus / width))
+    default = NodeShape.with_cpus(width)
+    return count, NodeShape(width, max(default.memory_mb, *(job.memory_mb for job in jobs)),
+                            max(default.disk_kb, *(job.disk_kb for job in jobs)))
+
+
 def alike_nodes(count: int, shape: NodeShape) -> list[Node]:
     """``count`` nodes of ``shape``, ``slot1@node<i>.trace``."""
     if count <= 0:

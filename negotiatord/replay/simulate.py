@@ -114,12 +114,14 @@ class ReplayResult:
     skipped_cycles: int                 # grid points up to the last cycle where no cycle was needed
     origin: float                       # simulated time of the first grid point
     interval: float
-    end: float                          # end of the replayed period
+    end: float                          # end of the replayed period: the last finish, --until, or the
+                                        # last cycle of an interrupted replay
     submitted: int                      # jobs submitted before the end
     accountant: AccountantState
     pool_cpus: int
     wall_time_s: float
     start_epoch: int
+    interrupted: bool = False           # stopped by Ctrl-C: the figures cover the cycles run until then
 
     def preemptions_by_rule(self) -> dict[str, int]:
         """Preemptions over the whole replay, per rule (every rule named, at 0 if none)."""
@@ -141,7 +143,10 @@ def replay(trace: Trace, settings: Settings, pool: SimulatedPool, *, until: floa
     """Run ``trace`` (jobs fitted to ``pool``'s nodes) through negotiation cycles on ``pool``,
     up to simulated time ``until`` (seconds from the trace's start; None: until every job ran or
     no job left can ever start). ``stand_in_empty_nodes=False`` offers each cycle every node
-    (see :meth:`SimulatedPool.offered_ads`), to check that standing in and leaving out change nothing."""
+    (see :meth:`SimulatedPool.offered_ads`), to check that standing in and leaving out change nothing.
+
+    Ctrl-C (KeyboardInterrupt) stops the replay and returns what it did, ``interrupted`` and ending
+    at the last cycle that ran."""
     return _Replay(trace, settings, pool, until, skip_quiet_cycles, stand_in_empty_nodes, progress).run()
 
 
@@ -184,6 +189,7 @@ class _Replay:
         # (runtime.garbage_collection_paused), so the heap is collected in full every so many cycles, as
         # the daemon does (HeapKeeper), but not left frozen (HeapKeeper.release says why)
         heap = HeapKeeper(full_every=FULL_COLLECTION_EVERY)
+        interrupted = False
         try:
             while True:
                 now = origin + index * interval
@@ -212,17 +218,24 @@ class _Replay:
                     if following > index + 1:
                         state = self._held_for(state, int(self.trace.start_epoch + origin + (following - 1) * interval))
                     index = following
+        except KeyboardInterrupt:
+            interrupted = True
         finally:
             heap.release()
         finishes = [run.finish for run in self.runs if run.finish is not None]
         ran = self.cycles[-1].index + 1 if self.cycles else 0
-        end = self.until if self.until is not None else max([origin + (ran - 1) * interval, *finishes])
+        if interrupted:
+            end = self.cycles[-1].time if self.cycles else origin
+        elif self.until is not None:
+            end = self.until
+        else:   # the last finish: the cycle that notices it comes up to an interval later
+            end = max(finishes) if finishes else origin + max(0, ran - 1) * interval
         for job in jobs[submitted:]:
             self.runs.append(JobRun(job, len(self.runs) + 1, _submitter(job)))
         return ReplayResult(
             runs=self.runs, cycles=self.cycles, skipped_cycles=ran - len(self.cycles), origin=origin,
             interval=interval, end=end, submitted=submitted, accountant=state, pool_cpus=self.pool.cpus,
-            wall_time_s=time.perf_counter() - wall, start_epoch=self.trace.start_epoch,
+            wall_time_s=time.perf_counter() - wall, start_epoch=self.trace.start_epoch, interrupted=interrupted,
         )
 
     def _submit(self, job: TraceJob, cluster: int) -> None:

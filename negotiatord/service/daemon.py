@@ -18,7 +18,7 @@ import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Callable, Mapping
@@ -126,7 +126,9 @@ class Daemon:
         self.preload = preload or {}
         self.log = structlog.get_logger("negotiatord.daemon")
         self.paths = StatePaths.resolve(settings.service)
-        self.paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # the TLS files are read now, so that a missing one stops the start before any work
+        self.tls = tls_context(settings.service) if settings.service.tls_certificate is not None else None
+        self.paths.make_state_dir()
         self.token = load_token(self.paths.token_file, create=True)
         self.accountant = AccountantStore(self.paths.accountant_db)
         self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last committed cycle
@@ -183,7 +185,7 @@ class Daemon:
         runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
         await runner.setup()
         service = self.settings.service
-        site = web.TCPSite(runner, service.http_address, service.http_port, ssl_context=self._tls(service),
+        site = web.TCPSite(runner, service.http_address, service.http_port, ssl_context=self.tls,
                            reuse_address=True)
         await site.start()
         self._url = _url(runner.addresses[0], service)
@@ -224,13 +226,6 @@ class Daemon:
     def stop(self) -> None:
         self.stopping.set()
         self._poke.set()
-
-    def _tls(self, service: ServiceSettings) -> ssl.SSLContext | None:
-        if service.tls_certificate is None:
-            return None
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(service.tls_certificate, service.tls_key)
-        return context
 
     def _preload(self) -> None:
         for kind, batch in self.preload.items():
@@ -494,10 +489,15 @@ class Daemon:
                 self.reload_state = {"ok": False, "time": self.clock.now(), "error": str(error)}
                 self.log.error("config reload refused; the previous config stays in force", error=str(error))
             else:
+                # The restart-only knobs keep the values the daemon runs with; a knob set back to
+                # its running value needs no restart any more.
+                running = self.settings.service
                 kept = [knob for name, knob in RESTART_ONLY.items()
-                        if getattr(new.service, name) != getattr(self.settings.service, name)]
+                        if getattr(new.service, name) != getattr(running, name)]
                 if kept:
                     self.log.warning("these settings take effect only after a restart", params=kept)
+                running_values = {name: getattr(running, name) for name in RESTART_ONLY}
+                new = replace(new, service=replace(new.service, **running_values))
                 self.settings, self.token = new, token
                 await self.collector.close()   # the next query's worker reads the new config
                 self.history.resize(new.service.cycle_stats_length)
@@ -536,6 +536,30 @@ class Daemon:
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
             "quota_victims_being_preempted": len(self.preempting),
         }
+
+
+class TlsError(Exception):
+    """The TLS files cannot be used; the message names the knobs and the files."""
+
+
+def tls_context(service: ServiceSettings) -> ssl.SSLContext:
+    """The server's TLS context from ``NEGOTIATORD_TLS_CERTIFICATE`` and ``NEGOTIATORD_TLS_KEY``;
+    a ``TlsError`` naming the knob and file that cannot be read, or both when OpenSSL refuses them."""
+    assert service.tls_certificate is not None and service.tls_key is not None
+    for knob, path in (("NEGOTIATORD_TLS_CERTIFICATE", service.tls_certificate),
+                       ("NEGOTIATORD_TLS_KEY", service.tls_key)):
+        try:
+            path.open("rb").close()
+        except OSError as error:
+            raise TlsError(f"{knob} = {path}: cannot read it: {error.strerror or error}") from None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(service.tls_certificate, service.tls_key)
+    except ssl.SSLError as error:
+        raise TlsError(f"NEGOTIATORD_TLS_CERTIFICATE = {service.tls_certificate}, NEGOTIATORD_TLS_KEY = "
+                       f"{service.tls_key}: not a PEM certificate and its private key ({error.reason or error})") \
+            from None
+    return context
 
 
 def _url(address: Any, service: ServiceSettings) -> str:

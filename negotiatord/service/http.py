@@ -3,7 +3,7 @@
 Reads (GET) are open to whoever can reach the address (loopback unless configured otherwise);
 every other method needs ``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one.
 Bodies above ``NEGOTIATORD_MAX_BODY_BYTES`` get 413 before any of them is read.
-See the README section "negotiatord run" for every endpoint.
+docs/daemon.md lists every endpoint.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from negotiatord.accountant import UnknownCustomer
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
 from negotiatord.service.accounting import accountant_document
@@ -180,7 +181,10 @@ class _ServiceApi:
         else:
             names = [_customer(body)]
         for name in names:
-            await asyncio.to_thread(daemon.accountant.reset_usage, name, now)
+            try:
+                await asyncio.to_thread(daemon.accountant.reset_usage, name, now)
+            except UnknownCustomer as error:
+                raise json_error(web.HTTPNotFound, f"{error}; `negotiatord userprio -allusers` lists them") from None
         daemon.log.info("accumulated usage reset", customers=len(names))
         return web.json_response({"reset": names, "time": now})
 

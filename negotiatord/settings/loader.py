@@ -74,32 +74,68 @@ def load_settings(path: Path) -> Settings:
         # HTCondor would only warn and fall back to /etc/condor/condor_config and friends.
         raise ConfigError(f"{path}: no such config file")
     dump = _read_with_htcondor(path)
+    if dump["undecodable"]:
+        name = dump["undecodable"][0]
+        where = _where(path, name)
+        byte = f" (0x{where['byte']:02x})" if where.get("byte") is not None else ""
+        raise ConfigError(f"{_location(path, where)}: {name}'s value holds a byte that is not UTF-8{byte}; "
+                          f"write the config in UTF-8")
+    params = _Params(dump["params"], dump["defaults"])
     try:
-        settings = _build(path, _Params(dump["params"], dump["defaults"]))
+        settings = _build(path, params)
     except ConfigError as err:
-        raise ConfigError(f"{path}: {err}") from None
+        raise ConfigError(f"{_blamed(path, params, str(err))}: {err}") from None
     for warning in settings.warnings:
         log.warning("config", config=str(path), warning=warning)
     return settings
 
 
-def _read_with_htcondor(path: Path) -> dict[str, Any]:
-    """Run ``param_dump`` on ``path`` in a child process and return its JSON."""
+def _blamed(path: Path, params: _Params, message: str) -> str:
+    """Where the knob an error message starts with was set (``FILE, line N``, in an included file
+    too), else the config file itself."""
+    named = re.match(r"[A-Za-z_][A-Za-z0-9_]*", message)
+    if named is None or params.raw(named.group()) is None:
+        return str(path)
+    return _location(path, _where(path, named.group()))
+
+
+def _location(path: Path, where: dict[str, Any]) -> str:
+    found = where.get("where")
+    return f"{found[0]}, line {found[1]}" if found else str(path)
+
+
+def _where(path: Path, name: str) -> dict[str, Any]:
+    """Where HTCondor's reading of ``path`` set ``name`` (see param_dump's ``--where``); an empty
+    answer when that cannot be told."""
+    try:
+        done = _param_dump(path, "--where", name)
+        return dict(json.loads(done.stdout)) if done.returncode == 0 else {}
+    except (subprocess.TimeoutExpired, ValueError, TypeError):
+        return {}
+
+
+def _param_dump(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``param_dump`` run on ``path`` in a child process."""
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, CONDOR_CONFIG=str(path))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "negotiatord.settings.param_dump", *args],
+        env=env,
+        # Deliberate deviation: HTCondor resolves a relative ``include`` against the process's
+        # working directory; resolving it next to the config makes the result independent
+        # of where negotiatord was started. $(CONFIG_ROOT) works either way.
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_S,
+    )
+
+
+def _read_with_htcondor(path: Path) -> dict[str, Any]:
+    """Run ``param_dump`` on ``path`` in a child process and return its JSON."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "negotiatord.settings.param_dump"],
-            env=env,
-            # Deliberate deviation: HTCondor resolves a relative ``include`` against the process's
-            # working directory; resolving it next to the config makes the result independent
-            # of where negotiatord was started. $(CONFIG_ROOT) works either way.
-            cwd=path.parent,
-            capture_output=True,
-            text=True,
-            timeout=CHILD_TIMEOUT_S,
-        )
+        done = _param_dump(path)
     except subprocess.TimeoutExpired:
         raise ConfigError(f"{path}: HTCondor did not finish reading the config "
                           f"within {CHILD_TIMEOUT_S:g} s") from None
@@ -108,7 +144,8 @@ def _read_with_htcondor(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: HTCondor rejected the config: {done.stderr.strip()}")
     try:
         dump = json.loads(done.stdout)
-        return {"params": dict(dump["params"]), "defaults": dict(dump["defaults"])}
+        return {"params": dict(dump["params"]), "defaults": dict(dump["defaults"]),
+                "undecodable": list(dump["undecodable"])}
     except (ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"{path}: unreadable output from the config reader ({err}): "
                           f"{done.stderr.strip()}") from None

@@ -156,7 +156,7 @@ class Settings:
         default_factory=lambda: ADMISSION_RESOURCE_WEIGHTS)
     admission_half_life: float | None = None    # NEGOTIATORD_AFS_HALF_LIFE, s; None: PRIORITY_HALFLIFE
 
-    # Preemption (HTCondor's defaults; the README's "Preemption" section)
+    # Preemption (HTCondor's defaults; docs/cycle.md, "Preemption")
     consider_preemption: bool = True            # NEGOTIATOR_CONSIDER_PREEMPTION
     consider_early_preemption: bool = False     # NEGOTIATOR_CONSIDER_EARLY_PREEMPTION
     allow_pslot_preemption: bool = False        # ALLOW_PSLOT_PREEMPTION: several d-slots of one p-slot

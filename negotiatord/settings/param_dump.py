@@ -15,7 +15,13 @@ the built-in default when the text does not convert (``PRIORITY_HALFLIFE = abc``
 86400.0), which would hide the user's mistake; the parent does the typing and names the bad
 value instead. HTCondor drops a param set to an empty value from ``param.keys()``, so an empty
 value shows up as a name missing from ``params`` (while still present in ``defaults`` if it has
-a built-in value).
+a built-in value). A value holding bytes that are not UTF-8 cannot be handed over as text: its
+name is listed under ``"undecodable"`` instead.
+
+``python -m negotiatord.settings.param_dump --where NAME`` prints where NAME got its value instead,
+``{"where": [FILE, LINE]}`` or ``{"where": null}`` (:mod:`negotiatord.settings.sources`).
+
+Nothing here prints a Python traceback: an unexpected failure is one line on stderr, status 3.
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ import json
 import os
 import sys
 from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any
+
+from negotiatord.settings.sources import locate
 
 # Read the config as the negotiator daemon does: ``NEGOTIATOR.<NAME>`` overrides ``<NAME>``
 # (HTCondor manual, "Introduction to Configuration", subsystem-prefixed names).
@@ -33,8 +42,9 @@ SUBSYSTEM = "NEGOTIATOR"
 _PROBE = "NEGOTIATORD_PARAM_DUMP_PROBE"
 
 
-def _dump(param: MutableMapping[str, Any]) -> dict[str, str]:
-    """Every param as macro-expanded text, ``NEGOTIATOR.<NAME>`` folded into ``<NAME>``."""
+def _dump(param: MutableMapping[str, Any], undecodable: list[str] | None = None) -> dict[str, str]:
+    """Every param as macro-expanded text, ``NEGOTIATOR.<NAME>`` folded into ``<NAME>``; the names of
+    values that are not UTF-8 go to ``undecodable``."""
     names: dict[str, str] = {}
     for key in list(param.keys()):
         if key.upper() == _PROBE:
@@ -45,14 +55,34 @@ def _dump(param: MutableMapping[str, Any]) -> dict[str, str]:
     values = {}
     for name in names.values():
         # $(name) resolves the subsystem override, HTCondor's defaults and nested macros.
-        param[_PROBE] = f"$({name})"
-        text = param.get(_PROBE)
+        text = _expanded(param, f"$({name})", undecodable, name)
         if text is not None:
             values[name] = text
     return values
 
 
+def _expanded(param: MutableMapping[str, Any], text: str, undecodable: list[str] | None = None,
+              name: str = "") -> str | None:
+    """``text`` with its ``$(...)`` expanded by HTCondor; None if empty, or not UTF-8 (``name``
+    listed in ``undecodable``)."""
+    param[_PROBE] = text
+    try:
+        return param.get(_PROBE)
+    except UnicodeDecodeError:
+        if undecodable is not None:
+            undecodable.append(name)
+        return None
+
+
 def main() -> int:
+    try:
+        return _main()
+    except Exception as error:    # told in one line; the parent names the config
+        print(f"param_dump: {type(error).__name__}: {error}", file=sys.stderr)
+        return 3
+
+
+def _main() -> int:
     """Print the config named by CONDOR_CONFIG, and HTCondor's built-in values, as JSON."""
     config = os.environ.get("CONDOR_CONFIG")
     if not config:
@@ -71,9 +101,21 @@ def main() -> int:
     os.environ.update(overrides)
     os.environ["CONDOR_CONFIG"] = config
     htcondor2.reload_config()  # on a bad file HTCondor prints the file and line and exits(1)
-    params = _dump(htcondor2.param)
+    if sys.argv[1:2] == ["--where"]:
+        return _where(htcondor2.param, Path(config), sys.argv[2])
+    undecodable: list[str] = []
+    params = _dump(htcondor2.param, undecodable)
 
-    json.dump({"params": params, "defaults": defaults}, sys.stdout)
+    json.dump({"params": params, "defaults": defaults, "undecodable": undecodable}, sys.stdout)
+    return 0
+
+
+def _where(param: MutableMapping[str, Any], config: Path, name: str) -> int:
+    """Print where ``name`` got its value, as the module's docstring says."""
+    value = _expanded(param, f"$({name})", [])
+    found = locate(config, name, lambda text: _expanded(param, text), value)
+    json.dump({"where": None if found is None else [str(found.file), found.line],
+               "byte": None if found is None else found.byte_not_utf8()}, sys.stdout)
     return 0
 
 

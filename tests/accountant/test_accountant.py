@@ -21,6 +21,7 @@ from negotiatord.accountant import (
     AccountantStore,
     AccountantStoreError,
     CustomerRecord,
+    UnknownCustomer,
     advance,
 )
 from negotiatord.settings import GroupSettings, GroupTree, PslotLoading, Settings
@@ -403,3 +404,11 @@ def test_a_corrupt_record_is_reported_with_the_file_and_customer(tmp_path: Path)
     with AccountantStore(path) as store:
         with pytest.raises(AccountantStoreError, match="accountant.sqlite.*bob@site"):
             store.load()
+
+
+def test_reset_usage_of_a_customer_the_accountant_does_not_know_adds_none() -> None:
+    with AccountantStore(":memory:") as store:
+        assert store.commit_cycle(1, 0.0, cycle_state(store.load(), 0.0, {ALICE: 2.0}), {})
+        with pytest.raises(UnknownCustomer, match="bob@site"):
+            store.reset_usage("bob@site", now=10.0)
+        assert [record.name for record in store.load().customers()] == [ALICE]

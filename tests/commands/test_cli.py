@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 
@@ -78,3 +80,53 @@ def test_userprio_long_listing_says_it_is_json() -> None:
                            capture_output=True, text=True, cwd=ROOT, timeout=60)
     help_for_l = " ".join(shown.stdout.split()).split(" -l ", 1)[1]
     assert help_for_l.startswith("print the daemon's accountant document as JSON (not condor_userprio -l's")
+
+
+EXIT_INTERRUPTED = 130   # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
+
+
+def interrupted(child: subprocess.Popen) -> tuple[int, str]:
+    """Send ``child`` SIGINT, as Ctrl-C does; its exit status and stderr."""
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=60)
+    return child.returncode, stderr
+
+
+def test_ctrl_c_on_negotiate_says_so_without_a_traceback(tmp_path) -> None:
+    # The jobs file is a FIFO: once the test's writer end opens, negotiate is reading its input,
+    # past its imports and its config, and waits there for the Ctrl-C.
+    jobs = tmp_path / "jobs.fifo"
+    os.mkfifo(jobs)
+    child = subprocess.Popen([sys.executable, "-m", "negotiatord", "negotiate", "--config", str(CONFIG),
+                              "--slots", str(ROOT / "samples" / "slots.ads"), "--jobs", str(jobs)],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = os.open(jobs, os.O_WRONLY)
+    try:
+        status, stderr = interrupted(child)
+    finally:
+        os.close(writer)
+    assert status == EXIT_INTERRUPTED
+    assert stderr == "negotiatord: interrupted\n"
+
+
+def test_ctrl_c_on_userprio_waiting_for_the_daemon_says_so_without_a_traceback() -> None:
+    # A "daemon" that accepts the connection and never answers: userprio waits for its answer.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        child = subprocess.Popen([sys.executable, "-m", "negotiatord", "userprio", "--url", url],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        connection, _ = silent.accept()
+        with connection:
+            status, stderr = interrupted(child)
+    assert status == EXIT_INTERRUPTED
+    assert stderr == "negotiatord: interrupted\n"
+
+
+def test_replay_help_names_every_trace_format_and_every_output() -> None:
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "replay", "--help"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    text = " ".join(shown.stdout.split())
+    for named in (".swf", ".csv", "condor_history", "jobs.csv", "summary.json", "report.html"):
+        assert named in text, named

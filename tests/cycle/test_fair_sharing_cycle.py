@@ -6,7 +6,7 @@ running on one of them) and groups with ``GROUP_RESOURCE_QUOTA = Cpus:3`` in pla
 ClusterQueues of nominal quota 3 in one cohort of 9 CPUs. The rule alone is checked against the
 whole table in ``test_fair_sharing_kueue.py``; here the cycle must build its inputs from the
 slot ads (``AccountingGroup``, ``GlobalJobId``, ``JobStart``, ``JobPrio``), commit the
-decision through its preemption path and report it (README "Fair sharing").
+decision through its preemption path and report it (docs/cycle.md, "Fair sharing").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ concurrency limits have room matches a slot the cycle left idle while its group,
 above it, accepts surplus: the quotas could not have kept that slot from it (surplus reaches such a
 group whenever the pool has room, and remainder rounds hand what is left of a group's allocation
 to its submitters one match at a time, so none is held below its limit). Such a job would mean
-quota was held for work that could not start (README, "Demand is what can run").
+quota was held for work that could not start (docs/deviations.md, "Demand is what can run").
 
 Checked on the bundled sample (every config), on the OSPool sample with HTCondor's own job ads, and
 on random pools with concurrency limits and groups that refuse surplus.

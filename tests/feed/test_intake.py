@@ -47,7 +47,7 @@ def test_ads_refused_for_kind_or_key_carry_their_line() -> None:
 
 
 def test_the_daemon_answers_every_refused_ad_with_a_line(tmp_path) -> None:
-    # README, "Ads in": the answer lists every refused ad with its position, its line and the reason
+    # docs/daemon.md, "Ads in": the answer lists every refused ad with its position, its line and the reason
     daemon = DaemonProcess(tmp_path / "daemon", settings={"NEGOTIATOR_INTERVAL": "3600",
                                                           "NEGOTIATORD_MAX_BODY_BYTES": str(8 << 20)})
     daemon.start()

@@ -1,7 +1,7 @@
 """The dry run's documents: the JSON a program reads and the table a person reads.
 
-The JSON's field names are the README's ("Negotiating over your own pool"); the figures' names
-follow HTCondor's ``LastNegotiationCycle*`` attributes where one exists.
+The JSON's field names are docs/dry-run.md's; the figures' names follow HTCondor's
+``LastNegotiationCycle*`` attributes where one exists.
 """
 
 from __future__ import annotations

@@ -100,20 +100,47 @@ def test_wait_percentiles_and_bounded_slowdown_per_group(summary: dict) -> None:
     # Bounded slowdown = max(1, (wait + run) / max(run, 10)).
     # group_g1: waits 0, 90, 110. p50 = 90; p95 at 1.9: 90 + 0.9 * 20 = 108.
     #   slowdowns: job 1 100/100 = 1; job 3 140/50 = 2.8; job 4 410/300 = 1.366667; mean 5.166667 / 3.
-    assert summary["groups"]["group_g1"] == pytest.approx({
-        "jobs": 3, "started": 3, "wait_p50_s": 90.0, "wait_p95_s": 108.0, "wait_max_s": 110.0,
-        "bounded_slowdown_mean": (1 + 2.8 + 410 / 300) / 3,
-    })
+    group_g1 = {
+        "jobs": 3, "started": 3, "wait_mean_s": 200 / 3, "wait_p50_s": 90.0, "wait_p95_s": 108.0,
+        "wait_max_s": 110.0, "bounded_slowdown_mean": (1 + 2.8 + 410 / 300) / 3,
+    }
+    assert summary["groups"]["group_g1"] == pytest.approx(group_g1)
     # group_g2: waits 0, 20. p50 at 0.5: 10; p95 at 0.95: 19. slowdowns 1 and 60/40 = 1.5: mean 1.25.
-    assert summary["groups"]["group_g2"] == pytest.approx({
-        "jobs": 2, "started": 2, "wait_p50_s": 10.0, "wait_p95_s": 19.0, "wait_max_s": 20.0,
+    group_g2 = {
+        "jobs": 2, "started": 2, "wait_mean_s": 10.0, "wait_p50_s": 10.0, "wait_p95_s": 19.0, "wait_max_s": 20.0,
         "bounded_slowdown_mean": 1.25,
-    })
+    }
+    assert summary["groups"]["group_g2"] == pytest.approx(group_g2)
     # all: waits 0, 0, 20, 90, 110. p50 = 20; p95 at 3.8: 90 + 0.8 * 20 = 106; slowdowns sum 7.666667.
     assert summary["all"] == pytest.approx({
-        "jobs": 5, "started": 5, "wait_p50_s": 20.0, "wait_p95_s": 106.0, "wait_max_s": 110.0,
+        "jobs": 5, "started": 5, "wait_mean_s": 44.0, "wait_p50_s": 20.0, "wait_p95_s": 106.0, "wait_max_s": 110.0,
         "bounded_slowdown_mean": (1 + 1 + 2.8 + 410 / 300 + 1.5) / 5,
     })
+    # each group has one submitter here: a user's figures are its group's
+    assert summary["users"] == {"group_g1.u1@trace": pytest.approx(group_g1),
+                                "group_g2.u2@trace": pytest.approx(group_g2)}
+
+
+def test_makespan_throughput_and_fairness_between_users(summary: dict) -> None:
+    # Batsim's makespan: first submission (0) to last finish (job 4, 480); 5 jobs in 480 s = 37.5 an hour.
+    assert summary["makespan_s"] == 480 and summary["throughput_jobs_per_hour"] == pytest.approx(37.5)
+    # Jain's index over the users' mean bounded slowdowns x1 = 5.166667 / 3, x2 = 1.25:
+    # (x1 + x2)^2 / (2 (x1^2 + x2^2)) = 0.975379
+    x1, x2 = (1 + 2.8 + 410 / 300) / 3, 1.25
+    assert summary["user_fairness"] == {"jain": pytest.approx((x1 + x2) ** 2 / (2 * (x1 * x1 + x2 * x2))),
+                                        "users": 2, "of": "bounded_slowdown_mean"}
+    assert summary["user_fairness"]["jain"] == pytest.approx(0.975379, abs=1e-6)
+
+
+def test_the_report_opens_with_a_table_of_the_figures(out: Path) -> None:
+    page = (out / "report.html").read_text()
+    table = page[page.index("<table"):page.index("</table>")]
+    assert page.index("<table") < page.index("<img")          # before any plot
+    rows = dict(re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td>", table))
+    assert rows["wait mean s"] == "44.000" and rows["wait median s"] == "20.000" and rows["wait p95 s"] == "106"
+    assert rows["bounded slowdown mean"] == "1.533" and rows["makespan s"] == "480"
+    assert rows["throughput jobs/h"] == "37.500" and rows["user fairness"] == "0.975"
+    assert "Waits per user" in page and "<td>group_g1.u1@trace</td><td>3</td><td>3</td><td>66.667</td>" in page
 
 
 def test_utilization_is_cpu_seconds_used_over_the_pools(summary: dict) -> None:
@@ -176,10 +203,12 @@ def test_share_of_quota_per_group_over_time(summary: dict) -> None:
 def test_cycles_to_fill_after_each_burst(summary: dict) -> None:
     # Jobs by their first cycle: #0 jobs 1, 2 (a burst); #1 job 3 (one job: no burst); #2 jobs 4
     # (submitted 70) and 7 (100), a burst. Burst #0: both start in cycle #0, none in #1: 1 cycle.
-    # Burst #2: job 7 starts in #2, job 4 in #3, none in #4: 2 cycles.
+    # Burst #2: job 7 starts in #2, job 4 in #3, none in #4: 2 cycles. Each starts a job in its
+    # first cycle.
     bursts = summary["bursts"]
-    assert bursts["series"] == [{"time": 0, "jobs": 2, "placed": 2, "cycles_to_fill": 1},
-                                {"time": 120, "jobs": 2, "placed": 2, "cycles_to_fill": 2}]
+    assert bursts["series"] == [
+        {"time": 0, "jobs": 2, "placed": 2, "cycles_to_first_start": 0, "cycles_to_fill": 1},
+        {"time": 120, "jobs": 2, "placed": 2, "cycles_to_first_start": 0, "cycles_to_fill": 2}]
     assert bursts["count"] == 2 and bursts["cycles_to_fill"] == {"mean": 1.5, "p50": 1.5, "p95": 1.95, "max": 2}
 
 

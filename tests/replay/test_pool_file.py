@@ -191,10 +191,11 @@ def test_clamps_to_the_node_that_clamps_least_are_counted_by_rule(out: Path) -> 
         "adjusted": {"cpus_clamped_to_node": 1, "memory_clamped_to_node": 1, "memory_defaulted": 1},
         "memory_default_mb_per_cpu": 1024,
     }
-    # the last job ends at 1180; the cycle at 1200 finds nothing left: the period is 1200 s.
-    # cpu-seconds 4 x 330 + 2 x 200 + 3 x 1000 + 1 x 1000 + 2 x 100 + 1 x 100 = 6020, over 11 cpus x 1200 s
-    assert summary["period"]["seconds"] == 1200
-    assert summary["utilization"] == pytest.approx(6020 / (11 * 1200))
+    # the last job ends at 1180 (the cycle at 1200 that finds nothing left is past the period): the
+    # period is 1180 s. cpu-seconds 4 x 330 + 2 x 200 + 3 x 1000 + 1 x 1000 + 2 x 100 + 1 x 100 = 6020,
+    # over 11 cpus x 1180 s
+    assert summary["period"]["seconds"] == 1180
+    assert summary["utilization"] == pytest.approx(6020 / (11 * 1180))
 
 
 def test_the_summary_says_what_the_pool_file_held(out: Path) -> None:

@@ -237,6 +237,26 @@ def test_userprio_shows_the_accountant_and_edits_it_through_the_daemon(daemon):
     assert refused.returncode == 1 and "must be >= 1" in refused.stderr
 
 
+def test_resetting_the_usage_of_an_unknown_customer_is_refused_and_adds_none(daemon):
+    before = {c["name"] for c in daemon.get("/v1/accountant")["customers"]}
+    refused = daemon.request("POST", "/v1/accountant/reset-usage", {"customer": "nobody@nowhere"})
+    assert refused.status == 404 and "nobody@nowhere" in refused.body["error"]
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url, "--token-file",
+                            str(daemon.state / "token"), "-resetusage", "nobody@nowhere"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert shown.returncode == 1 and "nobody@nowhere" in shown.stderr and "Traceback" not in shown.stderr
+    assert {c["name"] for c in daemon.get("/v1/accountant")["customers"]} == before
+
+
+def test_an_edit_with_another_token_names_the_token_file_it_read(daemon, tmp_path):
+    stale = tmp_path / "token"
+    stale.write_text("not-the-daemons-token\n")
+    shown = subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url, "--token-file",
+                            str(stale), "-setfactor", "alice@example.org", "2"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert shown.returncode == 1 and "403" in shown.stderr
+    assert str(stale) in shown.stderr and "token_file" in shown.stderr
+
 def test_a_broken_config_on_reload_is_reported_and_the_old_one_stays(daemon):
     good = daemon.config.read_text()
     daemon.config.write_text(good + "NEGOTIATOR_INTERVAL = soon\n")
@@ -276,3 +296,4 @@ def test_sigterm_stops_the_daemon_cleanly(daemon):
     daemon.wait_for_message("STOPPING=1", since=seen)
     assert daemon.wait() == 0
     assert daemon.log_events()[-1]["event"] == "stopped"
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -374,8 +375,23 @@ def test_bad_value_names_the_param(tmp_path, text, expected):
     path = _write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
         load_settings(path)
-    assert str(err.value).startswith(f"{path}: ")
+    # the message names the line that set the knob it starts with (HTCondor's own errors name the
+    # file and line too); an error about no one knob names the file
+    assert_names_the_line(str(err.value), path, text)
     assert expected in str(err.value)
+
+
+def assert_names_the_line(message: str, path: Path, text: str) -> None:
+    """``message`` starts with ``path``, and with the line that set the knob it is about when it
+    starts with one that ``text`` sets (HTCondor's own errors name the file and line too)."""
+    assert message.startswith(f"{path}")
+    about = message[len(str(path)):]
+    line = re.match(r", line (\d+): ", about)
+    rest = about[line.end():] if line else about.removeprefix(": ")
+    knob = re.match(r"[A-Za-z_]\w*", rest)
+    lines = [number for number, written in enumerate(text.splitlines(), start=1)
+             if knob and written.split("=")[0].strip() == knob.group()]
+    assert (int(line.group(1)) if line else None) == (lines[-1] if lines else None), message
 
 
 def test_reader_that_hangs_is_cut_off(tmp_path, monkeypatch):

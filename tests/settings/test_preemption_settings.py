@@ -51,7 +51,7 @@ def test_a_bad_preemption_knob_names_the_param(tmp_path: Path, text: str, expect
     path = _write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
         load_settings(path)
-    assert str(err.value).startswith(f"{path}: ") and expected in str(err.value)
+    assert str(err.value).startswith(f"{path}, line 1: ") and expected in str(err.value)
 
 
 def test_allow_pslot_preemption_is_off_unless_set(tmp_path: Path) -> None:
