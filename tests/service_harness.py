@@ -86,6 +86,19 @@ class DaemonProcess:
     # -- process ------------------------------------------------------------------------------
 
     def start(self, timeout: float = 30.0) -> None:
+        """Start the daemon and wait until it is ready. A port :func:`free_port` found free may be
+        taken before the daemon binds it (an outgoing connection's ephemeral port): then the daemon
+        is started again on another."""
+        for _ in range(3):
+            try:
+                return self._start(timeout)
+            except AssertionError as failed:
+                if "address already in use" not in str(failed) or "NEGOTIATORD_HTTP_PORT" in self.settings:
+                    raise
+                self.port = free_port()
+                self.write_config()
+
+    def _start(self, timeout: float) -> None:
         if self.notify_path.exists():
             self.notify_path.unlink()
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -122,7 +135,9 @@ class DaemonProcess:
                 if wanted in self.messages[index].splitlines():
                     return index
             if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"negotiatord exited ({self.process.returncode}):\n{self.log_text()}")
+                code, log = self.process.returncode, self.log_text()
+                self._closed()
+                raise AssertionError(f"negotiatord exited ({code}):\n{log}")
             time.sleep(0.02)
         raise AssertionError(f"no {wanted} from negotiatord within {timeout} s; got {self.messages[since:]}\n"
                              f"{self.log_text()}")

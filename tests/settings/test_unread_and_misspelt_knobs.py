@@ -57,10 +57,13 @@ def test_an_unread_knob_gets_one_warning_naming_it_and_what_is_done_instead(tmp_
     assert [entry["warning"] for entry in logs if entry["log_level"] == "warning"] == [warning]
 
 
-def test_the_wire_protocols_knobs_are_left_to_the_protocol_layer(tmp_path):
-    config = _write(tmp_path, "NEGOTIATOR_TIMEOUT = 5\nNEGOTIATOR_PREFETCH_REQUESTS = False\n"
-                              "SEC_DEFAULT_AUTHENTICATION = REQUIRED\n")
+def test_the_wire_protocols_knobs_are_read_and_only_what_is_not_followed_is_said(tmp_path):
+    config = _write(tmp_path, "NEGOTIATOR_TIMEOUT = 5\nSEC_DEFAULT_AUTHENTICATION = REQUIRED\n"
+                              "NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE = 50\n")
     assert load_settings(config).warnings == ()
+    not_followed = _write(tmp_path, "NEGOTIATOR_PREFETCH_REQUESTS = False\n", "prefetch.conf")
+    [warning] = load_settings(not_followed).warnings
+    assert warning.startswith("NEGOTIATOR_PREFETCH_REQUESTS = False is ignored")
 
 
 def test_the_legacy_allocation_rounds_spelling_is_read_as_htcondor_reads_it(tmp_path):
