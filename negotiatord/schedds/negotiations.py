@@ -166,9 +166,9 @@ class Schedds:
         for submitter in submitters:
             try:
                 requests = await self._requests_of(submitter, attributes)
-            except CedarError as error:
+            except Exception as error:  # whatever a schedd does costs only its own submitters
                 self.forget(submitter.schedd_address)
-                prefetched.failures.append(_failure(pending, "prefetch", error.reason, error.detail))
+                prefetched.failures.append(_failure(pending, "prefetch", *_cause(error)))
                 pending.clear()
                 return
             pending.remove(submitter)
@@ -213,13 +213,14 @@ class Schedds:
         for position, plan in enumerate(plans):
             try:
                 await self._hand_out_submitter(plan, matches, offers, attributes, handing, outcome)
-            except CedarError as error:
+            except Exception as error:  # whatever a schedd does costs only its own submitters
                 self.forget(plan.submitter.schedd_address)
+                reason, detail = _cause(error)
                 failed = plans[position:]
                 for later in failed:
                     for index in later.unsent(outcome):
-                        outcome.refused[index] = f"schedd {later.submitter.schedd_name}: {error.reason}"
-                outcome.failures.append(_failure([p.submitter for p in failed], "hand-out", error.reason, error.detail))
+                        outcome.refused[index] = f"schedd {later.submitter.schedd_name}: {reason}"
+                outcome.failures.append(_failure([p.submitter for p in failed], "hand-out", reason, detail))
                 return
 
     async def _hand_out_submitter(self, plan: _Plan, matches: Sequence[Match], offers: _Offers, attributes: str,
@@ -319,6 +320,13 @@ class _Offers:
         offer["RemoteNegotiatingGroup"] = match.group or ROOT_GROUP
         offer["RemoteAutoregroup"] = False
         return offer
+
+
+def _cause(error: Exception) -> tuple[str, str]:
+    """The short cause and the detail of a failed session."""
+    if isinstance(error, CedarError):
+        return error.reason, error.detail
+    return "protocol error", f"{type(error).__name__}: {error}"
 
 
 def _failure(submitters: Sequence[Submitter], phase: str, reason: str, detail: str) -> ScheddFailure:
