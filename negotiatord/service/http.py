@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from negotiatord.accountant.priorities import check_customer_name
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
 from negotiatord.service.accounting import accountant_document
@@ -28,6 +29,7 @@ _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 MATCH_PAGE = 1000          # default page of GET /v1/matches
 MATCH_PAGE_MAX = 10000
 KEEPALIVE_S = 15.0         # SSE comment lines keep proxies and clients from timing out
+MAX_SEQUENCE = 2**63 - 1   # SQLite's largest integer: no sequence number or limit is larger
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -68,6 +70,9 @@ def _guard(daemon: Daemon, max_body: int) -> Callable:
 
 def _check_token(request: web.Request, token: bytes) -> None:
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if not presented.isascii():   # a token is ASCII (RFC 6750's b64token); so is ours
+        raise json_error(web.HTTPBadRequest, "the Authorization header holds characters that are not ASCII; "
+                         "a bearer token is ASCII")
     if scheme.lower() != "bearer" or not presented.strip():
         raise json_error(web.HTTPUnauthorized, "this request needs 'Authorization: Bearer <token>' "
                          "(the token is in the daemon's NEGOTIATORD_TOKEN_FILE)",
@@ -198,9 +203,10 @@ def _int(text: str, name: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise json_error(web.HTTPBadRequest, f"{name} must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise json_error(web.HTTPBadRequest, f"{name} must be >= 0, got {value}")
+        raise json_error(web.HTTPBadRequest, f"{name} must be a whole number, got {text[:40]!r}") from None
+    if not 0 <= value <= MAX_SEQUENCE:
+        raise json_error(web.HTTPBadRequest, f"{name} must be between 0 and {MAX_SEQUENCE}, got {text[:40]!r}"
+                         + ("..." if len(text) > 40 else ""))
     return value
 
 
@@ -209,6 +215,8 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
         body = json.loads(await request.read() or b"{}")
     except ValueError as error:
         raise json_error(web.HTTPBadRequest, f"the body is not JSON: {error}") from None
+    except RecursionError:
+        raise json_error(web.HTTPBadRequest, "the body is JSON nested too deeply to read") from None
     if not isinstance(body, dict):
         raise json_error(web.HTTPBadRequest, "the body must be a JSON object")
     return body
@@ -216,6 +224,7 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
 
 def _customer(body: dict[str, Any]) -> str:
     customer = body.get("customer")
-    if not isinstance(customer, str) or not customer.strip():
-        raise json_error(web.HTTPBadRequest, 'name the customer: {"customer": "user@domain"}')
-    return customer.strip()
+    try:
+        return check_customer_name(customer.strip() if isinstance(customer, str) else customer)
+    except ValueError as error:
+        raise json_error(web.HTTPBadRequest, str(error)) from None
