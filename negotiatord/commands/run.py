@@ -1,7 +1,8 @@
 """``negotiatord run``: the daemon, in the foreground (systemd runs it the same way).
 
 Exit status: 0 after a clean stop (SIGTERM, SIGINT); 2 when it cannot start (config error, state
-directory, database or token file unusable, address in use, unreadable preload file).
+directory, database or token file unusable, accountant and match log disagreeing, address in use,
+unreadable preload file).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.matchlog import MatchLogError
 from negotiatord.service.daemon import Daemon, DaemonClock, cycle_thread_alive
 from negotiatord.service.paths import StateDirError
+from negotiatord.service.state_check import START_OVER, StateMismatch
 from negotiatord.service.token import TokenError
 from negotiatord.settings import ConfigError, load_settings
 
@@ -35,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for kind in AdKind:
         parser.add_argument(f"--preload-{kind.value}", type=Path, metavar="FILE",
                             help=f"{kind.my_type} ads filed at start-up; they never expire")
+    parser.add_argument(START_OVER, action="store_true",
+                        help="start even though the accountant and the match log disagree (one was lost or "
+                             "restored from an older copy): cycle ids and sequence numbers go on after the "
+                             "highest either holds")
     parser.add_argument("--now", type=float, metavar="EPOCH",
                         help="start the daemon's clock at EPOCH (for replaying captured ads and for "
                              "tests; default: the real time)")
@@ -45,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings(args.config)
         preload = {kind: read_ads(path) for kind in AdKind
                    if (path := getattr(args, f"preload_{kind.value}")) is not None}
-        daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload)
+        daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload,
+                        args.accept_state_mismatch)
     except (ConfigError, AdFormatError, StateDirError, TokenError, AccountantStoreError, MatchLogError,
-            OSError) as error:
+            StateMismatch, OSError) as error:
         print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_CANNOT_START
     sys.setswitchinterval(SWITCH_INTERVAL_S)
@@ -55,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(daemon.serve())
     except OSError as error:  # the address is in use, the TLS files cannot be read, ...
         print(f"negotiatord: cannot serve: {error}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    except (AccountantStoreError, MatchLogError) as error:   # recovering at start-up failed
+        print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_CANNOT_START
     finally:
         # The loop has restored the default handlers; a repeated stop signal during interpreter

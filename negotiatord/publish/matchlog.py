@@ -131,7 +131,7 @@ class MatchLog:
         ever gave, so a reader's cursor stays valid."""
         db = self._writer
         present = {row[1] for row in db.execute("PRAGMA table_info(matches)")}
-        used = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'matches'").fetchone()
+        used = self._sequence()
         db.execute("ALTER TABLE matches RENAME TO matches_before")
         db.execute("DROP INDEX IF EXISTS matches_by_cycle")
         db.execute(_TABLE)
@@ -140,9 +140,8 @@ class MatchLog:
         kept = ", ".join(column if column in present else "NULL" for column in _STORED)
         db.execute(f"INSERT INTO matches ({columns}) SELECT {kept} FROM matches_before")
         db.execute("DROP TABLE matches_before")
-        if used is not None:
-            db.execute("DELETE FROM sqlite_sequence WHERE name = 'matches'")
-            db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('matches', ?)", (used[0],))
+        if used:
+            self._give_after(used)
 
     @contextmanager
     def _transaction(self, doing: str) -> Iterator[None]:
@@ -161,10 +160,11 @@ class MatchLog:
     # -- the cycle thread -----------------------------------------------------------------------
 
     def stage(self, cycle_id: int, time: float, matches: Iterable[Match], holds: Sequence[Hold] = (),
-              preemptions: Iterable[Preemption] = ()) -> None:
+              preemptions: Iterable[Preemption] = ()) -> int:
         """Write a cycle's matches unpublished, with the versions of the ads ``holds`` are about,
         then its ``preemptions`` that no match makes (those of a match go with it), replacing what
-        an earlier, failed attempt at the same cycle id may have left staged."""
+        an earlier, failed attempt at the same cycle id may have left staged. Returns the highest
+        sequence number given so far, which the accountant keeps with the cycle."""
         versions = {(hold.kind, hold.key): hold.version for hold in holds}
         rows: list[tuple[object, ...]] = [
             (cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed),
@@ -177,6 +177,7 @@ class MatchLog:
             self._writer.executemany(
                 "INSERT INTO matches (cycle_id, time, job, slot, submitter, grp, cost, consumed, "
                 "job_version, slot_version, preemption) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            return self._sequence()
 
     def publish(self, cycle_id: int) -> int:
         """Make cycle ``cycle_id``'s staged matches visible; returns the last published sequence."""
@@ -199,12 +200,60 @@ class MatchLog:
                 "DELETE FROM matches WHERE published = 0 AND cycle_id > ?", (last_committed,)).rowcount
         return published, dropped
 
+    # -- start-up checks ------------------------------------------------------------------------
+
+    def quick_check(self) -> list[str]:
+        """What SQLite's ``PRAGMA quick_check`` finds wrong with the file (at most five problems);
+        empty when it is sound."""
+        with self._lock:
+            try:
+                rows = self._writer.execute("PRAGMA quick_check(5)").fetchall()
+            except sqlite3.DatabaseError as error:
+                return [str(error)]
+        return [row[0] for row in rows if row[0] != "ok"]
+
+    def highest_published_cycle(self) -> int:
+        """The highest cycle id of a published row; 0 if there is none."""
+        with self._reading("reading the highest published cycle"):
+            return self._writer.execute(
+                "SELECT COALESCE(MAX(cycle_id), 0) FROM matches WHERE published = 1").fetchone()[0]
+
+    def sequence(self) -> int:
+        """The highest sequence number ever given (pruned and dropped rows included); 0 if none."""
+        with self._reading("reading the sequence"):
+            return self._sequence()
+
+    def _sequence(self) -> int:
+        row = self._writer.execute("SELECT seq FROM sqlite_sequence WHERE name = 'matches'").fetchone()
+        return 0 if row is None else row[0]
+
+    def continue_after(self, seq: int) -> None:
+        """Give sequence numbers above ``seq`` from now on: the administrator starts over on purpose
+        with a match log behind the accountant, whose readers have seen numbers up to ``seq``."""
+        with self._transaction(f"going on after sequence number {seq}"):
+            if seq > self._sequence():
+                self._give_after(seq)
+
+    def _give_after(self, seq: int) -> None:
+        """Make AUTOINCREMENT give numbers above ``seq`` (in a transaction of the writer)."""
+        self._writer.execute("DELETE FROM sqlite_sequence WHERE name = 'matches'")
+        self._writer.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('matches', ?)", (seq,))
+
+    @contextmanager
+    def _reading(self, doing: str) -> Iterator[None]:
+        """The writer's connection for a read; SQLite errors name the file."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as error:
+                raise MatchLogError(f"{self.path}: {doing} failed: {error}") from error
+
     def held_matches(self) -> list[tuple[Match, str | None, str | None]]:
         """The published matches that may still hold their job or slot, with the versions of the
         ads they were matched against, oldest first (for
         :class:`~negotiatord.publish.holds.RestoredHolds`, at start-up): each job's last match, and
         each slot's matches against the version of that slot its last match saw."""
-        with self._lock:
+        with self._reading("reading the matches that hold their job or slot"):
             rows = self._writer.execute("""
                 WITH kept AS (SELECT * FROM matches WHERE published = 1 AND job IS NOT NULL),
                      last_job AS (SELECT MAX(seq) AS seq FROM kept WHERE job_version IS NOT NULL GROUP BY job),
@@ -224,7 +273,7 @@ class MatchLog:
     def quota_preemptions(self) -> list[tuple[float, Preemption]]:
         """The published preemptions no job took the slot for, with their cycle's time, oldest
         first (for :class:`~negotiatord.publish.preempting.BeingPreempted`, at start-up)."""
-        with self._lock:
+        with self._reading("reading the quota preemptions"):
             rows = self._writer.execute("SELECT time, slot, preemption FROM matches "
                                         "WHERE published = 1 AND job IS NULL ORDER BY seq").fetchall()
         return [(at, _preemption(slot, text)) for at, slot, text in rows]

@@ -211,9 +211,9 @@ class CycleRunner:
         with self._commit:
             if self._abandoned:
                 raise CycleAbandoned(f"cycle {cycle_id} abandoned before its commit")
-            self.matches.stage(cycle_id, now, result.matches, holds, result.preemptions)
+            match_seq = self.matches.stage(cycle_id, now, result.matches, holds, result.preemptions)
             try:
-                committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges)
+                committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges, match_seq)
             except BaseException:
                 self.matches.discard(cycle_id)
                 raise

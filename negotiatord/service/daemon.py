@@ -37,7 +37,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.publish.holds import RestoredHolds, apply_holds
-from negotiatord.publish.matchlog import MatchLog
+from negotiatord.publish.matchlog import MatchLog, MatchLogError
 from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
@@ -45,6 +45,7 @@ from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
+from negotiatord.service.state_check import check_state
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
 from negotiatord.service.systemd import SystemdNotifier
 from negotiatord.service.token import TokenError, load_token
@@ -117,7 +118,9 @@ class PendingPublication:
 
 class Daemon:
     def __init__(self, config: Path, settings: Settings, clock: DaemonClock,
-                 preload: dict[AdKind, AdBatch] | None = None) -> None:
+                 preload: dict[AdKind, AdBatch] | None = None, accept_state_mismatch: bool = False) -> None:
+        """Opens the state (StateMismatch, AccountantStoreError, MatchLogError, TokenError if it
+        cannot be used); ``accept_state_mismatch``: see :mod:`~.state_check`."""
         self.config = config
         self.settings = settings
         self.clock = clock
@@ -127,9 +130,22 @@ class Daemon:
         self.paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.token = load_token(self.paths.token_file, create=True)
         self.accountant = AccountantStore(self.paths.accountant_db)
-        self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last committed cycle
+        try:
+            self.matchlog = MatchLog(self.paths.match_log)
+        except MatchLogError:
+            self.accountant.close()
+            raise
+        try:
+            accepted = check_state(self.accountant, self.matchlog, accept_state_mismatch, clock.now())
+            self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last commit
+        except BaseException:
+            self.accountant.close()
+            self.matchlog.close()
+            raise
+        for mismatch in accepted:
+            self.log.warning("state mismatch accepted; cycle ids and sequence numbers go on after the highest "
+                             "either database holds", mismatch=mismatch)
         self._last_cycle_time = -math.inf
-        self.matchlog = MatchLog(self.paths.match_log)
         self.runner = CycleRunner(self.accountant, self.matchlog)
         self.store = AdStore()
         self.totals = FeedTotals()

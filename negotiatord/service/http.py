@@ -17,9 +17,11 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from negotiatord.accountant import AccountantStoreError
 from negotiatord.accountant.priorities import check_customer_name
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
+from negotiatord.publish.matchlog import MatchLogError
 from negotiatord.service.accounting import accountant_document
 
 if TYPE_CHECKING:
@@ -65,6 +67,8 @@ def _guard(daemon: Daemon, max_body: int) -> Callable:
             return await handler(request)
         except web.HTTPRequestEntityTooLarge:  # a chunked body that outgrew the limit while read
             raise _too_large(max_body) from None
+        except (AccountantStoreError, MatchLogError) as error:   # a database failing under the daemon
+            raise json_error(web.HTTPServiceUnavailable, str(error)) from None
     return guard
 
 
