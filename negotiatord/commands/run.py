@@ -21,6 +21,7 @@ from negotiatord.publish.matchlog import MatchLogError
 from negotiatord.service.daemon import Daemon, DaemonClock, cycle_thread_alive
 from negotiatord.service.paths import StateDirError
 from negotiatord.service.state_check import START_OVER, StateMismatch
+from negotiatord.service.state_dir import StateDirInUse
 from negotiatord.service.token import TokenError
 from negotiatord.settings import ConfigError, load_settings
 
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload,
                         args.accept_state_mismatch)
     except (ConfigError, AdFormatError, StateDirError, TokenError, AccountantStoreError, MatchLogError,
-            StateMismatch, OSError) as error:
+            StateMismatch, StateDirInUse, OSError) as error:
         print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_CANNOT_START
     sys.setswitchinterval(SWITCH_INTERVAL_S)

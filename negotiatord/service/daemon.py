@@ -11,6 +11,7 @@ abandoning a cycle that has not begun to commit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import signal
@@ -37,7 +38,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.publish.holds import RestoredHolds, apply_holds
-from negotiatord.publish.matchlog import MatchLog, MatchLogError
+from negotiatord.publish.matchlog import MatchLog
 from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
@@ -46,6 +47,7 @@ from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
 from negotiatord.service.state_check import check_state
+from negotiatord.service.state_dir import StateDirLock, keep_private, open_to_others
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
 from negotiatord.service.systemd import SystemdNotifier
 from negotiatord.service.token import TokenError, load_token
@@ -128,20 +130,18 @@ class Daemon:
         self.log = structlog.get_logger("negotiatord.daemon")
         self.paths = StatePaths.resolve(settings.service)
         self.paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.token = load_token(self.paths.token_file, create=True)
-        self.accountant = AccountantStore(self.paths.accountant_db)
-        try:
+        self.state_lock = StateDirLock.take(self.paths.state_dir)
+        with contextlib.ExitStack() as opened:     # what is open so far, closed if the rest fails
+            opened.callback(self.state_lock.release)
+            self._keep_private()
+            self.token = load_token(self.paths.token_file, create=True)
+            self.accountant = AccountantStore(self.paths.accountant_db)
+            opened.callback(self.accountant.close)
             self.matchlog = MatchLog(self.paths.match_log)
-        except MatchLogError:
-            self.accountant.close()
-            raise
-        try:
+            opened.callback(self.matchlog.close)
             accepted = check_state(self.accountant, self.matchlog, accept_state_mismatch, clock.now())
             self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last commit
-        except BaseException:
-            self.accountant.close()
-            self.matchlog.close()
-            raise
+            opened.pop_all()
         for mismatch in accepted:
             self.log.warning("state mismatch accepted; cycle ids and sequence numbers go on after the highest "
                              "either database holds", mismatch=mismatch)
@@ -224,8 +224,7 @@ class Daemon:
             await asyncio.gather(*tasks, return_exceptions=True)
             await runner.cleanup()
             self.parser.shutdown(wait=False, cancel_futures=True)
-            self.accountant.close()
-            self.matchlog.close()
+            self.close()
             self.notifier.close()
             self.heap.release()
             self.log.info("stopped")
@@ -233,6 +232,20 @@ class Daemon:
     def stop(self) -> None:
         self.stopping.set()
         self._poke.set()
+
+    def close(self) -> None:
+        """Close the databases and let go of the state directory (serve does it as it stops)."""
+        self.accountant.close()
+        self.matchlog.close()
+        self.state_lock.release()
+
+    def _keep_private(self) -> None:
+        """The databases 0600, whatever the umask (:func:`~.state_dir.keep_private`)."""
+        if open_to_others(self.paths.state_dir):
+            self.log.warning("the state directory is open to other users; its databases and token are kept "
+                             "private, but consider chmod 700", state_dir=str(self.paths.state_dir))
+        for path in keep_private((self.paths.accountant_db, self.paths.match_log)):
+            self.log.warning("made private: the file was readable by other users", file=str(path))
 
     def _tls(self, service: ServiceSettings) -> ssl.SSLContext | None:
         if service.tls_certificate is None:
