@@ -30,6 +30,7 @@ misses nothing.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -71,6 +72,20 @@ _COLUMNS = "seq, cycle_id, time, job, slot, submitter, grp, cost, consumed, pree
 
 class MatchLogError(Exception):
     """The match log cannot be used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Retention:
+    """Which published matches :meth:`MatchLog.prune` forgets: those made before ``before`` on the
+    daemon's clock (NEGOTIATORD_MATCH_RETENTION ago) *and* not in the last ``cycles`` cycles up
+    to the one pruning, so that a wall clock stepped ahead forgets nothing at once, and none whose job
+    or slot is still held (``held_jobs``, ``held_slots``): a restarted daemon holds them again from
+    the rows kept (:meth:`MatchLog.held_matches`). The default forgets nothing."""
+
+    before: float = -math.inf
+    cycles: int = 0
+    held_jobs: frozenset[str] = frozenset()
+    held_slots: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -278,11 +293,25 @@ class MatchLog:
                                         "WHERE published = 1 AND job IS NULL ORDER BY seq").fetchall()
         return [(at, _preemption(slot, text)) for at, slot, text in rows]
 
-    def prune(self, before: float) -> int:
-        """Forget published matches made before ``before`` (NEGOTIATORD_MATCH_RETENTION)."""
+    def prune(self, retention: Retention, cycle_id: int) -> int:
+        """Forget the published matches ``retention`` lets go of, as cycle ``cycle_id`` publishes;
+        returns how many. The held keys are handed to SQLite only when some match is old enough."""
+        last_forgotten = cycle_id - retention.cycles
+        old = "published = 1 AND time < ? AND cycle_id <= ?"
         with self._transaction("pruning old matches"):
-            return self._writer.execute(
-                "DELETE FROM matches WHERE published = 1 AND time < ?", (before,)).rowcount
+            db = self._writer
+            if db.execute(f"SELECT 1 FROM matches WHERE {old} LIMIT 1", (retention.before, last_forgotten)).fetchone() \
+                    is None:
+                return 0
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS held (kind TEXT, key TEXT, PRIMARY KEY (kind, key))")
+            db.execute("DELETE FROM temp.held")
+            db.executemany("INSERT OR IGNORE INTO temp.held VALUES ('job', ?)", ((k,) for k in retention.held_jobs))
+            db.executemany("INSERT OR IGNORE INTO temp.held VALUES ('slot', ?)", ((k,) for k in retention.held_slots))
+            return db.execute(
+                f"DELETE FROM matches WHERE {old} "
+                "AND (job IS NULL OR job NOT IN (SELECT key FROM temp.held WHERE kind = 'job')) "
+                "AND slot NOT IN (SELECT key FROM temp.held WHERE kind = 'slot')",
+                (retention.before, last_forgotten)).rowcount
 
     # -- the event loop -------------------------------------------------------------------------
 

@@ -60,7 +60,7 @@ from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.publish.holds import Hold, holds_for
-from negotiatord.publish.matchlog import MatchLog
+from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import CycleProcessFailed, run_cycle, run_cycle_in_child
 from negotiatord.settings import CycleWorker, Settings
@@ -128,8 +128,8 @@ class CycleRunner:
         self._abandoned = False
         self._child: int | None = None       # the pid of the child process negotiating now
 
-    def run(self, view: PoolView, settings: Settings, now: int, prune_before: float) -> CycleOutcome:
-        """Negotiate over ``view`` at time ``now``; matches made before ``prune_before`` are pruned."""
+    def run(self, view: PoolView, settings: Settings, now: int, retention: Retention) -> CycleOutcome:
+        """Negotiate over ``view`` at time ``now``; published matches ``retention`` lets go of are pruned."""
         started = time.perf_counter()
         phases: dict[str, float] = {}
         try:
@@ -153,7 +153,7 @@ class CycleRunner:
             with self._phase("publish", phases):
                 last_seq, publish_error = None, None
                 try:
-                    last_seq = self.publish(cycle_id, prune_before)
+                    last_seq = self.publish(cycle_id, retention)
                 except Exception as error:  # the cycle is committed; the daemon retries the publication
                     publish_error = f"{type(error).__name__}: {error}"
         finally:
@@ -223,12 +223,12 @@ class CycleRunner:
                 raise RuntimeError(f"{self.accountant.path}: cycle {cycle_id} was already committed "
                                    "by another process; is a second negotiatord using this database?")
 
-    def publish(self, cycle_id: int, prune_before: float) -> int:
-        """Publish committed cycle ``cycle_id``'s staged matches and forget those made before
-        ``prune_before``; returns the last published sequence number. Safe to repeat until it
+    def publish(self, cycle_id: int, retention: Retention) -> int:
+        """Publish committed cycle ``cycle_id``'s staged matches and forget those ``retention``
+        lets go of; returns the last published sequence number. Safe to repeat until it
         succeeds: publishing a published cycle changes nothing."""
         last_seq = self.matches.publish(cycle_id)
-        self.matches.prune(prune_before)
+        self.matches.prune(retention, cycle_id)
         return last_seq
 
     def abandon(self) -> None:

@@ -38,7 +38,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
 from negotiatord.publish.holds import RestoredHolds, apply_holds
-from negotiatord.publish.matchlog import MatchLog
+from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
@@ -88,6 +88,13 @@ class DaemonClock:
     def now(self) -> float:
         return time.time() + self.offset
 
+    def step(self, last_offset: float) -> tuple[float, float]:
+        """How far the wall clock moved against the monotonic clock since the offset between them
+        was ``last_offset``, and that offset now (for the next call): a step of the system clock
+        (an administrator, an NTP step), which every time the daemon stamps follows."""
+        offset = time.time() - time.monotonic()
+        return offset - last_offset, offset
+
 
 @dataclass
 class PendingPublication:
@@ -99,7 +106,7 @@ class PendingPublication:
 
     cycle_id: int
     matches: int
-    prune_before: float
+    retention: Retention
     error: str | None = None  # why the last attempt failed
     attempts: int = 0         # failed attempts so far
     retry_at: float = 0.0     # monotonic
@@ -299,7 +306,7 @@ class Daemon:
 
     async def _retry_publication(self, pending: PendingPublication) -> None:
         try:
-            last_seq = await asyncio.to_thread(self.runner.publish, pending.cycle_id, pending.prune_before)
+            last_seq = await asyncio.to_thread(self.runner.publish, pending.cycle_id, pending.retention)
         except Exception as error:  # the storage is still failing; try again later
             pending.failed(f"{type(error).__name__}: {error}")
             self._publication_failed(pending)
@@ -332,8 +339,8 @@ class Daemon:
             self._restore_holds()
             now = int(self.clock.now())
             view = self.preempting.apply(self.store.view(), settings, now)
-            prune_before = now - settings.service.match_retention
-            outcome = await _in_daemon_thread(self.runner.run, view, settings, now, prune_before)
+            retention = self._retention(settings, now)
+            outcome = await _in_daemon_thread(self.runner.run, view, settings, now, retention)
         except CycleAbandoned:
             return
         except CycleProcessFailed as error:   # a crash there, in a native library, ends only that cycle
@@ -361,7 +368,7 @@ class Daemon:
         self.metrics.cycle_duration.observe(outcome.duration_s)
         matches = len(outcome.result.matches)
         if outcome.last_seq is None:
-            self.publication = PendingPublication(outcome.cycle_id, matches, prune_before)
+            self.publication = PendingPublication(outcome.cycle_id, matches, retention)
             self.publication.failed(outcome.publish_error)
             self._publication_failed(self.publication)
         else:
@@ -446,10 +453,25 @@ class Daemon:
         self.feed_api.bury()
 
     async def _sweep_expired(self) -> None:
+        offset = self.clock.step(0.0)[1]
         while True:
             await asyncio.sleep(EXPIRY_SWEEP_S)
             self._expire()
             self.heap.tick()
+            step, offset = self.clock.step(offset)
+            if abs(step) > self.settings.negotiator_interval:
+                self.log.warning("the wall clock stepped; cycle times, priority decay and match retention follow it",
+                                 step_s=round(step, 3), negotiator_interval=self.settings.negotiator_interval)
+
+    def _retention(self, settings: Settings, now: float) -> Retention:
+        """What the match log may forget after this cycle: matches older than
+        NEGOTIATORD_MATCH_RETENTION by the clock and by as many cycles as it spans at
+        NEGOTIATOR_INTERVAL, and no match of a job or slot still held, or to be held again."""
+        retention = settings.service.match_retention
+        jobs, slots = self.store.table(AdKind.JOB), self.store.table(AdKind.SLOT)
+        return Retention(now - retention, math.ceil(retention / max(settings.negotiator_interval, 1.0)),
+                         frozenset(jobs.held_keys()) | self.restored.jobs.keys(),
+                         frozenset(slots.held_keys()) | self.restored.slots.keys())
 
     async def _watchdog(self, interval: float) -> None:
         """Keep-alives from the event loop itself: a stuck loop stops them and systemd restarts us."""
