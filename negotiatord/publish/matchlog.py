@@ -104,17 +104,20 @@ class PublishedMatch:
 
 
 class MatchLog:
-    """One writer (the cycle thread) and one reader (the event loop), each with its own connection."""
+    """One writer (the cycle thread, and start-up) and readers of published matches (the threads
+    that serve pages), each thread reading on a connection of its own: in WAL mode readers
+    never wait for the writer nor for each other."""
 
     def __init__(self, path: Path) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
+        self._readers = threading.local()
+        self._reader_connections: list[sqlite3.Connection] = []
         try:
             self._writer = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._writer.execute("PRAGMA journal_mode = WAL")
             self._writer.execute("PRAGMA synchronous = FULL")
             self._prepare_schema()
-            self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as error:
             raise MatchLogError(f"{self.path}: not a usable match log: {error}") from error
 
@@ -313,22 +316,38 @@ class MatchLog:
                 "AND slot NOT IN (SELECT key FROM temp.held WHERE kind = 'slot')",
                 (retention.before, last_forgotten)).rowcount
 
-    # -- the event loop -------------------------------------------------------------------------
+    # -- readers of published matches -----------------------------------------------------------
 
     def since(self, after: int, limit: int) -> list[PublishedMatch]:
         """Published matches with a sequence number above ``after``, oldest first."""
-        rows = self._reader.execute(
-            f"SELECT {_COLUMNS} FROM matches WHERE published = 1 AND seq > ? ORDER BY seq LIMIT ?",
-            (after, limit)).fetchall()
+        try:
+            rows = self._reader().execute(
+                f"SELECT {_COLUMNS} FROM matches WHERE published = 1 AND seq > ? ORDER BY seq LIMIT ?",
+                (after, limit)).fetchall()
+        except sqlite3.Error as error:
+            raise MatchLogError(f"{self.path}: reading published matches failed: {error}") from error
         return [PublishedMatch(seq, cycle, at, _row(job, slot, submitter, group, cost, consumed, preemption))
                 for seq, cycle, at, job, slot, submitter, group, cost, consumed, preemption in rows]
 
     def bounds(self) -> tuple[int, int]:
         """(first, last) published sequence numbers still kept; (0, 0) when there are none."""
-        row = self._reader.execute(
-            "SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM matches WHERE published = 1"
-        ).fetchone()
+        try:
+            row = self._reader().execute(
+                "SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM matches WHERE published = 1"
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise MatchLogError(f"{self.path}: reading the published sequence numbers failed: {error}") from error
         return row[0], row[1]
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's reading connection, opened on its first read."""
+        reader = getattr(self._readers, "connection", None)
+        if reader is None:
+            reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            with self._lock:
+                self._reader_connections.append(reader)
+            self._readers.connection = reader
+        return reader
 
     @staticmethod
     def _last_seq(db: sqlite3.Connection) -> int:
@@ -337,7 +356,8 @@ class MatchLog:
     def close(self) -> None:
         with self._lock:
             self._writer.close()
-            self._reader.close()
+            for reader in self._reader_connections:
+                reader.close()
 
 
 def _preemption_text(preemption: Preemption | None) -> str | None:

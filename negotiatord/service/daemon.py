@@ -46,6 +46,7 @@ from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
+from negotiatord.service.readers import ReadGate
 from negotiatord.service.state_check import check_state
 from negotiatord.service.state_dir import StateDirLock, keep_private, open_to_others
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
@@ -162,6 +163,7 @@ class Daemon:
         self.metrics = ServiceMetrics(self.history, self.counters, self.store, self.totals,
                                       lambda: self.cycle_running, lambda: self.publication is not None)
         self.parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ad-parser")
+        self.reads = ReadGate()
         self.feed_api = FeedApi(self.store, self.totals, time.monotonic,
                                 lambda: self.settings.service.classad_lifetime, self.parser)
         self.notifier = SystemdNotifier()
@@ -231,6 +233,7 @@ class Daemon:
             await asyncio.gather(*tasks, return_exceptions=True)
             await runner.cleanup()
             self.parser.shutdown(wait=False, cancel_futures=True)
+            self.reads.shutdown()
             self.close()
             self.notifier.close()
             self.heap.release()

@@ -21,15 +21,15 @@ from negotiatord.accountant import AccountantStoreError
 from negotiatord.accountant.priorities import check_customer_name
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
-from negotiatord.publish.matchlog import MatchLogError
+from negotiatord.publish.matchlog import MatchLog, MatchLogError
 from negotiatord.service.accounting import accountant_document
 
 if TYPE_CHECKING:
     from negotiatord.service.daemon import Daemon
 
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
-MATCH_PAGE = 1000          # default page of GET /v1/matches
-MATCH_PAGE_MAX = 10000
+MATCH_PAGE = 1000          # default page of GET /v1/matches, and its largest (~300 kB of JSON)
+MATCH_PAGE_MAX = 1000
 KEEPALIVE_S = 15.0         # SSE comment lines keep proxies and clients from timing out
 MAX_SEQUENCE = 2**63 - 1   # SQLite's largest integer: no sequence number or limit is larger
 
@@ -102,25 +102,21 @@ class _ServiceApi:
         return web.json_response(self.daemon.history.negotiator_ad())
 
     async def last_cycle(self, request: web.Request) -> web.Response:
-        document = self.daemon.history.last_cycle_document()
-        if document is None:
+        if self.daemon.history.last is None:
             raise json_error(web.HTTPNotFound, "no cycle has finished yet")
-        return web.json_response(document)
+        body = await self.daemon.reads.read(_client(request), _json, self.daemon.history.last_cycle_document)
+        return web.Response(body=body, content_type="application/json")
 
     async def reschedule(self, request: web.Request) -> web.Response:
         return web.json_response(self.daemon.reschedule(), status=202)
 
     async def matches(self, request: web.Request) -> web.Response:
+        """A page of published matches: at most MATCH_PAGE_MAX, read and written on a reader
+        thread (:mod:`~.readers`)."""
         after = _int_query(request, "after", 0)
         limit = min(_int_query(request, "limit", MATCH_PAGE), MATCH_PAGE_MAX)
-        rows = self.daemon.matchlog.since(after, limit)
-        first, last = self.daemon.matchlog.bounds()
-        return web.json_response({
-            "matches": [row.document() for row in rows],
-            "next": rows[-1].seq if rows else max(after, 0),
-            "first_seq": first,
-            "last_seq": last,
-        })
+        body = await self.daemon.reads.read(_client(request), _match_page, self.daemon.matchlog, after, limit)
+        return web.Response(body=body, content_type="application/json")
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         """Server-sent events, one ``match`` event per match and one ``preemption`` event per
@@ -135,7 +131,7 @@ class _ServiceApi:
         elif resumed is not None:
             cursor = _int(resumed, "Last-Event-ID")
         else:
-            cursor = self.daemon.matchlog.bounds()[1]
+            cursor = self.daemon.last_seq
         response = web.StreamResponse(headers={
             "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         await response.prepare(request)
@@ -144,13 +140,10 @@ class _ServiceApi:
             await response.write(b": negotiatord matches\n\n")
             while not daemon.stopping.is_set():
                 announced = daemon.new_matches  # taken before reading, so no publication is missed
-                rows = daemon.matchlog.since(cursor, MATCH_PAGE)
-                for row in rows:
-                    data = json.dumps(row.document(), separators=(",", ":"))
-                    event = "match" if isinstance(row.match, Match) else "preemption"
-                    await response.write(f"id: {row.seq}\nevent: {event}\ndata: {data}\n\n".encode())
-                    cursor = row.seq
-                if rows:
+                events, last = await daemon.reads.wait_for(_match_events, daemon.matchlog, cursor)
+                if events:
+                    await response.write(events)
+                    cursor = last
                     continue
                 try:
                     await asyncio.wait_for(announced.wait(), KEEPALIVE_S)
@@ -162,10 +155,14 @@ class _ServiceApi:
 
     async def accountant(self, request: web.Request) -> web.Response:
         daemon = self.daemon
-        state = await asyncio.to_thread(daemon.accountant.load)
         last = daemon.history.last
         groups = last.outcome.result.groups if last else ()
-        return web.json_response(accountant_document(state, daemon.settings, groups, daemon.clock.now()))
+
+        def document() -> dict[str, Any]:
+            return accountant_document(daemon.accountant.load(), daemon.settings, groups, daemon.clock.now())
+
+        body = await daemon.reads.read(_client(request), _json, document)
+        return web.Response(body=body, content_type="application/json")
 
     async def set_factor(self, request: web.Request) -> web.Response:
         """condor_userprio -setfactor: ``{"customer": NAME, "factor": F}`` (F >= 1)."""
@@ -196,6 +193,39 @@ class _ServiceApi:
     async def metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self.daemon.metrics.exposition(),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _client(request: web.Request) -> str:
+    """Who a read is counted against: the peer's address."""
+    return request.remote or "unknown"
+
+
+def _json(document: Callable[[], Any]) -> bytes:
+    return json.dumps(document()).encode()
+
+
+def _match_page(matchlog: MatchLog, after: int, limit: int) -> bytes:
+    """A page of GET /v1/matches as JSON (on a reader thread)."""
+    rows = matchlog.since(after, limit)
+    first, last = matchlog.bounds()
+    return json.dumps({
+        "matches": [row.document() for row in rows],
+        "next": rows[-1].seq if rows else after,
+        "first_seq": first,
+        "last_seq": last,
+    }).encode()
+
+
+def _match_events(matchlog: MatchLog, cursor: int) -> tuple[bytes, int]:
+    """The server-sent events of the next page after ``cursor``, and the last sequence number in
+    it (on a reader thread)."""
+    events = []
+    for row in matchlog.since(cursor, MATCH_PAGE):
+        data = json.dumps(row.document(), separators=(",", ":"))
+        event = "match" if isinstance(row.match, Match) else "preemption"
+        events.append(f"id: {row.seq}\nevent: {event}\ndata: {data}\n\n")
+        cursor = row.seq
+    return "".join(events).encode(), cursor
 
 
 def _int_query(request: web.Request, name: str, default: int) -> int:
