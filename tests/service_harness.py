@@ -57,6 +57,7 @@ class DaemonProcess:
     settings: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
     watchdog_usec: int | None = None
+    preexec: Callable[[], None] | None = None      # run in the daemon's process before it starts
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -97,7 +98,7 @@ class DaemonProcess:
         self.log = self.log_path.open("a")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "negotiatord", "run", "--config", str(self.config), *self.args],
-            cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
+            cwd=ROOT, env=env, stdout=self.log, stderr=self.log, preexec_fn=self.preexec)
         self.wait_for_message("READY=1", timeout)
 
     def _listen(self, notify: socket.socket) -> None:

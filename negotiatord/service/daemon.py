@@ -42,6 +42,7 @@ from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
+from negotiatord.service.connections import AcceptFailures, ConnectionLimit, raise_file_limit
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
@@ -64,7 +65,8 @@ EXPIRY_SWEEP_S = 1.0
 RESTART_ONLY = {"http_address": "NEGOTIATORD_HTTP_ADDRESS", "http_port": "NEGOTIATORD_HTTP_PORT",
                 "tls_certificate": "NEGOTIATORD_TLS_CERTIFICATE", "tls_key": "NEGOTIATORD_TLS_KEY",
                 "state_dir": "NEGOTIATORD_STATE_DIR", "accountant_db": "NEGOTIATORD_ACCOUNTANT_DB",
-                "token_file": "NEGOTIATORD_TOKEN_FILE", "max_body_bytes": "NEGOTIATORD_MAX_BODY_BYTES"}
+                "token_file": "NEGOTIATORD_TOKEN_FILE", "max_body_bytes": "NEGOTIATORD_MAX_BODY_BYTES",
+                "header_timeout": "NEGOTIATORD_HEADER_TIMEOUT"}
 _SHOWN_PROBLEMS = 5
 CYCLE_THREAD = "negotiation-cycle"
 # A publication that failed after its cycle's commit is retried this long after the failure, each
@@ -164,6 +166,10 @@ class Daemon:
                                       lambda: self.cycle_running, lambda: self.publication is not None)
         self.parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ad-parser")
         self.reads = ReadGate()
+        service = settings.service
+        self.connections = ConnectionLimit(
+            lambda: (self.settings.service.max_connections, self.settings.service.max_connections_per_client),
+            raise_file_limit(service.max_connections))
         self.feed_api = FeedApi(self.store, self.totals, time.monotonic,
                                 lambda: self.settings.service.classad_lifetime, self.parser)
         self.notifier = SystemdNotifier()
@@ -200,14 +206,20 @@ class Daemon:
         started = time.perf_counter()
         await asyncio.to_thread(load_fast_path, self.settings)
         self.log.info("fast path loaded", seconds=round(time.perf_counter() - started, 3))
-        runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
-        await runner.setup()
         service = self.settings.service
-        site = web.TCPSite(runner, service.http_address, service.http_port, ssl_context=self._tls(service),
-                           reuse_address=True)
-        await site.start()
-        self._url = _url(runner.addresses[0], service)
+        # aiohttp closes a connection whose handler has waited this long for a request's headers
+        # (its keep-alive timeout: from the connection's start, and from each answer on)
+        runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False,
+                               keepalive_timeout=service.header_timeout)
+        await runner.setup()
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(AcceptFailures().handle)
+        tls = self._tls(service)
+        assert runner.server is not None
+        server = await loop.create_server(
+            self.connections.factory(runner.server), service.http_address, service.http_port, ssl=tls,
+            reuse_address=True, ssl_handshake_timeout=service.header_timeout if tls else None)
+        self._url = _url(server.sockets[0].getsockname(), service)
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
         for stop in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(stop, self.stop)
@@ -231,6 +243,7 @@ class Daemon:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            server.close()
             await runner.cleanup()
             self.parser.shutdown(wait=False, cancel_futures=True)
             self.reads.shutdown()
@@ -533,6 +546,8 @@ class Daemon:
             "counters": asdict(self.counters),
             "reload": self.reload_state,
             "collector": {"host": self.settings.service.collector_host, **self.pull_state},
+            "http": {"connections": self.connections.document(),
+                     "reads": {"in_flight": self.reads.active, "refused": dict(self.reads.refused)}},
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
             "quota_victims_being_preempted": len(self.preempting),
         }

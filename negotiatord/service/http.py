@@ -2,7 +2,10 @@
 
 Reads (GET) are open to whoever can reach the address (loopback unless configured otherwise);
 every other method needs ``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one.
-Bodies above ``NEGOTIATORD_MAX_BODY_BYTES`` get 413 before any of them is read.
+Bodies above ``NEGOTIATORD_MAX_BODY_BYTES`` get 413 before any of them is read; a body that has
+not arrived within ``NEGOTIATORD_BODY_TIMEOUT`` gets 408 and its connection is closed (headers are
+bounded by ``NEGOTIATORD_HEADER_TIMEOUT``, the handler's keep-alive timeout, and connections by
+:mod:`~.connections`).
 See the README section "negotiatord run" for every endpoint.
 """
 
@@ -59,11 +62,14 @@ def build_app(daemon: Daemon) -> web.Application:
 def _guard(daemon: Daemon, max_body: int) -> Callable:
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method not in _READS:
-            _check_token(request, daemon.token)
-            if request.content_length is not None and request.content_length > max_body:
-                raise _too_large(max_body)
         try:
+            if request.method not in _READS:
+                _check_token(request, daemon.token)
+                if request.content_length is not None and request.content_length > max_body:
+                    raise _too_large(max_body)
+                late = await _whole_body(request, daemon.settings.service.body_timeout)
+                if late is not None:
+                    return late
             return await handler(request)
         except web.HTTPRequestEntityTooLarge:  # a chunked body that outgrew the limit while read
             raise _too_large(max_body) from None
@@ -83,6 +89,22 @@ def _check_token(request: web.Request, token: bytes) -> None:
                          **{"WWW-Authenticate": 'Bearer realm="negotiatord"'})
     if not hmac.compare_digest(presented.strip().encode(), token):
         raise json_error(web.HTTPForbidden, "wrong bearer token")
+
+
+async def _whole_body(request: web.Request, timeout: float) -> web.StreamResponse | None:
+    """Read the body (the handlers then find it read) within ``timeout`` seconds; else answer
+    408 and close the connection at once, without waiting for the rest of the body as aiohttp
+    otherwise would (its lingering time): a client cannot hold a handler by sending slowly."""
+    try:
+        await asyncio.wait_for(request.read(), timeout)
+        return None
+    except TimeoutError:
+        late = json_error(web.HTTPRequestTimeout, f"the body did not arrive within NEGOTIATORD_BODY_TIMEOUT = "
+                          f"{timeout:g} s")
+    await late.prepare(request)
+    await late.write_eof()
+    request.protocol.force_close()
+    return late
 
 
 def _too_large(limit: int) -> web.HTTPException:
