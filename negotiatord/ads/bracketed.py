@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from classad2 import ParserType
 
 from .limits import (COMMENT, DOUBLE_QUOTED, MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING, SINGLE_QUOTED,
-                     clearly_within, expression_fault, statements_within)
+                     ad_size_fault, clearly_within, expression_fault, statements_within)
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 _GAP_TRAILER = ", \t\r\n"  # separators trimmed off stray text before quoting it
@@ -42,6 +42,7 @@ class Syntax:
     # Whether a top-level '[' opens a list of ads (JSON) rather than an ad (new form).
     lists_hold_ads: bool
     name: str
+    separator: str       # what ends an attribute (ads.limits.ad_size_fault)
 
 
 NEW_FORM = Syntax(
@@ -50,6 +51,7 @@ NEW_FORM = Syntax(
     re.compile(rf"(?:\s++|{COMMENT})*+", re.S),
     lists_hold_ads=False,
     name="new-form ClassAd",
+    separator=";",
 )
 JSON = Syntax(
     ParserType.JSON,
@@ -57,6 +59,7 @@ JSON = Syntax(
     re.compile(r"[\s,]*+"),
     lists_hold_ads=True,
     name="JSON object",
+    separator=",",
 )
 
 
@@ -136,6 +139,9 @@ def _cut_short(text: str, ad_start: int, resume: int, syntax: Syntax, lines: Lin
 
 
 def _parse(text: str, line: int, syntax: Syntax) -> Piece:
+    too_big = ad_size_fault(text, syntax.separator)
+    if too_big:
+        return Piece(line, None, too_big)
     refused = limits_refusal(text, line, syntax)
     if refused is not None:
         return refused

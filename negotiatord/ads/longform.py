@@ -38,7 +38,7 @@ import classad2
 from classad2 import ParserType
 
 from .batch import RepeatedAd
-from .limits import LONG_FORM_STRING, clearly_within, expression_fault, lines_within
+from .limits import LONG_FORM_STRING, ad_size_fault, clearly_within, expression_fault, lines_within
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 # A line ending an ad: blank, a condor_history banner, or a `###` separator.
@@ -66,7 +66,10 @@ def read_long_form(text: str, repeats: tuple[str, ...] = ()) -> Iterator[Piece]:
     for separator in _SEPARATOR.finditer(text):
         if separator.start() > start:
             chunk = text[start : separator.start()]
-            piece = earlier.repeated(chunk, lines.line_at(start)) if earlier is not None else None
+            too_big = ad_size_fault(chunk, "\n")
+            piece = Piece(lines.line_at(start), None, too_big) if too_big else None
+            if piece is None and earlier is not None:
+                piece = earlier.repeated(chunk, lines.line_at(start))
             if piece is None:
                 piece = _read_ad(chunk, lines.line_at(start))
                 if earlier is not None and piece is not None and isinstance(piece.ad, classad2.ClassAd):

@@ -34,6 +34,7 @@ from negotiatord.ads import AdBatch
 from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
+from negotiatord.feed.parsing import FairParser
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
@@ -164,14 +165,15 @@ class Daemon:
         self.history = CycleHistory(settings.service.cycle_stats_length)
         self.metrics = ServiceMetrics(self.history, self.counters, self.store, self.totals,
                                       lambda: self.cycle_running, lambda: self.publication is not None)
-        self.parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ad-parser")
+        self.freeing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ad-freeing")
+        self.parsing = FairParser()
         self.reads = ReadGate()
         service = settings.service
         self.connections = ConnectionLimit(
             lambda: (self.settings.service.max_connections, self.settings.service.max_connections_per_client),
             raise_file_limit(service.max_connections))
         self.feed_api = FeedApi(self.store, self.totals, time.monotonic,
-                                lambda: self.settings.service.classad_lifetime, self.parser)
+                                lambda: self.settings.service.classad_lifetime, self.parsing, self.freeing)
         self.notifier = SystemdNotifier()
         self.started = clock.now()
         self.cycle_running = False
@@ -245,7 +247,8 @@ class Daemon:
             await asyncio.gather(*tasks, return_exceptions=True)
             server.close()
             await runner.cleanup()
-            self.parser.shutdown(wait=False, cancel_futures=True)
+            self.parsing.close()
+            self.freeing.shutdown(wait=False, cancel_futures=True)
             self.reads.shutdown()
             self.close()
             self.notifier.close()
