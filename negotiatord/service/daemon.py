@@ -38,7 +38,7 @@ from negotiatord.feed.parsing import FairParser
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import PullError, pull
 from negotiatord.feed.store import AdStore, Source
-from negotiatord.publish.holds import RestoredHolds, apply_holds
+from negotiatord.publish.holds import RestoredHolds, file_holds
 from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
@@ -204,7 +204,7 @@ class Daemon:
         self.restored = RestoredHolds.from_log(self.matchlog.held_matches())
         self.preempting = BeingPreempted.from_log(self.matchlog.quota_preemptions())
         self._preload()
-        self._restore_holds()
+        await self._restore_holds()
         started = time.perf_counter()
         await asyncio.to_thread(load_fast_path, self.settings)
         self.log.info("fast path loaded", seconds=round(time.perf_counter() - started, 3))
@@ -355,7 +355,7 @@ class Daemon:
                 await self._pull(settings)
                 pulled_s = time.perf_counter() - mark
             self._expire()
-            self._restore_holds()
+            await self._restore_holds()
             now = int(self.clock.now())
             view = self.preempting.apply(self.store.view(), settings, now)
             retention = self._retention(settings, now)
@@ -378,7 +378,7 @@ class Daemon:
                 view = None
         if pulled_s is not None:
             outcome = outcome.after("pull", pulled_s)
-        apply_holds(self.store, outcome.holds)
+        await file_holds(self.store, outcome.holds)
         outcome.holds.clear()
         self.preempting.add(outcome.time, outcome.result.preemptions)
         self._note_quota_timers(outcome.quota_timers, now)
@@ -455,13 +455,14 @@ class Daemon:
 
     # -- the feed -------------------------------------------------------------------------------
 
-    def _restore_holds(self) -> None:
+    async def _restore_holds(self) -> None:
         """Hold again what the previous run matched, as its ads are filed (before any cycle sees them)."""
         if not self.restored:
             return
-        held = self.restored.apply(self.store)
-        if held:
-            self.log.info("matched jobs and slots held again after a restart", held=held,
+        holds = self.restored.take(self.store)
+        await file_holds(self.store, holds)
+        if holds:
+            self.log.info("matched jobs and slots held again after a restart", held=len(holds),
                           not_yet_filed=len(self.restored))
 
     def _expire(self) -> None:
