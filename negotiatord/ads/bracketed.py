@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from classad2 import ParserType
 
-from .limits import (COMMENT, DOUBLE_QUOTED, MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING, SINGLE_QUOTED,
-                     ad_size_fault, clearly_within, expression_fault, statements_within)
+from .limits import (COMMENT, DOUBLE_QUOTED, MAX_AD_CHARS, MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING,
+                     SINGLE_QUOTED, ad_size_fault, clearly_within, expression_fault, statements_within)
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 _GAP_TRAILER = ", \t\r\n"  # separators trimmed off stray text before quoting it
@@ -75,14 +75,17 @@ def read_bracketed(text: str, syntax: Syntax) -> Iterator[Piece]:
     ad_opened_at: int | None = None  # depth at which the ad being scanned opened
     ad_start = gap_start = pos = 0
     while True:
-        match = syntax.to_bracket.match(text, pos)
+        # within an ad, no further than an ad may reach: a regular expression holds the GIL while
+        # it scans, and an ad beyond the limit is refused whatever closes it
+        bound = len(text) if ad_opened_at is None else min(len(text), ad_start + MAX_AD_CHARS + 1)
+        match = syntax.to_bracket.match(text, pos, bound)
         if match is None:
             if ad_opened_at is None:
                 break
             resume = _next_ad_start(text, ad_start, len(text))
             if resume is None:
-                yield Piece(lines.line_at(ad_start), None,
-                            f"{syntax.name} is not terminated (missing closing bracket or quote; input truncated?)")
+                yield Piece(lines.line_at(ad_start), None, ad_size_fault(text[ad_start:], syntax.separator)
+                            or f"{syntax.name} is not terminated (missing closing bracket or quote; input truncated?)")
                 return
             yield _cut_short(text, ad_start, resume, syntax, lines)
             depth, ad_opened_at, gap_start, pos = ad_opened_at, None, resume, resume

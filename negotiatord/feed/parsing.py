@@ -5,8 +5,8 @@ thread parsing each body whole before the next, one client's 10 MB body held eve
 client's ads for seconds. Here the parser thread takes the clients (by address) in turn and parses
 the oldest body of each for a turn (:data:`TURN_S`, or :data:`TURN_ADS` ads) before moving on: a
 body waits at most one turn of each other client with work, whatever the size of their bodies,
-and no single ad takes long (:func:`~negotiatord.ads.limits.ad_size_fault`). A body is keyed for
-filing (:func:`~negotiatord.feed.intake.take_in`) once it is all read.
+and no single ad takes long (:func:`~negotiatord.ads.limits.ad_size_fault`). The ads read in a
+turn are keyed for filing (:func:`~negotiatord.feed.intake.take_in`) in the same turn.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ class _Body:
         self.loop, self.future = loop, future
         self.batch: AdBatch | None = None
         self.steps: Iterator[None] = iter(())
+        self.intake = Intake([], [])
+        self._keyed = (0, 0)      # ads and problems of the batch keyed so far
 
     def turn(self) -> bool:
         """Parse for one turn; True once the body is done (read, refused or given up on)."""
@@ -47,14 +49,26 @@ class _Body:
             deadline = time.perf_counter() + TURN_S
             for _ in range(TURN_ADS):
                 if next(self.steps, StopIteration) is StopIteration:
-                    self._settle(take_in(self.kind, self.batch, self.source), None)
+                    self._key(self.batch)
+                    self.intake.problems.sort(key=lambda problem: problem.position)
+                    self._settle(self.intake, None)
                     return True
                 if time.perf_counter() > deadline:
                     break
+            self._key(self.batch)
             return False
         except Exception as error:     # AdFormatError, or a failure the request must answer for
             self._settle(None, error)
             return True
+
+    def _key(self, batch: AdBatch) -> None:
+        """Key the ads (and name the problems) read since the last call."""
+        ads, problems = self._keyed
+        read = take_in(self.kind, AdBatch(batch.ads[ads:], batch.problems[problems:], batch.positions[ads:],
+                                          batch.lines[ads:]), self.source)
+        self.intake.accepted.extend(read.accepted)
+        self.intake.problems.extend(read.problems)
+        self._keyed = (len(batch.ads), len(batch.problems))
 
     def _settle(self, intake: Intake | None, error: Exception | None) -> None:
         def settle() -> None:

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from negotiatord.ads import AdFormatError, AdProblem, iter_ads, parse_ads, read_ads
+from negotiatord.ads.longform import SEPARATOR, separators
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 HTCONDOR = DATA / "htcondor"
@@ -424,3 +425,14 @@ def test_ads_on_one_line_after_one_left_open_are_refused_with_it() -> None:
     assert batch.positions == [1]
     [problem] = batch.problems
     assert problem.position == 2 and "not terminated" in problem.reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["\n", "\n\n", "A = 1", "  ", "\t", "***", "*** banner", "###", "## x", "*", "**",
+                                 "x", "\n   \n", "\n***\n"]), max_size=30),
+       st.integers(min_value=1, max_value=9))
+def test_separators_searched_a_window_at_a_time_are_finditers(pieces: list[str], window: int) -> None:
+    """The long form's separators, searched a bounded window per call (a regular expression holds
+    the GIL while it searches), are exactly what one ``finditer`` over the text finds."""
+    text = "\n" + "".join(pieces) + "\n"
+    assert [m.span() for m in separators(text, window)] == [m.span() for m in SEPARATOR.finditer(text)]
