@@ -5,9 +5,12 @@ nothing (or headers a byte at a time) held them until ``accept()`` failed for wa
 and asyncio logged a traceback for every failed attempt, tens of thousands a minute, while the
 daemon served no one. So:
 
-* a connection is refused at once (a 503 naming the knob, then closed) when its client already
-  holds ``NEGOTIATORD_MAX_CONNECTIONS_PER_CLIENT`` connections, or the daemon
-  ``NEGOTIATORD_MAX_CONNECTIONS``; a refusal is logged once a minute with the count;
+* a connection is refused (a 503 naming the knob, then closed) when its client already holds
+  ``NEGOTIATORD_MAX_CONNECTIONS_PER_CLIENT`` connections, or the daemon
+  ``NEGOTIATORD_MAX_CONNECTIONS``; a refusal is logged once a minute with the count. The 503 is
+  sent :data:`REFUSAL_DELAY_S` after the connection opens, so that a client reconnecting as soon as
+  it is refused does not have the event loop accept and refuse it thousands of times a second; at
+  most an eighth of the connection limit wait so, the others are refused at once;
 * the daemon raises its soft file limit toward the hard one to make room for the connections and
   :data:`RESERVED_FILES` more (databases, logs, the cycle's child process), and holds fewer
   connections if it cannot (:func:`file_limit_for`);
@@ -29,9 +32,10 @@ from collections.abc import Callable
 
 import structlog
 
-RESERVED_FILES = 128
+RESERVED_FILES = 256      # the daemon's own files, and refused connections waiting for their 503
 LOG_INTERVAL_S = 60.0
 RETRY_AFTER_S = 5
+REFUSAL_DELAY_S = 1.0
 _ACCEPT_FAILED = "socket.accept() out of system resource"
 
 log = structlog.get_logger("negotiatord.http")
@@ -104,6 +108,8 @@ class ConnectionLimit:
         self.limits = limits
         self.allowed = allowed
         self.by_client: Counter[str] = Counter()
+        self.delayed = 0                         # refused connections waiting for their 503
+        self.delayed_at_most = max(1, allowed // 8)
         self._refusals = _Throttled(LOG_INTERVAL_S)
 
     @property
@@ -144,20 +150,32 @@ class _Admission(asyncio.Protocol):
         self._limit = limit
         self._handler_factory = handler
         self._handler: asyncio.Protocol | None = None
+        self._refusal: asyncio.TimerHandle | None = None       # a delayed 503 not sent yet
         self._client = ""
+
+    def _refuse(self, transport: asyncio.Transport, reason: str) -> None:
+        if self._refusal is not None:
+            self._refusal = None
+            self._limit.delayed -= 1
+        body = json.dumps({"error": reason}).encode()
+        transport.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                        + f"Retry-After: {RETRY_AFTER_S}\r\nContent-Length: {len(body)}\r\n".encode()
+                        + b"Connection: close\r\n\r\n" + body)
+        transport.close()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
         self._client = str(peer[0]) if peer else "unknown"
         reason = self._limit.refusal(self._client)
         if reason is not None:
+            assert isinstance(transport, asyncio.Transport)
             self._limit.refused(self._client, reason)
-            assert isinstance(transport, asyncio.WriteTransport)
-            body = json.dumps({"error": reason}).encode()
-            transport.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                            + f"Retry-After: {RETRY_AFTER_S}\r\nContent-Length: {len(body)}\r\n".encode()
-                            + b"Connection: close\r\n\r\n" + body)
-            transport.close()
+            if self._limit.delayed < self._limit.delayed_at_most:
+                self._limit.delayed += 1
+                transport.pause_reading()
+                self._refusal = asyncio.get_running_loop().call_later(REFUSAL_DELAY_S, self._refuse, transport, reason)
+            else:
+                self._refuse(transport, reason)
             return
         self._limit.by_client[self._client] += 1
         self._handler = self._handler_factory()
@@ -179,6 +197,10 @@ class _Admission(asyncio.Protocol):
             self._handler.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._refusal is not None:          # the client left before its 503
+            self._refusal.cancel()
+            self._refusal = None
+            self._limit.delayed -= 1
         if self._handler is None:
             return
         by_client = self._limit.by_client

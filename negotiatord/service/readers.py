@@ -6,8 +6,10 @@ Reads need no token. On the event loop, a few hundred of them at once kept ``/v1
 systemd's watchdog, which the event loop feeds) waiting for tens of seconds. So they run on
 :data:`READER_THREADS` threads of their own, at most :data:`PER_CLIENT` at a time for one client
 address and :data:`IN_FLIGHT` in all, running or waiting for a thread. A read beyond that is
-answered at once, with ``Retry-After``: 429 when its client already has its share, 503 when the
-daemon has none left to give.
+refused, with ``Retry-After``: 429 when its client already has its share, 503 when the daemon has
+none left to give. The refusal comes after those seconds, not at once: a client that asks again
+as soon as it is refused would otherwise have the event loop refuse it thousands of times a
+second, and a waiting request costs only a timer.
 
 The event loop still shares Python's GIL with those threads, but each one holds it only a switch
 interval at a time, so a status request waits milliseconds, not for the reads queued before it.
@@ -28,7 +30,7 @@ from negotiatord.feed.api import json_error
 T = TypeVar("T")
 
 READER_THREADS = 2
-PER_CLIENT = 2
+PER_CLIENT = 1
 IN_FLIGHT = 16
 RETRY_AFTER_S = 1
 
@@ -52,10 +54,12 @@ class ReadGate:
         once beyond the bounds."""
         if self._by_client[client] >= self.per_client:
             self.refused[429] += 1
+            await asyncio.sleep(RETRY_AFTER_S)
             raise _refusal(web.HTTPTooManyRequests, f"this client has {self.per_client} reads of pages, cycles or "
                            "the accountant under way already; wait for them (one at a time is enough)")
         if self.active >= self.in_flight:
             self.refused[503] += 1
+            await asyncio.sleep(RETRY_AFTER_S)
             raise _refusal(web.HTTPServiceUnavailable, f"the daemon is serving {self.in_flight} reads of pages, "
                            "cycles or the accountant already; try again shortly")
         self._by_client[client] += 1

@@ -3,7 +3,8 @@ loop, and a client gets at most a few at a time.
 
 The state holds 20,000 published matches (made with the daemon's own stores). Reads need no token,
 so anyone who reaches the address can ask for pages: one client asking for many at once is
-answered 429 beyond its share (with ``Retry-After``), and ``/v1/status`` answers meanwhile.
+answered 429 beyond its share of one (with ``Retry-After``, after that many seconds), and
+``/v1/status`` answers meanwhile.
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ async def _flood(url: str, readers: int) -> tuple[list[int], list[str], list[flo
 
 def test_one_client_asking_for_many_pages_at_once_gets_its_share_and_status_answers(daemon):
     statuses, retry_after, latencies = asyncio.run(_flood(daemon.url, 60))
-    assert statuses.count(200) >= 2 and statuses.count(429) >= 30, statuses
+    assert statuses.count(200) >= 1 and statuses.count(429) >= 30, statuses
     assert set(statuses) <= {200, 429} and retry_after and all(int(value) >= 1 for value in retry_after)
     assert latencies and max(latencies) < 1.0, max(latencies)
     # a client within its share is served in full, one page after the other
-    assert all(status == 200 for status in asyncio.run(_flood(daemon.url, 2))[0])
+    assert asyncio.run(_flood(daemon.url, 1))[0] == [200]
