@@ -91,8 +91,7 @@ class FairParser:
         self._work = threading.Condition()
         self._clients: OrderedDict[str, deque[_Body]] = OrderedDict()
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name="ad-parser", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None      # started with the first body
 
     async def take_in(self, client: str, kind: AdKind, data: bytes, source: str) -> Intake:
         """The ads of ``data`` to file as ``kind``, read in turn with other clients' bodies;
@@ -102,6 +101,9 @@ class FairParser:
         with self._work:
             self._clients.setdefault(client, deque()).append(_Body(kind, data, source, loop, future))
             self._work.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ad-parser", daemon=True)
+                self._thread.start()
         return await future
 
     def _run(self) -> None:
