@@ -220,7 +220,7 @@ class Daemon:
         assert runner.server is not None
         server = await loop.create_server(
             self.connections.factory(runner.server), service.http_address, service.http_port, ssl=tls,
-            reuse_address=True, ssl_handshake_timeout=service.header_timeout if tls else None)
+            reuse_address=True, backlog=128, ssl_handshake_timeout=service.header_timeout if tls else None)
         self._url = _url(server.sockets[0].getsockname(), service)
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
         for stop in (signal.SIGTERM, signal.SIGINT):

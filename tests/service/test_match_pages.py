@@ -104,6 +104,8 @@ def test_one_client_asking_for_many_pages_at_once_gets_its_share_and_status_answ
     statuses, retry_after, latencies = asyncio.run(_flood(daemon.url, 60))
     assert statuses.count(200) >= 1 and statuses.count(429) >= 30, statuses
     assert set(statuses) <= {200, 429} and retry_after and all(int(value) >= 1 for value in retry_after)
-    assert latencies and max(latencies) < 1.0, max(latencies)
+    # before, the pages were built on the event loop one after the other (60 of 10,000 matches:
+    # seconds), and status waited behind them all
+    assert latencies and max(latencies) < 3.0 and sorted(latencies)[len(latencies) // 2] < 0.2, latencies
     # a client within its share is served in full, one page after the other
     assert asyncio.run(_flood(daemon.url, 1))[0] == [200]
