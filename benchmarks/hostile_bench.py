@@ -2,11 +2,12 @@
 measured in the same run without the attack (the baseline) and during it.
 
 Starts ``negotiatord run`` on a loopback port over a state of --matches published matches (made with
-the daemon's own stores), then, for each scenario, one window without the attack and one with it:
+the daemon's own stores, as ``tests/service/test_match_pages.py`` makes them), then, for each
+scenario, one window without the attack and one with it:
 
 * ``pages``: --readers clients at once asking ``GET /v1/matches?after=N&limit=10000`` again and
   again, without a token (the daemon caps a page at 1,000, builds it on a reader thread and gives a
-  client 2 at a time: 429 beyond); the well-behaved client pages through the matches one page at
+  client one at a time: 429 beyond); the well-behaved client pages through the matches one page at
   a time: matches read per second;
 * ``connections``: --idle connections that send a header line and then nothing, and --slow-bodies
   POSTs with the token whose body comes a byte a second, each reopened as soon as the daemon
@@ -50,30 +51,11 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 from load_bench import Daemon, percentile, wait_ready  # noqa: E402
 from pool_generator import count_arg  # noqa: E402
 
-from negotiatord.accountant import AccountantState, AccountantStore  # noqa: E402
-from negotiatord.cycle.result import Match  # noqa: E402
-from negotiatord.publish.matchlog import MatchLog  # noqa: E402
+from tests.service.test_match_pages import NOW, a_state_with_many_matches  # noqa: E402
 
 ATTACKER, PROBER, CLIENT = "127.0.0.1", "127.0.0.2", "127.0.0.3"
 TARGET_STATUS_P99_MS = 50.0
-NOW = 1790000000
 SAMPLE_SLOTS = (ROOT / "samples" / "slots.ads").read_text().strip().split("\n\n")
-
-
-def a_state_with_matches(state: Path, count: int) -> None:
-    """Cycle 1, committed and published, with ``count`` matches, as the daemon writes them."""
-    state.mkdir(parents=True, mode=0o700)
-    matches = [Match(f"submit.example.org#{i}.0#{NOW}", f"slot{i % 64}@node{i // 64}.example.org",
-                     f"user{i % 97}@example.org", "<none>", 1.0, {"Cpus": 1, "Memory": 2048, "Disk": 1024})
-               for i in range(count)]
-    with AccountantStore(state / "accountant.sqlite") as accountant:
-        log = MatchLog(state / "matches.sqlite")
-        try:
-            seq = log.stage(1, NOW, matches)
-            accountant.commit_cycle(1, NOW, AccountantState(), {}, seq)
-            log.publish(1)
-        finally:
-            log.close()
 
 
 def normal_batch(number: int) -> str:
@@ -247,7 +229,7 @@ def report(scenario: str, unit: str, baseline: Window, attacked: Window) -> None
 async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="negotiatord-hostile-") as home:
         print(f"a state of {args.matches:,} published matches ...")
-        a_state_with_matches(Path(home) / "state", args.matches)
+        a_state_with_many_matches(Path(home) / "state", args.matches)   # as the test of pages makes it
         daemon = Daemon(Path(home), NOW, "thread")
         try:
             async with aiohttp.ClientSession() as session:

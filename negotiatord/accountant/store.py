@@ -11,10 +11,10 @@ import json
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from negotiatord.accountant.admission import AdmissionUsage
 from negotiatord.accountant.priorities import (
@@ -26,6 +26,7 @@ from negotiatord.accountant.priorities import (
     check_non_negative,
 )
 from negotiatord.accountant.quota_timers import QuotaTimer
+from negotiatord.storage import quick_check, reading, transaction
 
 SCHEMA_VERSION = 3
 
@@ -199,29 +200,11 @@ class AccountantStore:
             if statement.strip():
                 self._db.execute(statement)
 
-    @contextmanager
-    def _transaction(self, doing: str) -> Iterator[None]:
-        """BEGIN IMMEDIATE .. COMMIT, rolled back on any exception; SQLite errors name the file."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-                self._db.execute("COMMIT")
-            except BaseException as error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                if isinstance(error, sqlite3.Error):
-                    raise AccountantStoreError(f"{self.path}: {doing} failed: {error}") from error
-                raise
+    def _transaction(self, doing: str) -> AbstractContextManager[None]:
+        return transaction(self._db, self._lock, AccountantStoreError, self.path, doing)
 
-    @contextmanager
-    def _reading(self, doing: str) -> Iterator[None]:
-        """Reads under the lock; SQLite errors (a file damaged under the daemon) name the file."""
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as error:
-                raise AccountantStoreError(f"{self.path}: {doing} failed: {error}") from error
+    def _reading(self, doing: str) -> AbstractContextManager[None]:
+        return reading(self._lock, AccountantStoreError, self.path, doing)
 
     def load(self) -> AccountantState:
         """Every stored customer record, as a fresh state with nothing accrued."""
@@ -265,14 +248,8 @@ class AccountantStore:
             return self._db.execute("SELECT COALESCE(MAX(match_seq), 0) FROM cycles").fetchone()[0]
 
     def quick_check(self) -> list[str]:
-        """What SQLite's ``PRAGMA quick_check`` finds wrong with the database file (at most five
-        problems); empty when it is sound."""
-        with self._lock:
-            try:
-                rows = self._db.execute("PRAGMA quick_check(5)").fetchall()
-            except sqlite3.DatabaseError as error:
-                return [str(error)]
-        return [row[0] for row in rows if row[0] != "ok"]
+        """What SQLite's ``PRAGMA quick_check`` finds wrong with the database file."""
+        return quick_check(self._db, self._lock)
 
     def continue_after(self, cycle_id: int, match_seq: int, now: float) -> None:
         """Take ``cycle_id`` as committed, with nothing charged, so that the next cycle has a

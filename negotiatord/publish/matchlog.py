@@ -33,16 +33,17 @@ import json
 import math
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 from negotiatord.cycle.result import Match, Preemption
 from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.holds import Hold
 from negotiatord.publish.report import match_document, preemption_entry, preemption_fields
+from negotiatord.storage import quick_check, reading, transaction
 
 SCHEMA_VERSION = 4
 _TABLE = """
@@ -161,19 +162,12 @@ class MatchLog:
         if used:
             self._give_after(used)
 
-    @contextmanager
-    def _transaction(self, doing: str) -> Iterator[None]:
-        with self._lock:
-            try:
-                self._writer.execute("BEGIN IMMEDIATE")   # waits out another writer's lock, up to 5 s
-                yield
-                self._writer.execute("COMMIT")
-            except BaseException as error:
-                if self._writer.in_transaction:
-                    self._writer.execute("ROLLBACK")
-                if isinstance(error, sqlite3.Error):
-                    raise MatchLogError(f"{self.path}: {doing} failed: {error}") from error
-                raise
+    def _transaction(self, doing: str) -> AbstractContextManager[None]:
+        return transaction(self._writer, self._lock, MatchLogError, self.path, doing)
+
+    def _reading(self, doing: str) -> AbstractContextManager[None]:
+        """The writer's connection for a read; SQLite errors name the file."""
+        return reading(self._lock, MatchLogError, self.path, doing)
 
     # -- the cycle thread -----------------------------------------------------------------------
 
@@ -221,14 +215,8 @@ class MatchLog:
     # -- start-up checks ------------------------------------------------------------------------
 
     def quick_check(self) -> list[str]:
-        """What SQLite's ``PRAGMA quick_check`` finds wrong with the file (at most five problems);
-        empty when it is sound."""
-        with self._lock:
-            try:
-                rows = self._writer.execute("PRAGMA quick_check(5)").fetchall()
-            except sqlite3.DatabaseError as error:
-                return [str(error)]
-        return [row[0] for row in rows if row[0] != "ok"]
+        """What SQLite's ``PRAGMA quick_check`` finds wrong with the file."""
+        return quick_check(self._writer, self._lock)
 
     def highest_published_cycle(self) -> int:
         """The highest cycle id of a published row; 0 if there is none."""
@@ -256,15 +244,6 @@ class MatchLog:
         """Make AUTOINCREMENT give numbers above ``seq`` (in a transaction of the writer)."""
         self._writer.execute("DELETE FROM sqlite_sequence WHERE name = 'matches'")
         self._writer.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('matches', ?)", (seq,))
-
-    @contextmanager
-    def _reading(self, doing: str) -> Iterator[None]:
-        """The writer's connection for a read; SQLite errors name the file."""
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as error:
-                raise MatchLogError(f"{self.path}: {doing} failed: {error}") from error
 
     def held_matches(self) -> list[tuple[Match, str | None, str | None]]:
         """The published matches that may still hold their job or slot, with the versions of the

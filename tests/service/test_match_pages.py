@@ -27,12 +27,12 @@ MATCHES = 20_000
 NOW = 1790000000
 
 
-def a_state_with_many_matches(state: Path) -> None:
-    """Cycle 1, committed and published, with MATCHES matches (as the daemon would write them)."""
+def a_state_with_many_matches(state: Path, count: int = MATCHES) -> None:
+    """Cycle 1, committed and published, with ``count`` matches (as the daemon would write them)."""
     state.mkdir(parents=True, mode=0o700)
     matches = [Match(f"submit.example.org#{i}.0#{NOW}", f"slot{i % 64}@node{i // 64}.example.org",
                      f"user{i % 97}@example.org", "<none>", 1.0, {"Cpus": 1, "Memory": 2048, "Disk": 1024})
-               for i in range(MATCHES)]
+               for i in range(count)]
     with AccountantStore(state / "accountant.sqlite") as accountant:
         log = MatchLog(state / "matches.sqlite")
         try:
