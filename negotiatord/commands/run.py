@@ -1,9 +1,10 @@
 """``negotiatord run``: the daemon, in the foreground (systemd runs it the same way).
 
 Exit status: 0 after a clean stop (SIGTERM, SIGINT); 2 when it cannot start (config error, state
-directory, database, token or TLS file unusable, address in use, a preload file that cannot be
-read, holds no ads, or holds none of its kind: swapped ``--preload-slots``/``--preload-jobs``),
-each said in one line naming the option or knob and the file.
+directory, database, token or TLS file unusable, accountant and match log disagreeing, another
+daemon on the state directory, address in use, a preload file that cannot be read, holds no ads,
+or holds none of its kind: swapped ``--preload-slots``/``--preload-jobs``), each said in one line
+naming the option or knob and the file.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.matchlog import MatchLogError
 from negotiatord.service.daemon import Daemon, DaemonClock, TlsError, cycle_thread_alive
 from negotiatord.service.paths import StateDirError
+from negotiatord.service.state_check import START_OVER, StateMismatch
+from negotiatord.service.state_dir import StateDirInUse
 from negotiatord.service.token import TokenError
 from negotiatord.settings import ConfigError, load_settings
 
@@ -38,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for kind in AdKind:
         parser.add_argument(f"--preload-{kind.value}", type=Path, metavar="FILE",
                             help=f"{kind.my_type} ads filed at start-up; they never expire")
+    parser.add_argument(START_OVER, action="store_true",
+                        help="start even though the accountant and the match log disagree (one was lost or "
+                             "restored from an older copy): cycle ids and sequence numbers go on after the "
+                             "highest either holds")
     parser.add_argument("--now", type=float, metavar="EPOCH",
                         help="start the daemon's clock at EPOCH (for replaying captured ads and for "
                              "tests; default: the real time)")
@@ -48,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings(args.config)
         preload = {kind: _preloaded(kind, path) for kind in AdKind
                    if (path := getattr(args, f"preload_{kind.value}")) is not None}
-        daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload)
+        daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload,
+                        args.accept_state_mismatch)
     except (ConfigError, AdFormatError, StateDirError, TokenError, TlsError, AccountantStoreError, MatchLogError,
-            OSError, ValueError) as error:
+            StateMismatch, StateDirInUse, OSError, ValueError) as error:
         print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_CANNOT_START
     sys.setswitchinterval(SWITCH_INTERVAL_S)
@@ -58,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(daemon.serve())
     except OSError as error:  # the address is in use, the TLS files cannot be read, ...
         print(f"negotiatord: cannot serve: {error}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    except (AccountantStoreError, MatchLogError) as error:   # recovering at start-up failed
+        print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_CANNOT_START
     finally:
         # The loop has restored the default handlers; a repeated stop signal during interpreter
