@@ -174,7 +174,7 @@ class _Cycle:
         with self._phase("slot_weights"):
             self.state = PoolState(self.table, self._weights())
             self.initial_weights: list[float] = self.state.weights.tolist()
-            pool_size = self.pool_size = float(np.nansum(self.state.weights))
+            pool_size = self.pool_size = self._pool_size()
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
             self.slot_limits = LimitsPerSlot(self.table)
@@ -210,6 +210,18 @@ class _Cycle:
             legacy = ~self.table.consumption_policy & ~np.isnan(weights)
             weights = np.where(legacy, 1.0, weights)
         return weights
+
+    def _pool_size(self) -> float:
+        """The slots' weights, of those NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT counts only (the
+        quotas and shares are of it; the other slots are still matched), as matchmaker.cpp sums
+        ``weightedPoolsize``; none counted is HTCondor's warning, and a pool of size 0."""
+        weights = self.state.weights
+        if self.settings.slot_poolsize_constraint is None:
+            return float(np.nansum(weights))
+        counted = np.fromiter((slot.counts_in_pool_size for slot in self.table.slots), bool, len(self.table))
+        if len(self.table) and not counted.any():
+            self.problems.append(f"0 out of {len(self.table)} slots match NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT")
+        return float(np.nansum(weights[counted]))
 
     def _count_running_work(self) -> ConcurrencyLedger:
         """Charge each claim's weight to its customer; count the concurrency limits every slot ad
