@@ -401,14 +401,15 @@ class Daemon:
         host = settings.service.collector_host
         assert host is not None
         try:
-            pulled = await self.collector.pull(host)
+            pulled = await self.collector.pull(host, slots=settings.slot_constraint,
+                                               submitters=settings.submitter_constraint)
         except PullError as error:
             self.counters.pull_failures += 1
             self.pull_state = {"time": self.clock.now(), "error": str(error), "reason": error.reason, "problems": 0}
             self.log.error("collector query failed; negotiating over the ads already filed", host=host,
                            reason=error.reason, error=str(error))
             return False
-        self.pool.take_claim_ids(settings, pulled.claims)
+        self.pool.take_claim_ids(settings, pulled.claims, (ad for _, ad in pulled.ads[AdKind.SLOT]))
         for kind, ads in pulled.ads.items():
             self.store.replace_pulled(kind, ads, time.monotonic(), settings.service.classad_lifetime)
             self.totals.filed[kind.value] += len(ads)

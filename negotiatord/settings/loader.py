@@ -362,6 +362,9 @@ def _build(path: Path, params: _Params) -> Settings:
         service=_service(params, path.parent, warnings),
     )
     _ = settings.group_tree  # built now, so a mistake in the group tree is reported at load time
+    if settings.submitter_constraint is not None and settings.service.collector_host is None:
+        warnings.append("NEGOTIATOR_SUBMITTER_CONSTRAINT selects submitter ads, which only a collector gives: "
+                        "without COLLECTOR_HOST every job posted over HTTP is negotiated")
     # what is left once everything is read: names nothing reads
     unread = params.unread()
     check_per_group_knobs(unread, (group.name for group in settings.groups), path)

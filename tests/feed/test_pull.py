@@ -149,7 +149,7 @@ def test_pulling_unchanged_ads_every_cycle_publishes_each_match_once(tmp_path, m
     answer = _collector_answer()
     pulls: list[int] = []
 
-    async def collector(self: CollectorQueries, host: str) -> Pulled:
+    async def collector(self: CollectorQueries, host: str, **constraints: str | None) -> Pulled:
         pulls.append(1)
         await asyncio.sleep(PULL_S)     # a collector takes its time to answer
         return sort_ads(answer, f"collector {host}")
