@@ -150,6 +150,7 @@ class _Cycle:
         self.problems: list[str] = [str(p) for p in snapshot.problems]
         self.usage: dict[str, float] = defaultdict(float)       # customer -> weighted usage
         self.own_usage: dict[str, float] = defaultdict(float)   # group -> its own submitters' usage
+        self.running_slots: dict[str, int] = defaultdict(int)   # customer -> slots its claims hold
         self._account = _AssignedGroups(self.tree)              # customer -> its assigned group
         self.charges: dict[str, float] = defaultdict(float)     # submitter -> cost of its matches
         self.matches: list[Match] = []
@@ -234,6 +235,7 @@ class _Cycle:
                 continue
             if not (self.settings.discount_suspended_resources and _suspended(slot)):
                 self._charge_usage(slot.claim.customer, weight)
+                self.running_slots[slot.claim.customer] += 1
         return ConcurrencyLedger(self.settings, running_limits)
 
     def _trimmed(self) -> frozenset[int]:
@@ -824,6 +826,7 @@ class _Cycle:
             preemptions=tuple(self.preemptions),
             match_exprs=self.settings.match_exprs,
             enforced_quotas=tuple(self.enforced_quotas),
+            running_slots=dict(self.running_slots),
         )
 
     def _held_at_start(self) -> dict[str, dict[str, float]]:

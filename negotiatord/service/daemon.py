@@ -27,7 +27,7 @@ import structlog
 from aiohttp import web
 
 from negotiatord import __version__
-from negotiatord.accountant import AccountantStore
+from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.accountant.quota_timers import QuotaTimer, timer_document
 from negotiatord.ads import AdBatch
 from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
@@ -42,6 +42,9 @@ from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
 from negotiatord.schedds.negotiations import Prefetched
+from negotiatord.service.accounting import accountant_document
+from negotiatord.service.advertising import Advertiser
+from negotiatord.service.collector_ads import DaemonIdentity, accounting_ads, negotiator_ad
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming, Negotiated
 from negotiatord.service.http import build_app
 from negotiatord.service.metrics import ServiceMetrics
@@ -69,6 +72,8 @@ CYCLE_THREAD = "negotiation-cycle"
 # next attempt twice as late as the one before, and never more than PUBLISH_RETRY_MAX_S apart.
 PUBLISH_RETRY_FIRST_S = 1.0
 PUBLISH_RETRY_MAX_S = 60.0
+# How long a stopping daemon waits for the collector to take its invalidations.
+INVALIDATION_TIMEOUT_S = 5.0
 
 
 class DaemonClock:
@@ -137,6 +142,10 @@ class Daemon:
         self.runner = CycleRunner(self.accountant, self.matchlog)
         self.pool = PoolNegotiation()
         self.collector = CollectorQueries(config)
+        self.advertiser = Advertiser()
+        self._advertise_now = asyncio.Event()      # the ads are due now (a cycle ended, a reload)
+        self._accounting_due = False               # ... the Accounting ads too (a cycle ended)
+        self._ad_sequence = 0
         self.store = AdStore()
         self.totals = FeedTotals()
         self.counters = ServiceCounters()
@@ -193,7 +202,8 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
         for stop in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(stop, self.stop)
-        tasks = [asyncio.ensure_future(self._cycles()), asyncio.ensure_future(self._sweep_expired())]
+        tasks = [asyncio.ensure_future(self._cycles()), asyncio.ensure_future(self._sweep_expired()),
+                 asyncio.ensure_future(self._advertise())]
         if self.notifier.watchdog_interval:
             tasks.append(asyncio.ensure_future(self._watchdog(self.notifier.watchdog_interval)))
         self.log.info("negotiatord ready", url=self._url, config=str(self.config),
@@ -216,6 +226,8 @@ class Daemon:
             await runner.cleanup()
             self.parser.shutdown(wait=False, cancel_futures=True)
             self.pool.close()
+            await self._take_ads_back()
+            self.advertiser.close()
             await self.collector.close()
             self.accountant.close()
             self.matchlog.close()
@@ -345,6 +357,8 @@ class Daemon:
         self.preempting.add(outcome.time, outcome.result.preemptions)
         self._note_quota_timers(outcome.quota_timers, now)
         self.history.add(outcome, started, self.clock.now())
+        self._accounting_due = True
+        self._advertise_now.set()
         self.counters.cycles += 1
         self.metrics.cycle_duration.observe(outcome.duration_s)
         matches = len(outcome.result.matches)
@@ -446,6 +460,58 @@ class Daemon:
             self.log.warning("matches handed to schedds by a cycle that never committed are charged and published",
                              cycles=sorted(recovered), matches=sum(recovered.values()))
 
+    # -- the collector's ads ------------------------------------------------------------------------
+
+    def negotiator_ad(self) -> dict[str, Any]:
+        """The Negotiator ad as the collector gets it (:mod:`~.collector_ads`)."""
+        identity = DaemonIdentity(self.settings.service.pool.negotiator_name, os.uname().nodename, self._url,
+                                  __version__, self.started)
+        return negotiator_ad(identity, self.history.cycle_attributes(), self.clock.now(), self._ad_sequence)
+
+    def accountant_document(self, state: AccountantState) -> dict[str, Any]:
+        """``/v1/accountant``: the accountant's ``state`` with the last cycle's group figures and
+        slots in use."""
+        last = self.history.last
+        groups = last.outcome.result.groups if last else ()
+        slots = last.outcome.result.slots_in_use(self.settings.group_tree) if last else {}
+        return accountant_document(state, self.settings, groups, self.clock.now(), slots)
+
+    async def _advertise(self) -> None:
+        """Advertise the daemon's ads (:mod:`~.advertising`): at start, after each cycle (the
+        Accounting ads then too) and each reload, and NEGOTIATOR_UPDATE_INTERVAL after the last
+        time when nothing else comes first."""
+        self._advertise_now.set()
+        while True:
+            try:
+                await asyncio.wait_for(self._advertise_now.wait(), self.settings.service.update_interval)
+            except TimeoutError:
+                pass
+            self._advertise_now.clear()
+            settings = self.settings
+            host = settings.service.collector_host
+            if host is None:
+                continue
+            accounting: list[dict[str, Any]] = []
+            if self._accounting_due and settings.service.advertise_accounting:
+                document = self.accountant_document(await asyncio.to_thread(self.accountant.load))
+                accounting = accounting_ads(document, settings.service.pool.negotiator_name, settings.group_tree)
+            self._accounting_due = False
+            self._ad_sequence += 1
+            await self.advertiser.advertise(host, settings.service.pool.security, self.negotiator_ad(), accounting)
+
+    async def _take_ads_back(self) -> None:
+        """At stop: invalidate the Negotiator ad and the Accounting ads, within a few seconds."""
+        settings = self.settings
+        if settings.service.collector_host is None:
+            return
+        pool = settings.service.pool
+        try:
+            await asyncio.wait_for(self.advertiser.take_back(settings.service.collector_host, pool.security,
+                                                             pool.negotiator_name), INVALIDATION_TIMEOUT_S)
+        except TimeoutError:
+            self.log.warning("the collector did not take the invalidations in time; its ads expire in "
+                             "CLASSAD_LIFETIME", timeout_s=INVALIDATION_TIMEOUT_S)
+
     # -- the feed -------------------------------------------------------------------------------
 
     def _restore_holds(self) -> None:
@@ -509,6 +575,7 @@ class Daemon:
             finally:
                 self.notifier.ready(f"serving {self._url}")
                 self._poke.set()  # the timing knobs may have changed
+                self._advertise_now.set()   # as HTCondor's negotiator advertises on a reconfig
 
     # -- status ---------------------------------------------------------------------------------
 
@@ -534,6 +601,7 @@ class Daemon:
             "reload": self.reload_state,
             "collector": {"host": self.settings.service.collector_host, **self.pull_state},
             "schedds": self.pool.status(),
+            "advertising": self.advertiser.status(),
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
             "quota_victims_being_preempted": len(self.preempting),
         }

@@ -20,7 +20,6 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from negotiatord.accountant import UnknownCustomer
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
-from negotiatord.service.accounting import accountant_document
 
 if TYPE_CHECKING:
     from negotiatord.service.daemon import Daemon
@@ -91,7 +90,7 @@ class _ServiceApi:
         return web.json_response(self.daemon.status())
 
     async def negotiator(self, request: web.Request) -> web.Response:
-        return web.json_response(self.daemon.history.negotiator_ad())
+        return web.json_response(self.daemon.negotiator_ad())
 
     async def last_cycle(self, request: web.Request) -> web.Response:
         document = self.daemon.history.last_cycle_document()
@@ -155,9 +154,7 @@ class _ServiceApi:
     async def accountant(self, request: web.Request) -> web.Response:
         daemon = self.daemon
         state = await asyncio.to_thread(daemon.accountant.load)
-        last = daemon.history.last
-        groups = last.outcome.result.groups if last else ()
-        return web.json_response(accountant_document(state, daemon.settings, groups, daemon.clock.now()))
+        return web.json_response(daemon.accountant_document(state))
 
     async def set_factor(self, request: web.Request) -> web.Response:
         """condor_userprio -setfactor: ``{"customer": NAME, "factor": F}`` (F >= 1)."""
