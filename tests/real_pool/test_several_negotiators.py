@@ -50,7 +50,8 @@ def _accounting_of(pool: MiniPool, name: str, last_update: float) -> dict[str, d
 
 
 def test_two_negotiatords_split_the_slots_and_both_are_seen_by_htcondors_tools(pool, tmp_path):
-    one = negotiatord(pool, tmp_path / "one", NEGOTIATOR_NAME="shard_one", NEGOTIATOR_SLOT_CONSTRAINT="SlotID == 1")
+    one = negotiatord(pool, tmp_path / "one", NEGOTIATOR_NAME="shard_one", NEGOTIATOR_SLOT_CONSTRAINT="SlotID == 1",
+                      NEGOTIATOR_UPDATE_INTERVAL="1")
     two = negotiatord(pool, tmp_path / "two", NEGOTIATOR_NAME="shard_two", NEGOTIATOR_SLOT_CONSTRAINT="SlotID == 2")
     names = {"shard_one@vm": one, "shard_two@vm": two}
     try:
@@ -81,6 +82,11 @@ def test_two_negotiatords_split_the_slots_and_both_are_seen_by_htcondors_tools(p
             assert ad["NegotiatordURL"] == daemon.url
         table = pool.condor("condor_status", "-negotiator")
         assert "shard_one@vm" in table and "shard_two@vm" in table
+        # between cycles, every NEGOTIATOR_UPDATE_INTERVAL (updateCollector's timer)
+        before = _negotiators(pool)["shard_one@vm"]
+        again = wait_for(lambda: (ad := _negotiators(pool)["shard_one@vm"])["UpdateSequenceNumber"] >=
+                         before["UpdateSequenceNumber"] + 2 and ad, 10, "shard_one's ad to be sent again")
+        assert again["LastNegotiationCycleId0"] == before["LastNegotiationCycleId0"]
 
         # each its own accountant, advertised under its name with /v1/accountant's figures
         for name, daemon in names.items():
@@ -117,9 +123,13 @@ def test_the_job_and_submitter_constraints_are_applied_by_the_schedds_and_the_co
     pool.wait_until_advertised("minipool@minipool", idle=4)
     pool.wait_until_advertised("minipool@minipool", schedd=SCHEDD2)
     daemon = negotiatord(pool, tmp_path / "negotiatord", NEGOTIATOR_JOB_CONSTRAINT="RequestMemory == 512",
-                         NEGOTIATOR_SUBMITTER_CONSTRAINT='ScheddName == "vm"')
+                         NEGOTIATOR_SUBMITTER_CONSTRAINT='ScheddName == "vm"', NEGOTIATOR_NAME="jobs_of_512",
+                         NEGOTIATOR_ADVERTISE_ACCOUNTING="False")
     try:
-        daemon.wait_for_cycle(0)
+        cycle = daemon.wait_for_cycle(0)["Id"]
+        # its Negotiator ad, and no Accounting ad (NEGOTIATOR_ADVERTISE_ACCOUNTING)
+        _advertised(pool, "jobs_of_512@vm", cycle)
+        assert not [key for key in _accounting(pool) if key[0] == "jobs_of_512@vm"]
         schedds = daemon.status()["schedds"]
         # only the schedd vm was asked (its submitters of earlier tests too, with nothing idle),
         # and it offered the two 512 MB jobs only
