@@ -67,7 +67,9 @@ class Advertiser:
         return await self._send(collector_host, security, batch, what)
 
     async def take_back(self, collector_host: str, security: ClientSecurity, negotiator_name: str) -> int:
-        """Invalidate the Negotiator ad and the Accounting ads of ``negotiator_name``."""
+        """Invalidate the Negotiator ad and the Accounting ads of ``negotiator_name``, on new
+        connections: an update cut short by the stop may have left half a message on a kept one."""
+        self.close()
         batch = _updates(INVALIDATE_NEGOTIATOR_ADS, [invalidate_negotiator(negotiator_name)])
         batch += _updates(INVALIDATE_ACCOUNTING_ADS, [invalidate_accounting(negotiator_name)])
         return await self._send(collector_host, security, batch, "the invalidations")
