@@ -493,8 +493,13 @@ class Daemon:
                 continue
             accounting: list[dict[str, Any]] = []
             if self._accounting_due and settings.service.advertise_accounting:
-                document = self.accountant_document(await asyncio.to_thread(self.accountant.load))
-                accounting = accounting_ads(document, settings.service.pool.negotiator_name, settings.group_tree)
+                try:
+                    document = self.accountant_document(await asyncio.to_thread(self.accountant.load))
+                except Exception as error:  # the accountant's storage fails: the next cycle tries again
+                    self.log.error("the Accounting ads could not be made; the Negotiator ad goes alone",
+                                   error=f"{type(error).__name__}: {error}")
+                else:
+                    accounting = accounting_ads(document, settings.service.pool.negotiator_name, settings.group_tree)
             self._accounting_due = False
             self._ad_sequence += 1
             await self.advertiser.advertise(host, settings.service.pool.security, self.negotiator_ad(), accounting)
