@@ -13,7 +13,8 @@ The package knows nothing of negotiation. Its parts, bottom up:
 * :mod:`~.policy`, :mod:`~.keys`, :mod:`~.handshake` and :mod:`~.auth`: DaemonCore's command
   protocol with its security negotiation, the authentication methods, and reused sessions
   (``condor_secman.cpp``, ``authentication.cpp``, ``condor_auth_*.cpp``);
-* :mod:`~.client`: opening an authenticated, encrypted command stream to a daemon.
+* :mod:`~.client`: opening an authenticated, encrypted command stream to a daemon;
+* :mod:`~.updates`: sending ads to a collector, as DaemonCore's updates.
 
 No code is copied from HTCondor; where a module follows HTCondor's behaviour it says which.
 """

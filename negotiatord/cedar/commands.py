@@ -25,13 +25,18 @@ SEND_RESOURCE_REQUEST_LIST = 518
 QUERY_STARTD_ADS = 5
 QUERY_STARTD_PVT_ADS = 10
 QUERY_SUBMITTOR_ADS = 12
+UPDATE_NEGOTIATOR_AD = 49
+INVALIDATE_NEGOTIATOR_ADS = 51
+UPDATE_ACCOUNTING_AD = 77
+INVALIDATE_ACCOUNTING_ADS = 79
 
 NAMES = {value: name for name, value in list(globals().items()) if isinstance(value, int) and name.isupper()}
 
 # the authorization level each command is registered at by the daemon that serves it
-# (schedd.cpp for NEGOTIATE, collector.cpp for the queries)
+# (schedd.cpp for NEGOTIATE, collector.cpp for the queries, updates and invalidations)
 LEVELS = {NEGOTIATE: "NEGOTIATOR", QUERY_STARTD_PVT_ADS: "NEGOTIATOR", QUERY_STARTD_ADS: "READ",
-          QUERY_SUBMITTOR_ADS: "READ"}
+          QUERY_SUBMITTOR_ADS: "READ", UPDATE_NEGOTIATOR_AD: "NEGOTIATOR", INVALIDATE_NEGOTIATOR_ADS: "NEGOTIATOR",
+          UPDATE_ACCOUNTING_AD: "NEGOTIATOR", INVALIDATE_ACCOUNTING_ADS: "NEGOTIATOR"}
 
 
 def command_name(command: int) -> str:

@@ -45,3 +45,20 @@ def parse_sinful(text: str) -> Sinful:
         raise BadAddress(f"{text!r} is not a daemon address (<host:port?...> or host:port)")
     return Sinful(host=host, port=int(port_text), shared_port_id=params.get("sock") or None,
                   alias=params.get("alias") or None, text=text.strip())
+
+
+# the collector's well-known port (COLLECTOR_PORT's default)
+COLLECTOR_PORT = 9618
+
+
+def collector_addresses(collector_host: str) -> list[str]:
+    """The collectors ``COLLECTOR_HOST`` names (a comma or space separated list, as DaemonCore's
+    ``CollectorList`` reads it), each ``host:port`` (the port 9618 when it names none) or a sinful
+    string; a daemon sends its updates to each."""
+    addresses = []
+    for entry in collector_host.replace(",", " ").split():
+        if entry.startswith("<") or entry.rpartition(":")[2].isdigit():
+            addresses.append(entry)
+        else:
+            addresses.append(f"{entry}:{COLLECTOR_PORT}")
+    return addresses

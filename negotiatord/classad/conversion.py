@@ -7,6 +7,7 @@ Python bools (also ints); every numeric use in negotiatord goes through here.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import classad2
 
@@ -61,3 +62,22 @@ def evaluate_string(ad: classad2.ClassAd, attr: str) -> str | None:
     value = evaluate(ad, attr)
     return value if isinstance(value, str) else None
 
+
+
+def satisfies(ad: classad2.ClassAd, constraint: str) -> bool:
+    """Whether ``ad`` meets ``constraint``, evaluated in the ad alone, as HTCondor's collector and
+    schedd select ads for a query (``EvalExprToBool``, then ``IsBooleanValueEquiv``): true, or a
+    non-zero number; UNDEFINED, ERROR and anything else leave the ad out."""
+    value = evaluated(_expression(constraint), ad)
+    if isinstance(value, classad2.Value):
+        return False
+    if isinstance(value, bool):
+        return value
+    number = as_number(value)
+    return number is not None and number != 0
+
+
+@lru_cache(maxsize=64)
+def _expression(text: str) -> classad2.ExprTree:
+    """The parsed ``text``; the config's constraints are asked of every ad, parsed once."""
+    return classad2.ExprTree(text)

@@ -143,7 +143,7 @@ class RankedOffer:
         self._autocluster = autocluster
         self._evaluator = evaluator
         self._state = state
-        self._rows, self._amounts = state.offered()
+        self._rows, self._amounts = state.offered_to(autocluster.schedd)
         self._need = need
         self._constant_rank = constant_rank
         self._whole_ties = whole_ties

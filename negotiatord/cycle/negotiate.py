@@ -150,6 +150,7 @@ class _Cycle:
         self.problems: list[str] = [str(p) for p in snapshot.problems]
         self.usage: dict[str, float] = defaultdict(float)       # customer -> weighted usage
         self.own_usage: dict[str, float] = defaultdict(float)   # group -> its own submitters' usage
+        self.running_slots: dict[str, int] = defaultdict(int)   # customer -> slots its claims hold
         self._account = _AssignedGroups(self.tree)              # customer -> its assigned group
         self.charges: dict[str, float] = defaultdict(float)     # submitter -> cost of its matches
         self.matches: list[Match] = []
@@ -174,7 +175,7 @@ class _Cycle:
         with self._phase("slot_weights"):
             self.state = PoolState(self.table, self._weights())
             self.initial_weights: list[float] = self.state.weights.tolist()
-            pool_size = self.pool_size = float(np.nansum(self.state.weights))
+            pool_size = self.pool_size = self._pool_size()
         with self._phase("running_usage"):
             self.ledger = self._count_running_work()
             self.slot_limits = LimitsPerSlot(self.table)
@@ -211,6 +212,18 @@ class _Cycle:
             weights = np.where(legacy, 1.0, weights)
         return weights
 
+    def _pool_size(self) -> float:
+        """The slots' weights, of those NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT counts only (the
+        quotas and shares are of it; the other slots are still matched), as matchmaker.cpp sums
+        ``weightedPoolsize``; none counted is HTCondor's warning, and a pool of size 0."""
+        weights = self.state.weights
+        if self.settings.slot_poolsize_constraint is None:
+            return float(np.nansum(weights))
+        counted = np.fromiter((slot.counts_in_pool_size for slot in self.table.slots), bool, len(self.table))
+        if len(self.table) and not counted.any():
+            self.problems.append(f"0 out of {len(self.table)} slots match NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT")
+        return float(np.nansum(weights[counted]))
+
     def _count_running_work(self) -> ConcurrencyLedger:
         """Charge each claim's weight to its customer; count the concurrency limits every slot ad
         holds, as HTCondor's Accountant::LoadLimits does: its ConcurrencyLimits and
@@ -222,6 +235,7 @@ class _Cycle:
                 continue
             if not (self.settings.discount_suspended_resources and _suspended(slot)):
                 self._charge_usage(slot.claim.customer, weight)
+                self.running_slots[slot.claim.customer] += 1
         return ConcurrencyLedger(self.settings, running_limits)
 
     def _trimmed(self) -> frozenset[int]:
@@ -812,6 +826,7 @@ class _Cycle:
             preemptions=tuple(self.preemptions),
             match_exprs=self.settings.match_exprs,
             enforced_quotas=tuple(self.enforced_quotas),
+            running_slots=dict(self.running_slots),
         )
 
     def _held_at_start(self) -> dict[str, dict[str, float]]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from negotiatord.settings.groups import GroupTree
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,17 @@ class CycleResult:
     # for the schedd to copy into the matched job's ad (NegotiatorMatchExpr<NAME> -> expression)
     match_exprs: Mapping[str, str] = field(default_factory=dict)
     enforced_quotas: tuple[str, ...] = ()     # groups whose quota preemption timers the cycle enforced
+    # customer -> the slots its claims held as the cycle began, those its usage counted
+    running_slots: Mapping[str, int] = field(default_factory=dict)
+
+    def slots_in_use(self, tree: GroupTree) -> dict[str, int]:
+        """Each customer's slots after the cycle, and each group's subtree total (HTCondor's
+        ``ResourcesUsed``, which counts slots where ``WeightedResourcesUsed`` sums their weights):
+        its claims at the start, plus its matches, less the claims the cycle preempted."""
+        slots = Counter(self.running_slots)
+        slots.update(match.submitter for match in self.matches)
+        slots.subtract(preemption.victim_submitter for preemption in self.preemptions)
+        return {customer: int(total) for customer, total in tree.roll_up(slots).items()}
 
     def preemptions_by_rule(self) -> dict[str, int]:
         """How many preemptions each rule allowed (every rule named, at 0 if none)."""

@@ -2,7 +2,8 @@
 submitter ads, one query per line it reads, for as long as its parent keeps it.
 
 Run as ``CONDOR_CONFIG=<file> python -m negotiatord.feed.collector_query``. It reads one JSON object
-per line on stdin, ``{"host": HOST}``, and answers each with one JSON line on stdout:
+per line on stdin, ``{"host": HOST, "slots": CONSTRAINT, "submitters": CONSTRAINT}`` (the
+constraints may be null), and answers each with one JSON line on stdout:
 ``{"ads": <the slot and submitter ads in the long form, a blank line between ads>, "claims":
 [{"name", "address", "ids"}, ...]}``, or ``{"error": <what HTCondor said>}``. The daemon keeps it
 from cycle to cycle: starting Python and HTCondor's bindings would cost more than the query.
@@ -11,7 +12,9 @@ It runs in a child process for the reason the config is read in one (see
 ``negotiatord.settings.param_dump``): HTCondor's library exits the whole process on a bad config,
 and the daemon must outlive that; a daemon that reloads its config starts a new worker. What it
 asks for follows ``Matchmaker::obtainAdsFromCollector``: startd ads, their private ads (the claim
-ids; a query at NEGOTIATOR level, answered over an encrypted session only) and submitter ads. Of a
+ids; a query at NEGOTIATOR level, answered over an encrypted session only) and submitter ads, the
+slot and submitter ads under ``NEGOTIATOR_SLOT_CONSTRAINT`` and ``NEGOTIATOR_SUBMITTER_CONSTRAINT``
+as that adds them to its query. Of a
 private ad only the slot's ``Name`` and ``MyAddress`` and its claim ids come out, as plain strings:
 a consumption-policy p-slot of a thousand cores lists a thousand ids in ``ClaimIdList``, a string
 far longer than any expression an ad reader lets through, and the ids are no expression anyway
@@ -81,15 +84,15 @@ def _failure(error: Exception, said: list[str]) -> str:
     return "; ".join([str(error), *said])
 
 
-def query(host: str) -> dict[str, object]:
+def query(host: str, slot_constraint: str | None = None, submitter_constraint: str | None = None) -> dict[str, object]:
     """One query's answer (see the module docstring)."""
     import htcondor2
 
     try:
         with _htcondor_says() as said:
             collector = htcondor2.Collector(host)
-            slots = collector.query(htcondor2.AdTypes.Startd)
-            submitters = collector.query(htcondor2.AdTypes.Submitter)
+            slots = collector.query(htcondor2.AdTypes.Startd, constraint=slot_constraint)
+            submitters = collector.query(htcondor2.AdTypes.Submitter, constraint=submitter_constraint)
             private = collector.query(htcondor2.AdTypes.StartdPrivate)
     except Exception as error:  # the bindings raise HTCondorException and plain OSError/ValueError
         return {"error": _failure(error, said)}
@@ -103,7 +106,8 @@ def main() -> int:
     htcondor2.reload_config()  # negotiatord's import read no config (negotiatord.classad.library)
     htcondor2.enable_debug()   # HTCondor's own account of a failure goes to stderr, captured below
     for line in sys.stdin:
-        sys.stdout.write(json.dumps(query(json.loads(line)["host"])) + "\n")
+        asked = json.loads(line)
+        sys.stdout.write(json.dumps(query(asked["host"], asked.get("slots"), asked.get("submitters"))) + "\n")
         sys.stdout.flush()
     return 0
 

@@ -114,12 +114,15 @@ class CollectorQueries:
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=self._said)
         return self._child
 
-    async def pull(self, host: str, timeout: float = PULL_TIMEOUT_S) -> Pulled:
-        """Query ``host``; raise :class:`PullError` if the collector is not reached."""
+    async def pull(self, host: str, timeout: float = PULL_TIMEOUT_S, *, slots: str | None = None,
+                   submitters: str | None = None) -> Pulled:
+        """Query ``host`` for the slot and submitter ads that meet the constraints ``slots`` and
+        ``submitters`` (None: all); raise :class:`PullError` if the collector is not reached."""
         child = await self._worker()
         assert child.stdin is not None and child.stdout is not None
+        asked = {"host": host, "slots": slots, "submitters": submitters}
         try:
-            child.stdin.write(json.dumps({"host": host}).encode() + b"\n")
+            child.stdin.write(json.dumps(asked).encode() + b"\n")
             await child.stdin.drain()
             line = await asyncio.wait_for(child.stdout.readline(), timeout)
         except TimeoutError:

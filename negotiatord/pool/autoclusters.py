@@ -43,6 +43,7 @@ class Autocluster:
     submitter: str
     jobs: tuple[Job, ...]           # in the submitter's job order
     representative: MatchmakingAd = field(compare=False, repr=False)   # every job here matches as it does
+    schedd: str = ""                # the schedd every job here is queued at (its GlobalJobId's)
 
     @property
     def ad(self) -> classad2.ClassAd:
@@ -87,7 +88,7 @@ class ClusteringJob:
     when its position in the queue moves.
     """
 
-    __slots__ = ("job", "ad", "submitter", "rank")
+    __slots__ = ("job", "ad", "submitter", "party", "rank")
 
     def __init__(self, job: Job, ad: MatchmakingAd) -> None:
         self.ad = ad
@@ -97,7 +98,8 @@ class ClusteringJob:
         """Take ``job``, read from the same ad at another position in the queue."""
         self.job = job
         self.submitter = job.submitter
-        self.rank = (job.submitter, job.order)      # the order autoclusters keep
+        self.party = (job.submitter, job.schedd)    # whose jobs, at which schedd, it clusters with
+        self.rank = (job.submitter, job.schedd, job.order)      # the order autoclusters keep
 
     def signature(self, names: tuple[str, ...]) -> Signature:
         if self.ad.shared and reads_identity(names):
@@ -117,7 +119,7 @@ class ClusteringJob:
 
 JOB = attrgetter("job")
 _RANK = attrgetter("rank")
-_SUBMITTER = attrgetter("submitter")
+_PARTY = attrgetter("party")
 _ALONE = (ANY_ATTRIBUTE,)       # the split of jobs that may read any attribute: each stands alone
 
 
@@ -125,8 +127,8 @@ class Autoclusters:
     """The idle jobs' autoclusters, kept from cycle to cycle.
 
     Forming them (:meth:`form`) is the algorithm of this module's docstring. It leaves a tree: the
-    closure groups (one submitter's jobs equal in every unconditional attribute and what those
-    read), each split as its first job decides (:class:`_Node`) down to the autoclusters. A
+    closure groups (one submitter's jobs at one schedd, equal in every unconditional attribute and
+    what those read), each split as its first job decides (:class:`_Node`) down to the autoclusters. A
     daemon's next cycle mostly sees the same jobs, a few ads replaced, so :meth:`update` takes the
     jobs that left and joined into the tree and reconsiders only the nodes they touched: the
     result is what :meth:`form` would give, without touching the other 250k jobs.
@@ -141,7 +143,9 @@ class Autoclusters:
 
     def form(self, jobs: Iterable[ClusteringJob],
              significant: Significance) -> tuple[list[Autocluster], Significance]:
-        """Group each submitter's jobs by their significant attributes' values.
+        """Group each submitter's jobs at each schedd by their significant attributes' values (a
+        schedd makes its own autoclusters, and HTCondor's negotiator negotiates each submitter
+        schedd by schedd).
 
         Returns the autoclusters (ids follow first appearance in job order, so the same input
         gives the same ids) and the significance grown by what expression-valued attributes read.
@@ -183,7 +187,7 @@ class Autoclusters:
         return self._result(significant) if self._closure_holds(significant) else None
 
     def _group_key(self, job: ClusteringJob) -> tuple:
-        return (job.submitter, *(job.signature(names) for names in self._passes))
+        return (*job.party, *(job.signature(names) for names in self._passes))
 
     def _closure_holds(self, significant: Significance) -> bool:
         """Whether the closure, worked out again over the current jobs, passes as it did: every job
@@ -202,7 +206,7 @@ class Autoclusters:
         leaves = sorted((leaf for group in self._groups.values() for leaf in group.leaves()),
                         key=lambda leaf: leaf.settled_first.rank)
         autoclusters = [Autocluster(id=i, submitter=leaf.settled_first.submitter, jobs=tuple(map(JOB, leaf.members)),
-                                    representative=leaf.members[0].ad)
+                                    representative=leaf.members[0].ad, schedd=leaf.settled_first.job.schedd)
                         for i, leaf in enumerate(leaves)]
         names = [name for names in self._passes for name in names]
         return autoclusters, Significance(tuple(sorted(names, key=str.lower)), significant.guarded)
@@ -319,7 +323,7 @@ def _undecided(reads: Iterable[JobRead], known: frozenset[str]) -> tuple[JobRead
 
 
 def _split_by_submitter(ordered: list[ClusteringJob]) -> list[list[ClusteringJob]]:
-    return [list(jobs) for _, jobs in groupby(ordered, key=_SUBMITTER)]    # ordered by submitter first
+    return [list(jobs) for _, jobs in groupby(ordered, key=_PARTY)]    # ordered by submitter and schedd first
 
 
 def _split(groups: Iterable[list[ClusteringJob]], names: tuple[str, ...]) -> list[list[ClusteringJob]]:

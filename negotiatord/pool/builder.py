@@ -32,7 +32,8 @@ from negotiatord.pool.autoclusters import (
     Significance,
     significance,
 )
-from negotiatord.pool.job_ads import ClusterAd, MatchmakingAd, ProcAd, SharedAds, readable_ad
+from negotiatord.classad.conversion import satisfies
+from negotiatord.pool.job_ads import ClusterAd, MatchmakingAd, ProcAd, SharedAds, mentions_identity, readable_ad
 from negotiatord.pool.jobs import Job, prepare_job, with_identity
 from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.significance import JobRead, slot_job_reads
@@ -149,6 +150,10 @@ class SnapshotBuilder:
     def build(self, slot_ads: Iterable[classad2.ClassAd],
               job_ads: Iterable[classad2.ClassAd | RepeatedAd | ProcAd], settings: Settings) -> Snapshot:
         if settings is not self._settings:
+            if self._settings is not None and settings.job_constraint != self._settings.job_constraint:
+                # the jobs of the last cycle were taken or left out under another constraint
+                self._queue, self._autoclusters, self._clusters = _JobQueue.empty(), Autoclusters(), WeakKeyDictionary()
+                self._sharing_rules = None
             self._settings, self._slots, self._read_sets = settings, {}, {}
             self._rank_exprs = _expressions(settings.pre_job_rank, settings.post_job_rank)
             self._preemption_exprs = _expressions(settings.preemption_requirements, settings.preemption_rank)
@@ -246,8 +251,8 @@ class SnapshotBuilder:
         rows = last.rows_of(keys)
         new = np.flatnonzero(rows < 0).tolist()
         kinds = _taken(last.kinds, rows, _OTHER)
-        for row in new:
-            kinds[row] = _NOT_IDLE if _is_a(readable_ad(ads[row]), "Job") else _OTHER     # told apart once read
+        for row in new:       # told apart once read
+            kinds[row] = _NOT_IDLE if _is_a(readable_ad(ads[row]), "Job") and self._takes(ads[row]) else _OTHER
         positions = np.where(kinds != _OTHER, np.cumsum(kinds != _OTHER), 0)
         entries, jobs = _taken(last.entries, rows, None), _taken(last.jobs, rows, None)
         for row in new:
@@ -286,7 +291,7 @@ class SnapshotBuilder:
         last: tuple[classad2.ClassAd, _JobEntry] | None = None     # the last ad read, and its entry
         position = 0
         for ad in ads:
-            if not _is_a(ad.ad if isinstance(ad, RepeatedAd) else ad, "Job"):
+            if not _is_a(ad.ad if isinstance(ad, RepeatedAd) else ad, "Job") or not self._takes(ad):
                 continue
             position += 1
             if isinstance(ad, RepeatedAd):
@@ -296,6 +301,21 @@ class SnapshotBuilder:
                 entry = self._read_job(ad, position, shared.of)
                 last = (ad, entry)
                 yield entry
+
+    def _takes(self, record: classad2.ClassAd | RepeatedAd | ProcAd) -> bool:
+        """Whether the job meets NEGOTIATOR_JOB_CONSTRAINT (or none is set). HTCondor's negotiator
+        has each schedd apply it (``NegotiatorJobConstraint`` in the negotiation ad): a job outside
+        it is none of this negotiator's, as though its schedd had not offered it. Asked once per
+        ad; of a job that shares its cluster's (or an earlier) ad, of that ad unless the constraint
+        names the job's identity."""
+        constraint = self._settings.job_constraint if self._settings is not None else None
+        if constraint is None:
+            return True
+        if isinstance(record, classad2.ClassAd):
+            return satisfies(record, constraint)
+        if mentions_identity(constraint):
+            return satisfies(record.whole(), constraint)
+        return satisfies(readable_ad(record) if isinstance(record, ProcAd) else record.ad, constraint)
 
     def _read_record(self, record: classad2.ClassAd | ProcAd, position: int, shared: SharedAds) -> _JobEntry:
         """The entry of a daemon's job record: a ProcAd from its cluster ad where it may share it."""
@@ -398,7 +418,11 @@ def _kept(ad: classad2.ClassAd | RepeatedAd | ProcAd) -> classad2.ClassAd | Proc
 
 
 def _read_slot(ad: classad2.ClassAd, settings: Settings) -> _SlotEntry:
-    if not _is_a(ad, "Machine"):
+    """The entry of a slot ad; an ad that is no Machine ad, or that NEGOTIATOR_SLOT_CONSTRAINT
+    leaves out, is none of the cycle's (HTCondor's negotiator asks the collector for the slots that
+    meet it, ``obtainAdsFromCollector``, and sees no other: not for matches, usage or pool size)."""
+    if not _is_a(ad, "Machine") or (settings.slot_constraint is not None
+                                    and not satisfies(ad, settings.slot_constraint)):
         return _SlotEntry(ad)
     slot = prepare_slot(ad, settings)
     if isinstance(slot, LeftOut):

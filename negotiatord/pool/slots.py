@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import classad2
 
-from negotiatord.classad.conversion import as_number, evaluate_number, evaluate_string
+from negotiatord.classad.conversion import as_number, evaluate, evaluate_number, evaluate_string, satisfies
 from negotiatord.classad.cycle_time import frozen_expr
 from negotiatord.classad.parser import ParseError, parse
 from negotiatord.pool.problems import LeftOut
@@ -76,6 +76,10 @@ class Slot:
     # the ConcurrencyLimits and PreemptingConcurrencyLimits the ad shows, whatever its State: the
     # limits its running job and a claim waiting to preempt it hold (Accountant::LoadLimits)
     concurrency_limits: tuple[str, ...] = ()
+    # a claimed partitionable slot offered to idle jobs: those of the schedd named here (its
+    # RemoteScheddName; "" when the ad names none: any schedd's); None for every other slot
+    claimed_for: str | None = None
+    counts_in_pool_size: bool = True            # NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT holds for it
 
     @property
     def has_consumption_policy(self) -> bool:
@@ -83,8 +87,9 @@ class Slot:
 
     @property
     def is_candidate(self) -> bool:
-        """Only unclaimed slots are offered to idle jobs (preemption comes later)."""
-        return self.claim is None and self.state == "Unclaimed"
+        """Unclaimed slots are offered to idle jobs (preemption comes later), and so are the
+        claimed partitionable slots :func:`offered_while_claimed` keeps."""
+        return (self.claim is None and self.state == "Unclaimed") or self.claimed_for is not None
 
 
 def considers_priority_preemption(settings: Settings) -> bool:
@@ -190,7 +195,33 @@ def prepare_slot(ad: classad2.ClassAd, settings: Settings) -> Slot | LeftOut:
         consumption=consumption,
         claim=_claim(ad, state),
         concurrency_limits=tuple(text for name in _HELD_LIMITS if (text := evaluate_string(ad, name))),
+        claimed_for=offered_while_claimed(ad, kind, state, settings),
+        counts_in_pool_size=(settings.slot_poolsize_constraint is None
+                             or satisfies(ad, settings.slot_poolsize_constraint)),
     )
+
+
+def offered_while_claimed(ad: classad2.ClassAd, kind: SlotKind, state: str, settings: Settings) -> str | None:
+    """The schedd a claimed partitionable slot is offered to ("" for any), or None if it is not.
+
+    Since HTCondor 23, a schedd may claim a p-slot whole (``ENABLE_CLAIMABLE_PARTITIONABLE_SLOTS``
+    on it and its startd, for a negotiator that says ``MatchClaimedPslots``) and the p-slot stays
+    ``Claimed`` while the schedd carves dynamic slots from it. matchmaker.cpp keeps such a slot
+    (``trimStartdAds_ClaimedPslotLogic``) unless its ``WantMatching`` is false (unset is true) or it
+    names a ``WorkingCM`` and ``MATCH_WORKING_CM_SLOTS`` is false, and ``matchmakingAlgorithm``
+    offers it only to jobs of the schedd its ``RemoteScheddName`` names. With
+    ``NEGOTIATOR_CONSIDER_PREEMPTION`` on, ``matchmakingAlgorithm`` takes its ``RemoteUser`` for a
+    running claim: its claimant's own jobs are refused it and another's may have it only as a
+    preemption; negotiatord then offers it to none (docs/cycle.md, "Claimed partitionable slots")."""
+    if kind is not SlotKind.PARTITIONABLE or state != "Claimed" or settings.consider_preemption:
+        return None
+    want_matching = evaluate(ad, "WantMatching")
+    if isinstance(want_matching, (bool, int, float)) and not isinstance(want_matching, classad2.Value) \
+            and not want_matching:
+        return None
+    if evaluate_string(ad, "WorkingCM") and not settings.match_working_cm_slots:
+        return None
+    return evaluate_string(ad, "RemoteScheddName") or ""
 
 
 def slot_kind(ad: classad2.ClassAd) -> SlotKind:

@@ -4,10 +4,11 @@ A schedd groups its idle jobs into autoclusters by these attributes and sends on
 autocluster with only them (plus its identity and the job's own ``Requirements`` and ``Rank``
 references), so every attribute the cycle evaluates must be named. As HTCondor's
 ``compute_significant_attrs`` (``matchmaker.cpp``): every external reference of every slot ad's
-attributes (list values aside), of the negotiator's policy expressions, and of negotiatord's own
-reads of a job; then ``TrimReferenceNames``, and the attributes HTCondor always drops (the clock,
-the submitter's priority, which the negotiator inserts itself, and slot attributes some slots lack),
-and any name matching ``^Slot[0-9]*_`` (``REMOVE_SIGNIFICANT_ATTRIBUTES_REGEX``'s default).
+attributes (list values aside), of the negotiator's policy expressions, of
+``NEGOTIATOR_JOB_CONSTRAINT``, and of negotiatord's own reads of a job; then
+``TrimReferenceNames``, and the attributes HTCondor always drops (the clock, the submitter's
+priority, which the negotiator inserts itself, and slot attributes some slots lack), and any name
+matching ``^Slot[0-9]*_`` (``REMOVE_SIGNIFICANT_ATTRIBUTES_REGEX``'s default).
 """
 
 from __future__ import annotations
@@ -65,5 +66,10 @@ def significant_attributes(slot_ads: Iterable[classad2.ClassAd], settings: Setti
     for text in filter(None, policies):
         probe["negotiatord_policy__"] = classad2.ExprTree(text)
         add(probe.externalRefs(probe.lookup("negotiatord_policy__")))
+    if settings.job_constraint:
+        # every name the constraint reads, in an ad of its own (the schedd applies it to its jobs,
+        # and the cycle again to the requests)
+        alone = classad2.ClassAd({"negotiatord_constraint__": classad2.ExprTree(settings.job_constraint)})
+        add(alone.externalRefs(alone.lookup("negotiatord_constraint__")))
     add(OWN_READS)
     return ",".join(sorted(found.values(), key=str.lower))

@@ -7,13 +7,15 @@ As ``Matchmaker::obtainAdsFromCollector`` gathers them: a private ad is keyed by
 
 An id stays spent across cycles too, until the startd's private ad no longer lists it: the startd
 replaces a claimed id, but its new ad may reach the collector after the next cycle has begun, and a
-schedd handed a spent id would only fail to claim. Claim ids never leave this module but in the
+schedd handed a spent id would only fail to claim. The id of a partitionable slot a schedd claimed
+whole is that schedd's claim, listed for as long as it lasts: each cycle may hand it to the schedd
+again (once per cycle), which carves another dynamic slot with it. Claim ids never leave this module but in the
 ``PERMISSION_AND_AD`` sent to the schedd: not in logs, not in published matches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 
 def slot_key(name: str, address: str) -> tuple[str, str]:
@@ -27,12 +29,15 @@ class ClaimIds:
         self._ids: dict[tuple[str, str], list[str]] = {}
         self._spent: set[str] = set()
 
-    def refresh(self, slots: Iterable[tuple[str, str, Sequence[str]]]) -> int:
-        """Take the ids of a new pull's private ads, as (``Name``, ``MyAddress``, ids); returns how
-        many slots have any."""
+    def refresh(self, slots: Iterable[tuple[str, str, Sequence[str]]],
+                again: Collection[tuple[str, str]] = ()) -> int:
+        """Take the ids of a new pull's private ads, as (``Name``, ``MyAddress``, ids); the ids of
+        the slots ``again`` names (by ``Name`` and ``MyAddress``) may be handed out again, though
+        still listed. Returns how many slots have any."""
         ids = {slot_key(name, address): list(claims) for name, address, claims in slots if claims}
         listed_now = {claim for claims in ids.values() for claim in claims}
         self._spent &= listed_now
+        self._spent -= {claim for key in again for claim in ids.get(key, ())}
         self._ids = ids
         return len(ids)
 

@@ -47,6 +47,7 @@ from negotiatord.settings.groups import ROOT_GROUP
 @dataclass(frozen=True)
 class ScheddOptions:
     negotiator_name: str
+    job_constraint: str | None = None    # NEGOTIATOR_JOB_CONSTRAINT, for the schedds to apply
     timeout_s: float = 30.0              # NEGOTIATOR_TIMEOUT
     prefetch_timeout_s: float = 30.0     # NEGOTIATOR_PREFETCH_REQUESTS_TIMEOUT
     prefetch_max_time_s: float | None = 60.0   # NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME; None: no limit
@@ -118,7 +119,7 @@ class Schedds:
             connection = self._connections[submitter.schedd_address] = _Connection(stream, fresh=True)
         connection.stream.timeout = timeout
         start_session(connection.stream, submitter, attributes, self.options.negotiator_name,
-                      command_sent=connection.fresh)
+                      self.options.job_constraint, command_sent=connection.fresh)
         connection.fresh = False
         return connection.stream
 

@@ -4,7 +4,9 @@ HTCondor's build has them with file and line).
 * The session opens with the ``NEGOTIATE`` command (through DaemonCore's handshake on a new
   connection, as the bare integer on a connection the schedd kept from an earlier session) and an
   ad naming the submitter (``Owner``, ``SubmitterTag``), the job attributes the negotiator reads
-  (``AutoClusterAttrs``) and the negotiator's name (``Matchmaker::startNegotiateProtocol``).
+  (``AutoClusterAttrs``), the jobs it takes (``NegotiatorJobConstraint``), that it matches claimed
+  partitionable slots (``MatchClaimedPslots``) and the negotiator's name
+  (``Matchmaker::startNegotiateProtocol``).
 * ``SEND_RESOURCE_REQUEST_LIST`` and a count asks for up to that many requests (``SEND_JOB_INFO``
   for one); the schedd answers each with ``JOB_INFO`` and a request ad, and ``NO_MORE_JOBS`` when
   it has none left (``ResourceRequestList::fetchRequestsFromSchedd``).
@@ -37,19 +39,23 @@ from negotiatord.schedds.submitters import Submitter
 
 
 def start_session(stream: CommandStream, submitter: Submitter, significant_attributes: str,
-                  negotiator_name: str, *, command_sent: bool) -> None:
+                  negotiator_name: str, job_constraint: str | None = None, *, command_sent: bool) -> None:
     """Queue the opening of a session for ``submitter``: the command integer unless the handshake
-    carried it, then the negotiation ad."""
+    carried it, then the negotiation ad. ``job_constraint`` (NEGOTIATOR_JOB_CONSTRAINT) goes as an
+    expression: the schedd offers only the jobs that meet it."""
     message = stream.message()
     if not command_sent:
         message.put_int(NEGOTIATE)
     ad = classad2.ClassAd()
     ad["Owner"] = submitter.owner
+    if job_constraint is not None:
+        ad["NegotiatorJobConstraint"] = classad2.ExprTree(job_constraint)
     ad["AutoClusterAttrs"] = significant_attributes
     ad["SubmitterTag"] = submitter.tag
-    # negotiatord neither matches claimed partitionable slots nor sends diagnostic ads, so it says
-    # so (schedd.cpp reads both, defaulting to false)
-    ad["MatchClaimedPslots"] = False
+    # negotiatord matches a p-slot the schedd claimed whole to that schedd's jobs, which lets a
+    # schedd with ENABLE_CLAIMABLE_PARTITIONABLE_SLOTS claim one (schedd.cpp scheduler_handleMatch);
+    # it sends no diagnostic ads, so it announces no MatchCaps (schedd.cpp reads it, default none)
+    ad["MatchClaimedPslots"] = True
     ad["NegotiatorName"] = negotiator_name
     put_classad(message, ad)
     stream.write(message)

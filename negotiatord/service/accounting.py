@@ -1,15 +1,17 @@
 """What ``condor_userprio`` shows, as a document the daemon serves and ``negotiatord userprio`` prints.
 
 Per customer (HTCondor's accountant ``Customer`` records, ``Accountant::ReportState``): effective
-priority (real priority × factor), real priority, factor, weighted resources in use, accumulated
-usage and the usage times (a group's own record carries its whole subtree's usage, ``<none>``'s
-the pool's: :meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`); per
-group: the configured quota (a static quota, or the dynamic fraction of the parent's), the quota
-the last cycle computed from it, and the surplus policy; the running quota preemption timers.
+priority (real priority × factor), real priority, factor, weighted resources in use, the slots in
+use as of the last cycle, accumulated usage and the usage times (a group's own record carries its
+whole subtree's usage, ``<none>``'s the pool's:
+:meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`); per group: the
+configured quota (a static quota, or the dynamic fraction of the parent's), the quota the last
+cycle computed from it, and the surplus policy; the running quota preemption timers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from negotiatord.accountant import AccountantState
@@ -19,7 +21,9 @@ from negotiatord.settings import ROOT_GROUP, Settings
 
 
 def accountant_document(state: AccountantState, settings: Settings, last_groups: tuple[GroupReport, ...],
-                        now: float) -> dict[str, Any]:
+                        now: float, slots_in_use: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The document; ``last_groups`` and ``slots_in_use`` are the last cycle's (its group
+    reports, and :meth:`CycleResult.slots_in_use <negotiatord.cycle.result.CycleResult.slots_in_use>`)."""
     tree = settings.group_tree
     customers: list[dict[str, Any]] = []
     for record in state.customers():
@@ -34,6 +38,7 @@ def accountant_document(state: AccountantState, settings: Settings, last_groups:
             "factor": factor,
             "factor_is_explicit": record.prio_factor is not None,
             "weighted_in_use": record.weighted_usage,
+            "slots_in_use": (slots_in_use or {}).get(record.name, 0),
             "accumulated_usage_s": record.accumulated_usage,
             "begin_usage_time": record.begin_usage_time,
             "last_usage_time": record.last_usage_time,

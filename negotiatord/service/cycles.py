@@ -108,6 +108,7 @@ class CycleOutcome:
     publish_error: str | None    # why publishing failed after the commit (the daemon retries it)
     idle_jobs: int
     submitters: int              # submitters with idle jobs
+    schedds: int                 # the schedds their idle jobs are queued at
     candidate_slots: int         # unclaimed slots offered to idle jobs
     holds: list[Hold]            # stand-ins for what was matched, for the ad store
     quota_timers: Mapping[str, QuotaTimer]   # as committed with the cycle
@@ -133,6 +134,7 @@ class Negotiated:
     started: float               # time.perf_counter() when the cycle began
     idle_jobs: int
     submitters: int
+    schedds: int
     candidate_slots: int
     child_private_bytes: int | None
     handed_jobs: frozenset[str] = frozenset()   # the jobs whose matches go to schedds
@@ -187,6 +189,7 @@ class CycleRunner:
         return Negotiated(cycle_id=cycle_id, time=now, view=view, state=state, result=result, holds=holds,
                           phases_s=phases, started=started, idle_jobs=len(snapshot.jobs),
                           submitters=len({job.submitter for job in snapshot.jobs}),
+                          schedds=len({job.schedd for job in snapshot.jobs}),
                           candidate_slots=int(snapshot.table.candidate.sum()),
                           child_private_bytes=child_private_bytes, handed_jobs=frozenset(to_hand))
 
@@ -217,7 +220,8 @@ class CycleRunner:
         return CycleOutcome(
             cycle_id=cycle_id, time=now, result=result, duration_s=time.perf_counter() - negotiated.started,
             phases_s=phases, last_seq=last_seq, publish_error=publish_error, idle_jobs=negotiated.idle_jobs,
-            submitters=negotiated.submitters, candidate_slots=negotiated.candidate_slots, holds=holds,
+            submitters=negotiated.submitters, schedds=negotiated.schedds, candidate_slots=negotiated.candidate_slots,
+            holds=holds,
             quota_timers=new_state.quota_timers, child_private_bytes=negotiated.child_private_bytes,
         )
 

@@ -28,7 +28,7 @@ import structlog
 from aiohttp import web
 
 from negotiatord import __version__
-from negotiatord.accountant import AccountantStore
+from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.accountant.quota_timers import QuotaTimer, timer_document
 from negotiatord.ads import AdBatch
 from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
@@ -44,6 +44,9 @@ from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
 from negotiatord.schedds.negotiations import Prefetched
+from negotiatord.service.accounting import accountant_document
+from negotiatord.service.advertising import Advertiser
+from negotiatord.service.collector_ads import DaemonIdentity, accounting_ads, negotiator_ad
 from negotiatord.service.connections import AcceptFailures, ConnectionLimit, raise_file_limit
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming, Negotiated
 from negotiatord.service.http import build_app
@@ -76,6 +79,8 @@ CYCLE_THREAD = "negotiation-cycle"
 # next attempt twice as late as the one before, and never more than PUBLISH_RETRY_MAX_S apart.
 PUBLISH_RETRY_FIRST_S = 1.0
 PUBLISH_RETRY_MAX_S = 60.0
+# How long a stopping daemon waits for the collector to take its invalidations.
+INVALIDATION_TIMEOUT_S = 5.0
 
 
 class DaemonClock:
@@ -164,6 +169,10 @@ class Daemon:
         self.runner = CycleRunner(self.accountant, self.matchlog)
         self.pool = PoolNegotiation()
         self.collector = CollectorQueries(config)
+        self.advertiser = Advertiser()
+        self._advertise_now = asyncio.Event()      # the ads are due now (a cycle ended, a reload)
+        self._accounting_due = False               # ... the Accounting ads too (a cycle ended)
+        self._ad_sequence = 0
         self.store = AdStore()
         self.totals = FeedTotals()
         self.counters = ServiceCounters()
@@ -231,7 +240,8 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
         for stop in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(stop, self.stop)
-        tasks = [asyncio.ensure_future(self._cycles()), asyncio.ensure_future(self._sweep_expired())]
+        tasks = [asyncio.ensure_future(self._cycles()), asyncio.ensure_future(self._sweep_expired()),
+                 asyncio.ensure_future(self._advertise())]
         if self.notifier.watchdog_interval:
             tasks.append(asyncio.ensure_future(self._watchdog(self.notifier.watchdog_interval)))
         self.log.info("negotiatord ready", url=self._url, config=str(self.config),
@@ -257,6 +267,8 @@ class Daemon:
             self.freeing.shutdown(wait=False, cancel_futures=True)
             self.reads.shutdown()
             self.pool.close()
+            await self._take_ads_back()
+            self.advertiser.close()
             await self.collector.close()
             self.close()
             self.notifier.close()
@@ -399,6 +411,8 @@ class Daemon:
         self.preempting.add(outcome.time, outcome.result.preemptions)
         self._note_quota_timers(outcome.quota_timers, now)
         self.history.add(outcome, started, self.clock.now())
+        self._accounting_due = True
+        self._advertise_now.set()
         self.counters.cycles += 1
         self.metrics.cycle_duration.observe(outcome.duration_s)
         matches = len(outcome.result.matches)
@@ -455,14 +469,15 @@ class Daemon:
         host = settings.service.collector_host
         assert host is not None
         try:
-            pulled = await self.collector.pull(host)
+            pulled = await self.collector.pull(host, slots=settings.slot_constraint,
+                                               submitters=settings.submitter_constraint)
         except PullError as error:
             self.counters.pull_failures += 1
             self.pull_state = {"time": self.clock.now(), "error": str(error), "reason": error.reason, "problems": 0}
             self.log.error("collector query failed; negotiating over the ads already filed", host=host,
                            reason=error.reason, error=str(error))
             return False
-        self.pool.take_claim_ids(settings, pulled.claims)
+        self.pool.take_claim_ids(settings, pulled.claims, (ad for _, ad in pulled.ads[AdKind.SLOT]))
         for kind, ads in pulled.ads.items():
             self.store.replace_pulled(kind, ads, time.monotonic(), settings.service.classad_lifetime)
             self.totals.filed[kind.value] += len(ads)
@@ -498,6 +513,63 @@ class Daemon:
         if recovered:
             self.log.warning("matches handed to schedds by a cycle that never committed are charged and published",
                              cycles=sorted(recovered), matches=sum(recovered.values()))
+
+    # -- the collector's ads ------------------------------------------------------------------------
+
+    def negotiator_ad(self) -> dict[str, Any]:
+        """The Negotiator ad as the collector gets it (:mod:`~.collector_ads`)."""
+        identity = DaemonIdentity(self.settings.service.pool.negotiator_name, os.uname().nodename, self._url,
+                                  __version__, self.started)
+        return negotiator_ad(identity, self.history.cycle_attributes(), self.clock.now(), self._ad_sequence)
+
+    def accountant_document(self, state: AccountantState) -> dict[str, Any]:
+        """``/v1/accountant``: the accountant's ``state`` with the last cycle's group figures and
+        slots in use."""
+        last = self.history.last
+        groups = last.outcome.result.groups if last else ()
+        slots = last.outcome.result.slots_in_use(self.settings.group_tree) if last else {}
+        return accountant_document(state, self.settings, groups, self.clock.now(), slots)
+
+    async def _advertise(self) -> None:
+        """Advertise the daemon's ads (:mod:`~.advertising`): at start, after each cycle (the
+        Accounting ads then too) and each reload, and NEGOTIATOR_UPDATE_INTERVAL after the last
+        time when nothing else comes first."""
+        self._advertise_now.set()
+        while True:
+            try:
+                await asyncio.wait_for(self._advertise_now.wait(), self.settings.service.update_interval)
+            except TimeoutError:
+                pass
+            self._advertise_now.clear()
+            settings = self.settings
+            host = settings.service.collector_host
+            if host is None:
+                continue
+            accounting: list[dict[str, Any]] = []
+            if self._accounting_due and settings.service.advertise_accounting:
+                try:
+                    document = self.accountant_document(await asyncio.to_thread(self.accountant.load))
+                except Exception as error:  # the accountant's storage fails: the next cycle tries again
+                    self.log.error("the Accounting ads could not be made; the Negotiator ad goes alone",
+                                   error=f"{type(error).__name__}: {error}")
+                else:
+                    accounting = accounting_ads(document, settings.service.pool.negotiator_name, settings.group_tree)
+            self._accounting_due = False
+            self._ad_sequence += 1
+            await self.advertiser.advertise(host, settings.service.pool.security, self.negotiator_ad(), accounting)
+
+    async def _take_ads_back(self) -> None:
+        """At stop: invalidate the Negotiator ad and the Accounting ads, within a few seconds."""
+        settings = self.settings
+        if settings.service.collector_host is None:
+            return
+        pool = settings.service.pool
+        try:
+            await asyncio.wait_for(self.advertiser.take_back(settings.service.collector_host, pool.security,
+                                                             pool.negotiator_name), INVALIDATION_TIMEOUT_S)
+        except TimeoutError:
+            self.log.warning("the collector did not take the invalidations in time; its ads expire in "
+                             "CLASSAD_LIFETIME", timeout_s=INVALIDATION_TIMEOUT_S)
 
     # -- the feed -------------------------------------------------------------------------------
 
@@ -578,6 +650,7 @@ class Daemon:
             finally:
                 self.notifier.ready(f"serving {self._url}")
                 self._poke.set()  # the timing knobs may have changed
+                self._advertise_now.set()   # as HTCondor's negotiator advertises on a reconfig
 
     # -- status ---------------------------------------------------------------------------------
 
@@ -605,6 +678,7 @@ class Daemon:
             "schedds": self.pool.status(),
             "http": {"connections": self.connections.document(),
                      "reads": {"in_flight": self.reads.active, "refused": dict(self.reads.refused)}},
+            "advertising": self.advertiser.status(),
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
             "quota_victims_being_preempted": len(self.preempting),
         }

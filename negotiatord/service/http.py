@@ -25,7 +25,6 @@ from negotiatord.accountant.priorities import check_customer_name
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
 from negotiatord.publish.matchlog import MatchLog, MatchLogError
-from negotiatord.service.accounting import accountant_document
 
 if TYPE_CHECKING:
     from negotiatord.service.daemon import Daemon
@@ -121,7 +120,7 @@ class _ServiceApi:
         return web.json_response(self.daemon.status())
 
     async def negotiator(self, request: web.Request) -> web.Response:
-        return web.json_response(self.daemon.history.negotiator_ad())
+        return web.json_response(self.daemon.negotiator_ad())
 
     async def last_cycle(self, request: web.Request) -> web.Response:
         if self.daemon.history.last is None:
@@ -177,13 +176,8 @@ class _ServiceApi:
 
     async def accountant(self, request: web.Request) -> web.Response:
         daemon = self.daemon
-        last = daemon.history.last
-        groups = last.outcome.result.groups if last else ()
-
-        def document() -> dict[str, Any]:
-            return accountant_document(daemon.accountant.load(), daemon.settings, groups, daemon.clock.now())
-
-        body = await daemon.reads.read(_client(request), _json, document)
+        body = await daemon.reads.read(_client(request), _json,
+                                       lambda: daemon.accountant_document(daemon.accountant.load()))
         return web.Response(body=body, content_type="application/json")
 
     async def set_factor(self, request: web.Request) -> web.Response:

@@ -9,13 +9,14 @@ figures for ``/v1/status``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
 import classad2
 import structlog
 
+from negotiatord.classad.conversion import evaluate_string, satisfies
 from negotiatord.cycle.result import CycleResult
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import SlotClaims
@@ -24,12 +25,12 @@ from negotiatord.schedds.attributes import significant_attributes
 from negotiatord.schedds.negotiations import HandOut, Prefetched, ScheddFailure, ScheddOptions, Schedds
 from negotiatord.schedds.submitters import NotNegotiable, submitter_from_ad
 from negotiatord.settings import Settings
-from negotiatord.settings.pool import PoolSettings
 
 
-def _options(pool: PoolSettings) -> ScheddOptions:
-    return ScheddOptions(negotiator_name=pool.negotiator_name, timeout_s=pool.timeout_s,
-                         prefetch_timeout_s=pool.prefetch_timeout_s,
+def _options(settings: Settings) -> ScheddOptions:
+    pool = settings.service.pool
+    return ScheddOptions(negotiator_name=pool.negotiator_name, job_constraint=settings.job_constraint,
+                         timeout_s=pool.timeout_s, prefetch_timeout_s=pool.prefetch_timeout_s,
                          prefetch_max_time_s=pool.prefetch_max_time_s or None,
                          request_list_size=pool.request_list_size)
 
@@ -38,7 +39,7 @@ class PoolNegotiation:
     def __init__(self) -> None:
         self.log = structlog.get_logger("negotiatord.schedds")
         self._schedds: Schedds | None = None
-        self._pool: PoolSettings | None = None
+        self._options: ScheddOptions | None = None
         self.attributes = ""
         self.prefetch_state: dict[str, Any] = {}
         self.hand_out_state: dict[str, Any] = {}
@@ -46,22 +47,30 @@ class PoolNegotiation:
 
     def schedds(self, settings: Settings) -> Schedds:
         """The schedd client for ``settings``; new sessions when the credentials or knobs changed."""
-        pool = settings.service.pool
-        if self._schedds is None or pool != self._pool:
+        options, security = _options(settings), settings.service.pool.security
+        if self._schedds is None or options != self._options or security != self._schedds.security:
             if self._schedds is not None:
                 self._schedds.close()
-            self._schedds, self._pool = Schedds(pool.security, _options(pool)), pool
+            self._schedds, self._options = Schedds(security, options), options
         return self._schedds
 
-    def take_claim_ids(self, settings: Settings, claims: list[SlotClaims]) -> None:
-        self.schedds(settings).claims.refresh((slot.name, slot.address, slot.ids) for slot in claims)
+    def take_claim_ids(self, settings: Settings, claims: list[SlotClaims],
+                       slot_ads: Iterable[classad2.ClassAd]) -> None:
+        """The claim ids of a pull's private ads. Those of a claimed partitionable slot are its
+        schedd's claim, which the startd keeps listing while the schedd carves dynamic slots from
+        it: each cycle may hand it out again, as HTCondor's negotiator reads the ids afresh every
+        cycle."""
+        again = {(evaluate_string(ad, "Name") or "", evaluate_string(ad, "MyAddress") or "") for ad in slot_ads
+                 if ad.get("PartitionableSlot") is True and evaluate_string(ad, "State") == "Claimed"}
+        self.schedds(settings).claims.refresh(((slot.name, slot.address, slot.ids) for slot in claims), again)
 
     async def prefetch(self, store: AdStore, settings: Settings) -> Prefetched:
         """Every pulled submitter's requests."""
         submitters, problems = [], []
+        constraint = settings.submitter_constraint
         for key in sorted(store.table(AdKind.SUBMITTER).view()):
             ad = store.table(AdKind.SUBMITTER).get(key)
-            if ad is None:
+            if ad is None or (constraint is not None and not satisfies(ad, constraint)):
                 continue
             try:
                 submitters.append(submitter_from_ad(ad))

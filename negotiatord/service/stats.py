@@ -1,16 +1,18 @@
-"""Cycle statistics in the spirit of HTCondor's Negotiator ad (``LastNegotiationCycle*<n>``).
+"""Cycle statistics as HTCondor's Negotiator ad carries them (``LastNegotiationCycle*<n>``).
 
 HTCondor keeps the last ``NEGOTIATION_CYCLE_STATS_LENGTH`` cycles, newest as suffix 0, in its
 Negotiator ad (``Matchmaker::publishNegotiationCycleStats``). The attributes that mean the same
-here keep HTCondor's names; ours are ``LastNegotiationCycleId``, ``...Autoclusters``,
+here keep HTCondor's names (``condor_status -negotiator`` shows ``End``, ``Duration``,
+``CandidateSlots``, ``ActiveSubmitterCount``, ``NumSchedulers``, ``NumIdleJobs``, ``Matches`` and
+``Rejections`` of cycle 0); ours are ``LastNegotiationCycleId``, ``...Autoclusters``,
 ``...PoolSize`` and one ``LastNegotiationCyclePhase<Name>Duration`` per phase of our cycle
 (pull, with ``COLLECTOR_HOST``; snapshot, slot_weights, running_usage, match_lists, matchmaking,
 accountant, holds, commit, publish), which do not line up with HTCondor's four numbered phases.
+``Period`` is from the previous cycle's start (HTCondor's, from its end).
 """
 
 from __future__ import annotations
 
-import socket
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,9 +68,9 @@ class CycleHistory:
         while len(self.records) > max(length, 1):
             self.records.pop()
 
-    def negotiator_ad(self) -> dict[str, Any]:
+    def cycle_attributes(self) -> dict[str, Any]:
         """The Negotiator ad's cycle attributes, newest cycle as suffix 0."""
-        ad: dict[str, Any] = {"MyType": "Negotiator", "Name": f"negotiatord@{socket.getfqdn()}"}
+        ad: dict[str, Any] = {}
         for index, record in enumerate(list(self.records)[: self.length]):
             for name, value in summary(record).items():
                 ad[f"LastNegotiationCycle{name}{index}"] = value
@@ -101,10 +103,12 @@ def summary(record: CycleRecord) -> dict[str, Any]:
         "Matches": stats.matches,
         "Rejections": stats.rejections,
         "MatchRate": round(stats.matches / outcome.duration_s, 3) if outcome.duration_s > 0 else 0.0,
+        "MatchRateSustained": round(stats.matches / record.period, 3) if record.period > 0 else 0.0,
         "TotalSlots": stats.slots,
         "CandidateSlots": outcome.candidate_slots,
         "NumIdleJobs": outcome.idle_jobs,
         "ActiveSubmitterCount": outcome.submitters,
+        "NumSchedulers": outcome.schedds,
         "PieSpins": stats.pie_spins,
         "Autoclusters": stats.autoclusters,
         "PoolSize": stats.pool_size,

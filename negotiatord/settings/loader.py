@@ -350,6 +350,11 @@ def _build(path: Path, params: _Params) -> Settings:
         strict_enforce_quota=params.boolean("NEGOTIATOR_STRICT_ENFORCE_QUOTA", True),
         use_global_job_prios=params.boolean("USE_GLOBAL_JOB_PRIOS", False),
         trim_shutdown_threshold=params.number("NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD", fallback=0.0),
+        slot_constraint=optional_expression("NEGOTIATOR_SLOT_CONSTRAINT"),
+        submitter_constraint=optional_expression("NEGOTIATOR_SUBMITTER_CONSTRAINT"),
+        job_constraint=optional_expression("NEGOTIATOR_JOB_CONSTRAINT"),
+        slot_poolsize_constraint=_poolsize_constraint(params, warnings),
+        match_working_cm_slots=params.boolean("MATCH_WORKING_CM_SLOTS", False),
         match_exprs=_match_exprs(params, warnings),
         negotiator_interval=params.number("NEGOTIATOR_INTERVAL", 0),
         negotiator_min_interval=params.number("NEGOTIATOR_MIN_INTERVAL", 0),
@@ -357,6 +362,9 @@ def _build(path: Path, params: _Params) -> Settings:
         service=_service(params, path.parent, warnings),
     )
     _ = settings.group_tree  # built now, so a mistake in the group tree is reported at load time
+    if settings.submitter_constraint is not None and settings.service.collector_host is None:
+        warnings.append("NEGOTIATOR_SUBMITTER_CONSTRAINT selects submitter ads, which only a collector gives: "
+                        "without COLLECTOR_HOST every job posted over HTTP is negotiated")
     # what is left once everything is read: names nothing reads
     unread = params.unread()
     check_per_group_knobs(unread, (group.name for group in settings.groups), path)
@@ -409,6 +417,8 @@ def _service(params: _Params, config_dir: Path, warnings: list[str]) -> ServiceS
         cycle_stats_length=whole("NEGOTIATION_CYCLE_STATS_LENGTH", defaults.cycle_stats_length, 0,
                                  _MAX_CYCLE_STATS),
         cycle_worker=params.choice("NEGOTIATORD_CYCLE_WORKER", defaults.cycle_worker),
+        update_interval=params.number("NEGOTIATOR_UPDATE_INTERVAL", 0, above=True, fallback=defaults.update_interval),
+        advertise_accounting=params.boolean("NEGOTIATOR_ADVERTISE_ACCOUNTING", defaults.advertise_accounting),
         pool=read_pool_settings(params, config_dir, warnings),
     )
 
@@ -439,6 +449,26 @@ def _allocation_rounds(params: _Params) -> int:
     if not value.is_integer():
         raise ConfigError(f"{name} = {params.raw(name)!r}: must be a whole number of at least 1")
     return int(value)
+
+
+def _poolsize_constraint(params: _Params, warnings: list[str]) -> str | None:
+    """NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT, else the obsolete GROUP_DYNAMIC_MACH_CONSTRAINT, as
+    ``Matchmaker::reinitialize`` reads them: HTCondor logs the one that does not parse and counts
+    every slot, and so does negotiatord, with a warning."""
+    for name in ("NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT", "GROUP_DYNAMIC_MACH_CONSTRAINT"):
+        text = params.raw(name)
+        if text is None:
+            continue
+        if name == "GROUP_DYNAMIC_MACH_CONSTRAINT":
+            warnings.append(f"{name} is obsolete, as HTCondor says: use NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT "
+                            "(it is read in its place)")
+        try:
+            return params.expression(name, text)
+        except ConfigError:
+            warnings.append(f"{name} = {text!r} is not a valid ClassAd expression: every slot counts in the "
+                            "pool size, as HTCondor counts them when it cannot parse it")
+            return None
+    return None
 
 
 def _match_exprs(params: _Params, warnings: list[str]) -> dict[str, str]:

@@ -102,6 +102,8 @@ class ServiceSettings:
     collector_host: str | None = None           # COLLECTOR_HOST: pull ads from a real collector
     cycle_stats_length: int = 3                 # NEGOTIATION_CYCLE_STATS_LENGTH
     cycle_worker: CycleWorker = CycleWorker.THREAD  # NEGOTIATORD_CYCLE_WORKER
+    update_interval: float = 300.0              # NEGOTIATOR_UPDATE_INTERVAL: the Negotiator ad between cycles
+    advertise_accounting: bool = True           # NEGOTIATOR_ADVERTISE_ACCOUNTING: the Accounting ads
     pool: PoolSettings = field(default_factory=PoolSettings)   # credentials and NEGOTIATE knobs
 
 
@@ -159,6 +161,16 @@ class Settings:
     admission_resource_weights: Mapping[str, float] = field(          # NEGOTIATORD_AFS_RESOURCE_WEIGHTS
         default_factory=lambda: ADMISSION_RESOURCE_WEIGHTS)
     admission_half_life: float | None = None    # NEGOTIATORD_AFS_HALF_LIFE, s; None: PRIORITY_HALFLIFE
+
+    # Which slots, submitters and jobs this negotiator takes (docs/several-negotiators.md); each
+    # a ClassAd expression evaluated in the ad alone, as the collector and the schedd do; None: all
+    slot_constraint: str | None = None              # NEGOTIATOR_SLOT_CONSTRAINT
+    submitter_constraint: str | None = None         # NEGOTIATOR_SUBMITTER_CONSTRAINT
+    job_constraint: str | None = None               # NEGOTIATOR_JOB_CONSTRAINT
+    # the slots that count in the pool size (else GROUP_DYNAMIC_MACH_CONSTRAINT); None: all
+    slot_poolsize_constraint: str | None = None     # NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT
+    # claimed partitionable slots a startd says work for another central manager are matched too
+    match_working_cm_slots: bool = False            # MATCH_WORKING_CM_SLOTS
 
     # Preemption (HTCondor's defaults; docs/cycle.md, "Preemption")
     consider_preemption: bool = True            # NEGOTIATOR_CONSIDER_PREEMPTION

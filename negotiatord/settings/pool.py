@@ -126,12 +126,24 @@ def read_pool_settings(params: _Params, config_dir: Path, warnings: list[str]) -
         raise ConfigError(f"the client security policy (SEC_CLIENT_*, SEC_DEFAULT_*): {error}") from None
     return PoolSettings(
         security=security,
-        negotiator_name=(params.raw("NEGOTIATOR_NAME") or "").strip() or f"negotiatord@{os.uname().nodename}",
+        negotiator_name=daemon_name(params.raw("NEGOTIATOR_NAME")),
         timeout_s=timeout,
         prefetch_timeout_s=params.number("NEGOTIATOR_PREFETCH_REQUESTS_TIMEOUT", 0, above=True, fallback=timeout),
         prefetch_max_time_s=params.number("NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME", 0, fallback=60.0),
         request_list_size=int(params.number("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", 1, fallback=200)),
     )
+
+
+def daemon_name(configured: str | None) -> str:
+    """The name negotiatord goes by (``NEGOTIATOR_NAME``), as ``build_valid_daemon_name`` makes
+    one: a name with an ``@`` as it is, the host's own name as it is, any other name ``@`` the
+    host's. Unset, ``negotiatord@`` the host, so that it never takes the name of a
+    ``condor_negotiator`` on the same host (HTCondor's default is the host's name)."""
+    name = (configured or "").strip() or "negotiatord"
+    host = os.uname().nodename
+    if "@" in name or name.lower() == host.lower():
+        return name
+    return f"{name}@{host}"
 
 
 def _seconds(params: _Params, knob: str, default: float) -> float:

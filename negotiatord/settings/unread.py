@@ -20,8 +20,7 @@ from collections.abc import Callable
 
 # knob -> what negotiatord does instead
 UNREAD: dict[str, str] = {
-    "NEGOTIATOR_UPDATE_INTERVAL": "negotiatord sends no ad to a collector; its state is served over HTTP",
-    "NEGOTIATOR_UPDATE_AFTER_CYCLE": "negotiatord sends no ad to a collector; its state is served over HTTP",
+    "NEGOTIATOR_UPDATE_AFTER_CYCLE": "the Negotiator ad is sent to the collector after every cycle, whatever it says",
     "NEGOTIATOR_INFORM_STARTD": "no startd is told of a match; the daemon holds matched slots itself",
     "NEGOTIATOR_SOCKET_CACHE_SIZE": "one connection is kept to each schedd, however many schedds there are",
     "USE_RESOURCE_REQUEST_COUNTS": "a request always stands for as many jobs as its _condor_RESOURCE_COUNT",
@@ -32,11 +31,6 @@ UNREAD: dict[str, str] = {
     "NEGOTIATOR_MAX_TIME_PER_PIESPIN": "no time budget: a pie spin runs to its end",
     "NEGOTIATOR_MATCHLIST_CACHING": "match lists are always cached per autocluster",
     "NEGOTIATOR_DEPTH_FIRST": "p-slot loading is NEGOTIATORD_PSLOT_LOADING (depth_first by default)",
-    "NEGOTIATOR_SLOT_CONSTRAINT": "every slot ad the feed holds is negotiated over",
-    "NEGOTIATOR_SUBMITTER_CONSTRAINT": "every submitter's jobs are negotiated",
-    "NEGOTIATOR_JOB_CONSTRAINT": "every idle job the feed holds is negotiated",
-    "NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT": "every slot counts in the pool size",
-    "GROUP_DYNAMIC_MACH_CONSTRAINT": "every slot counts in the pool size",
     "STARTD_AD_REEVAL_EXPR": "the feed keeps the newest ad of each slot",
     "NEGOTIATOR_READ_CONFIG_BEFORE_CYCLE": "the daemon reads the config again on reload (SIGHUP) only",
     "STRICT_CLASSAD_EVALUATION": "ClassAds are evaluated under HTCondor's default, the old semantics",

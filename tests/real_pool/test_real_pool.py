@@ -102,6 +102,15 @@ def test_a_token_the_collector_refuses_is_named_and_the_daemon_keeps_running(poo
         failures = [e for e in daemon.log_events() if e.get("event", "").startswith("collector query failed")]
         assert failures and "Traceback" not in daemon.log_text()
         assert daemon.reschedule() > 0    # still cycling
+        # its ads are refused too (collector.cpp takes UPDATE_NEGOTIATOR_AD at the NEGOTIATOR level):
+        # said once with the cause, however many cycles try again, and nothing else is lost
+        cycle = daemon.reschedule()
+        advertised = wait_for(lambda: (state := daemon.status()["advertising"])["failed"] and
+                              daemon.status()["last_cycle"]["Id"] == cycle and state, 30, "the ads to be refused")
+        [refused] = advertised["failed"]
+        assert refused["reason"] == "not authorized" and "ALLOW_NEGOTIATOR" in refused["detail"]
+        said = [e for e in daemon.log_events() if e.get("event", "").startswith("advertising to the collector failed")]
+        assert len(said) == 1 and said[0]["reason"] == "not authorized"
     finally:
         daemon.stop()
 

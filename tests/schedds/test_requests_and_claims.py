@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import classad2
 
 from negotiatord.pool.job_ads import ProcAd, whole_ad
@@ -101,3 +103,28 @@ def test_the_attributes_a_schedd_is_told_to_send_are_what_the_slots_and_policies
     assert {"RequestMemory", "Department", "RequestCpus", "ConcurrencyLimits", "JobPrio"} <= set(names)
     # dropped as HTCondor drops them: the clock, list values
     assert "CurrentTime" not in names and "NotThis" not in names
+
+
+def test_the_claim_id_of_a_pslot_its_schedd_claimed_whole_is_handed_once_a_cycle():
+    """The startd lists the schedd's own claim on a p-slot it claimed whole for as long as the
+    claim lasts; HTCondor's negotiator reads the ids afresh each cycle and hands one out once a
+    cycle (matchmaker.cpp ``matchmakingProtocol`` erases it from the cycle's set once sent), and
+    the minipool's schedd used it to carve its next job's dynamic slot."""
+    claims = ClaimIds()
+    claims.refresh([("slot1@vm", "<a>", ["pslot-claim"])], again={("slot1@vm", "<a>")})
+    assert [claims.take("slot1@vm", "<a>") for _ in range(2)] == ["pslot-claim", None]
+    claims.refresh([("slot1@vm", "<a>", ["pslot-claim"])], again={("slot1@vm", "<a>")})
+    assert claims.take("slot1@vm", "<a>") == "pslot-claim"
+    # once the p-slot is unclaimed again its ids follow the rule of any other slot
+    claims.refresh([("slot1@vm", "<a>", ["pslot-claim"])])
+    assert claims.take("slot1@vm", "<a>") is None
+
+
+def test_the_job_constraints_references_are_significant():
+    """compute_significant_attrs adds the external references of NEGOTIATOR_JOB_CONSTRAINT, read
+    in an empty ad: a name the slots define is still the job's to send."""
+    settings = replace(load_settings(ROOT / "config" / "default.conf"),
+                       job_constraint='TARGET.Queue == "short" && Memory > 1 && ProjectName =!= undefined')
+    slot = classad2.ClassAd({"Cpus": 4, "Memory": 8192})
+    names = significant_attributes([slot], settings).split(",")
+    assert {"Queue", "Memory", "ProjectName"} <= set(names)

@@ -27,7 +27,7 @@ def test_held_matches_add_no_slots_to_the_cycle_figures(tmp_path):
                        for family in text_string_to_metric_families(daemon.metrics.exposition().decode())
                        for sample in family.samples}
             seen.append((int(metrics["negotiatord_last_cycle_slots"]),
-                         daemon.history.negotiator_ad()["LastNegotiationCycleTotalSlots0"],
+                         daemon.negotiator_ad()["LastNegotiationCycleTotalSlots0"],
                          daemon.history.last_cycle_document()["cycle"]["slots"],
                          daemon.store.view().stand_in_slots))
 

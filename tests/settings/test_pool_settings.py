@@ -3,6 +3,7 @@ negotiator reads its own (SecMan::FillInSecurityPolicyAd for CLIENT_PERM; param_
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,15 @@ def test_a_config_negotiatord_cannot_talk_with_is_refused_naming_the_knob(tmp_pa
         _load(tmp_path, "SEC_CLIENT_ENCRYPTION = SOMETIMES\n")
     with pytest.raises(ConfigError, match="no usable method"):
         _load(tmp_path, "SEC_CLIENT_AUTHENTICATION = REQUIRED\nSEC_CLIENT_AUTHENTICATION_METHODS = KERBEROS\n")
+
+
+@pytest.mark.parametrize("configured, named", [
+    ("NEGOTIATOR_NAME = shard_a", f"shard_a@{os.uname().nodename}"),
+    ("NEGOTIATOR_NAME = shard_a@cm.example.org", "shard_a@cm.example.org"),
+    (f"NEGOTIATOR_NAME = {os.uname().nodename}", os.uname().nodename),
+    ("", f"negotiatord@{os.uname().nodename}"),
+])
+def test_the_negotiator_name_is_made_as_htcondor_makes_a_daemons(tmp_path, configured, named):
+    """get_daemon_name.cpp ``build_valid_daemon_name``: a name with an @ is kept, the host's own
+    name is kept, any other name gets @ and the host's name."""
+    assert _load(tmp_path, configured + "\n").negotiator_name == named

@@ -44,17 +44,46 @@ def _htcondor_defines(config: Path, names: list[str]) -> dict[str, object]:
 
 
 def test_an_unread_knob_gets_one_warning_naming_it_and_what_is_done_instead(tmp_path):
-    """matchmaker.cpp queries the collector for slots matching NEGOTIATOR_SLOT_CONSTRAINT only, so
-    HTCondor would match nothing here; negotiatord negotiates over every slot, and says so once."""
-    config = _write(tmp_path, 'NEGOTIATOR_SLOT_CONSTRAINT = Machine == "nosuch"\n'
-                              "NEGOTIATOR_UPDATE_INTERVAL = 300\n")
+    """matchmaker.cpp spends at most NEGOTIATOR_MAX_TIME_PER_CYCLE on a cycle, so HTCondor would
+    stop early here; negotiatord runs every cycle to its end, and says so once."""
+    config = _write(tmp_path, "NEGOTIATOR_MAX_TIME_PER_CYCLE = 5\n"
+                              "NEGOTIATOR_UPDATE_AFTER_CYCLE = false\n")
     with capture_logs() as logs:
         settings = load_settings(config)
     (warning,) = settings.warnings
-    assert warning.startswith("NEGOTIATOR_SLOT_CONSTRAINT = 'Machine == \"nosuch\"' is not read: ")
-    assert "every slot" in warning
-    # NEGOTIATOR_UPDATE_INTERVAL set to HTCondor's own default (param_info.in: 300) changes nothing
+    assert warning.startswith("NEGOTIATOR_MAX_TIME_PER_CYCLE = '5' is not read: ")
+    assert "runs to its end" in warning
+    # NEGOTIATOR_UPDATE_AFTER_CYCLE set to HTCondor's own default (param_info.in: false) changes nothing
     assert [entry["warning"] for entry in logs if entry["log_level"] == "warning"] == [warning]
+
+
+def test_the_knobs_that_split_a_pool_between_negotiators_are_read(tmp_path):
+    """matchmaker.cpp ``Matchmaker::reinitialize``: each constraint as configured (a slot or
+    submitter constraint that does not parse stops HTCondor's negotiator, ``EXCEPT``); the pool
+    size constraint falls back to the obsolete GROUP_DYNAMIC_MACH_CONSTRAINT, with HTCondor's
+    word for it; MATCH_WORKING_CM_SLOTS is false unless set (``param_boolean(..., false)``)."""
+    settings = load_settings(_write(tmp_path, 'NEGOTIATOR_SLOT_CONSTRAINT = SlotID == 1\n'
+                                              'NEGOTIATOR_SUBMITTER_CONSTRAINT = ScheddName == "a"\n'
+                                              'NEGOTIATOR_JOB_CONSTRAINT = RequestCpus > 1\n'
+                                              'NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT = Cpus > 0\n'
+                                              'MATCH_WORKING_CM_SLOTS = True\n'))
+    assert (settings.slot_constraint, settings.submitter_constraint, settings.job_constraint,
+            settings.slot_poolsize_constraint, settings.match_working_cm_slots) == (
+        "SlotID == 1", 'ScheddName == "a"', "RequestCpus > 1", "Cpus > 0", True)
+    # submitter ads come from a collector only, and this config names none
+    assert [w.split(":")[0] for w in settings.warnings] == [
+        "NEGOTIATOR_SUBMITTER_CONSTRAINT selects submitter ads, which only a collector gives"]
+    legacy = load_settings(_write(tmp_path, "GROUP_DYNAMIC_MACH_CONSTRAINT = Cpus > 1\n", "legacy.conf"))
+    assert legacy.slot_poolsize_constraint == "Cpus > 1" and legacy.slot_constraint is None
+    assert [w.split(",")[0] for w in legacy.warnings] == ["GROUP_DYNAMIC_MACH_CONSTRAINT is obsolete"]
+    unparsable = load_settings(_write(tmp_path, "NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT = Cpus >\n", "bad.conf"))
+    assert unparsable.slot_poolsize_constraint is None and "every slot counts" in unparsable.warnings[0]
+    with pytest.raises(ConfigError, match=r"NEGOTIATOR_SLOT_CONSTRAINT = 'SlotID ==': not a valid ClassAd"):
+        load_settings(_write(tmp_path, "NEGOTIATOR_SLOT_CONSTRAINT = SlotID ==\n", "refused.conf"))
+    defaults = load_settings(_write(tmp_path, "", "empty.conf"))
+    assert (defaults.slot_constraint, defaults.submitter_constraint, defaults.job_constraint,
+            defaults.slot_poolsize_constraint, defaults.match_working_cm_slots) == (None, None, None, None, False)
+    assert (defaults.service.update_interval, defaults.service.advertise_accounting) == (300.0, True)
 
 
 def test_the_wire_protocols_knobs_are_read_and_only_what_is_not_followed_is_said(tmp_path):
