@@ -32,7 +32,8 @@ dry-run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	# two workers, each test file on one of them: most tests wait on daemons, pools and sockets
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cycle_bench.py
