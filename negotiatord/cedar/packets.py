@@ -129,11 +129,13 @@ class PacketStream:
     def can_encrypt(self) -> bool:
         return self._cipher is not None
 
-    def set_session_key(self, key: bytes, *, encrypt: bool) -> None:
-        """Use ``key`` from now on, with crypto mode on if ``encrypt``. The handshake digests
-        freeze at the first encrypted packet either way."""
+    def set_session_key(self, key: bytes) -> None:
+        """Encrypt with ``key`` from now on. With an AES-GCM key crypto mode is on whatever the
+        session's ``Encryption`` says (``Sock::set_crypto_key``: "encryption be enabled
+        unilaterally if an AES-GCM key is available"). The handshake digests freeze at the first
+        encrypted packet."""
         self._cipher = _Cipher(key)
-        self.crypto = encrypt
+        self.crypto = True
 
     def restart_handshake_digest(self) -> None:
         """Forget what was sent so far (the shared-port preamble)."""
