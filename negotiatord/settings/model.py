@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from negotiatord.settings.groups import GroupSettings, GroupTree
 from negotiatord.settings.pool import PoolSettings
+from negotiatord.settings.serving import CommandPortSettings
 
 
 # HTCondor's param table default for PREEMPTION_RANK: the worst user priority first, then the
@@ -99,6 +100,7 @@ class ServiceSettings:
     cycle_stats_length: int = 3                 # NEGOTIATION_CYCLE_STATS_LENGTH
     cycle_worker: CycleWorker = CycleWorker.THREAD  # NEGOTIATORD_CYCLE_WORKER
     pool: PoolSettings = field(default_factory=PoolSettings)   # credentials and NEGOTIATE knobs
+    command_port: CommandPortSettings = field(default_factory=CommandPortSettings)   # HTCondor's commands in
 
 
 @dataclass(frozen=True)
