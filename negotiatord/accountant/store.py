@@ -10,24 +10,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from collections.abc import Iterator, Mapping
 
 from negotiatord.accountant.admission import AdmissionUsage
+from negotiatord.accountant.edits import DELETED, AdministratorEdits
 from negotiatord.accountant.priorities import (
-    MIN_PRIORITY,
     AccountantState,
     CustomerRecord,
-    check_factor,
     check_finite,
     check_non_negative,
 )
 from negotiatord.accountant.quota_timers import QuotaTimer
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -79,32 +77,43 @@ _SCHEMA_3 = """
 ALTER TABLE quota_timers ADD COLUMN enforced TEXT
 """
 
+# Added in schema version 4: submitter ceilings and floors (condor_userprio -setceiling, -setfloor),
+# and the log of administrator edits (negotiatord.accountant.edits).
+_SCHEMA_4 = """
+ALTER TABLE customers ADD COLUMN ceiling REAL;
+ALTER TABLE customers ADD COLUMN floor REAL;
+CREATE TABLE admin_edits (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    customer TEXT NOT NULL,
+    field    TEXT NOT NULL,
+    value    TEXT,
+    time     REAL NOT NULL
+)
+"""
+# the scripts that bring a database of each older version to this one
+_UPGRADES = {1: ";".join((_SCHEMA_2, _SCHEMA_3, _SCHEMA_4)), 2: ";".join((_SCHEMA_3, _SCHEMA_4)), 3: _SCHEMA_4}
+
 _COLUMNS = (
     "name, real_priority, prio_factor, weighted_usage, accumulated_usage, "
-    "begin_usage_time, last_usage_time, last_update_time"
+    "begin_usage_time, last_usage_time, last_update_time, ceiling, floor"
 )
 
-# The cycle owns priorities, usage and times; the administrator owns the factor (set_factor) and
-# may reset accumulated usage (reset_usage) while a cycle runs. So a cycle never writes the factor,
-# adds what it accrued to the stored accumulated usage, and keeps a begin time already stored.
+# The cycle owns priorities, usage and times; the administrator owns the factor, the ceiling and
+# the floor, and may set the others while a cycle runs (negotiatord.accountant.edits). So a cycle
+# never writes the administrator's settings, adds what it accrued to the stored accumulated usage,
+# keeps a begin time already stored, and keeps a priority or last usage time edited since it loaded
+# (:edited_priority, :edited_last).
 _UPSERT_CUSTOMER = f"""
 INSERT INTO customers ({_COLUMNS})
 VALUES (:name, :real_priority, :prio_factor, :weighted_usage, :accumulated_usage,
-        :begin_usage_time, :last_usage_time, :last_update_time)
+        :begin_usage_time, :last_usage_time, :last_update_time, :ceiling, :floor)
 ON CONFLICT (name) DO UPDATE SET
-    real_priority     = excluded.real_priority,
+    real_priority     = CASE WHEN :edited_priority THEN customers.real_priority ELSE excluded.real_priority END,
     weighted_usage    = excluded.weighted_usage,
     accumulated_usage = customers.accumulated_usage + :accrued,
     begin_usage_time  = COALESCE(customers.begin_usage_time, excluded.begin_usage_time),
-    last_usage_time   = excluded.last_usage_time,
+    last_usage_time   = CASE WHEN :edited_last THEN customers.last_usage_time ELSE excluded.last_usage_time END,
     last_update_time  = excluded.last_update_time
-"""
-
-# A customer an administrator names before any cycle saw it gets a fresh record (as HTCondor's
-# SetAttribute creates the ad), at the best priority.
-_INSERT_FRESH = """
-INSERT INTO customers (name, real_priority, weighted_usage, accumulated_usage)
-VALUES (?, ?, 0.0, 0.0) ON CONFLICT (name) DO NOTHING
 """
 
 
@@ -128,23 +137,16 @@ def _maximum(group: str, text: str) -> dict[str, float]:
     return maximum
 
 
-class UnknownCustomer(KeyError):
-    """A customer the accountant has no record of."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
 class AccountantStoreError(Exception):
     """The accountant database cannot be used; the message names the file."""
 
 
-class AccountantStore:
+class AccountantStore(AdministratorEdits):
     """Customer records and charge history in one SQLite file (WAL mode).
 
     Cycle ids must increase: a commit whose id is not above the last committed one is refused, so
     a retried commit never charges twice and a stale cycle never overwrites a newer one. Load the
-    state afresh for each cycle so administrator edits (set_factor, reset_usage) reach it.
+    state afresh for each cycle so administrator edits (:class:`AdministratorEdits`) reach it.
     """
 
     def __init__(self, path: Path | str) -> None:
@@ -178,7 +180,7 @@ class AccountantStore:
                 "SELECT name FROM sqlite_master WHERE type = 'table'"
             )}
             if not tables:
-                self._run_script(_SCHEMA + _SCHEMA_2 + _SCHEMA_3)
+                self._run_script(";".join((_SCHEMA, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4)))
                 self._db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 return
             if "schema_version" not in tables:
@@ -188,9 +190,10 @@ class AccountantStore:
                 )
             row = self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()
             version = row[0] if row else None
-            if version in (1, 2):
-                # upgraded in place: new tables start empty, a timer stored before was not enforced
-                self._run_script((_SCHEMA_2 if version == 1 else "") + _SCHEMA_3)
+            if version in _UPGRADES:
+                # upgraded in place: new tables start empty, a timer stored before was not enforced,
+                # no customer had a ceiling or floor
+                self._run_script(_UPGRADES[version])
                 self._db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
                 version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:
@@ -262,8 +265,10 @@ class AccountantStore:
         now: float,
         new_state: AccountantState,
         charges: Mapping[str, float],
+        edit_mark: int | None = None,
     ) -> bool:
-        """Write ``new_state`` and the cycle's per-customer charges atomically.
+        """Write ``new_state`` and the cycle's per-customer charges atomically; with the
+        :meth:`edit_mark` taken when the cycle loaded, keep the administrator's edits made since.
 
         Returns False, changing nothing, when ``cycle_id`` is not above the last committed id.
         """
@@ -278,7 +283,7 @@ class AccountantStore:
             if cycle_id <= self._last_cycle_id():
                 return False
             self._write_cycle(cycle_id, now)
-            self._write_customers(new_state)
+            self._write_customers(new_state, edit_mark)
             self._write_charges(cycle_id, costs)
             self._write_admission_usage(new_state)
             self._write_quota_timers(new_state)
@@ -287,12 +292,20 @@ class AccountantStore:
     def _write_cycle(self, cycle_id: int, now: float) -> None:
         self._db.execute("INSERT INTO cycles (cycle_id, time) VALUES (?, ?)", (cycle_id, now))
 
-    def _write_customers(self, state: AccountantState) -> None:
+    def _write_customers(self, state: AccountantState, edit_mark: int | None) -> None:
+        edited: dict[str, set[str]] = {}
+        if edit_mark is not None:
+            for name, field in self._edited_since(edit_mark):
+                edited.setdefault(name, set()).add(field)
+            self._db.execute("DELETE FROM admin_edits WHERE seq <= ?", (edit_mark,))
         self._db.executemany(
             _UPSERT_CUSTOMER,
             (
-                {**asdict(record), "accrued": state.accrued_usage(record.name)}
+                {**asdict(record), "accrued": state.accrued_usage(record.name),
+                 "edited_priority": "real_priority" in edited.get(record.name, ()),
+                 "edited_last": "last_usage_time" in edited.get(record.name, ())}
                 for record in state.customers()
+                if DELETED not in edited.get(record.name, ())
             ),
         )
 
@@ -329,30 +342,6 @@ class AccountantStore:
                 "SELECT customer, cost FROM charges WHERE cycle_id = ?", (cycle_id,)
             ).fetchall()
         return dict(rows)
-
-    def set_factor(self, name: str, factor: object) -> None:
-        """``condor_userprio -setfactor``: ``name``'s explicit priority factor (>= 1; anything else,
-        a request's value as it came included, is refused with a ValueError)."""
-        factor = check_factor(name, factor)
-        with self._transaction(f"setting the priority factor of {name!r}"):
-            self._db.execute(_INSERT_FRESH, (name, MIN_PRIORITY))
-            self._db.execute("UPDATE customers SET prio_factor = ? WHERE name = ?", (factor, name))
-
-    def reset_usage(self, name: str, now: float | None = None) -> None:
-        """``condor_userprio -resetusage``: zero ``name``'s accumulated usage, from ``now`` on.
-
-        As Accountant::ResetAccumulatedUsage, the real priority is left alone. A name the
-        accountant has no record of is an :class:`UnknownCustomer`, and no record is made for it
-        (a mistyped name would otherwise become a customer of its own).
-        """
-        when = check_finite(f"usage reset time of {name!r}", time.time() if now is None else now)
-        with self._transaction(f"resetting the usage of {name!r}"):
-            updated = self._db.execute(
-                "UPDATE customers SET accumulated_usage = 0.0, begin_usage_time = ? WHERE name = ?",
-                (when, name),
-            ).rowcount
-        if not updated:
-            raise UnknownCustomer(f"the accountant has no customer {name!r}")
 
     def close(self) -> None:
         with self._lock:

@@ -400,7 +400,7 @@ def test_a_corrupt_record_is_reported_with_the_file_and_customer(tmp_path: Path)
     path = tmp_path / "accountant.sqlite"
     AccountantStore(path).close()
     with sqlite3.connect(path) as raw:
-        raw.execute("INSERT INTO customers VALUES ('bob@site', 0.1, NULL, 0, 0, NULL, NULL, NULL)")
+        raw.execute("INSERT INTO customers VALUES ('bob@site', 0.1, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL)")
     with AccountantStore(path) as store:
         with pytest.raises(AccountantStoreError, match="accountant.sqlite.*bob@site"):
             store.load()

@@ -114,8 +114,10 @@ def test_a_schema_1_database_is_upgraded_in_place(tmp_path: Path):
         store.commit_cycle(1, T0, AccountantState([CustomerRecord.fresh("alice@site")]), {"alice@site": 1.0})
     raw = sqlite3.connect(path)
     with raw:
-        for table in ("admission_usage", "admission_clock", "quota_timers"):
+        for table in ("admission_usage", "admission_clock", "quota_timers", "admin_edits"):
             raw.execute(f"DROP TABLE {table}")
+        for column in ("ceiling", "floor"):   # added in version 4
+            raw.execute(f"ALTER TABLE customers DROP COLUMN {column}")
         raw.execute("UPDATE schema_version SET version = 1")
     raw.close()
     with AccountantStore(path) as store:
