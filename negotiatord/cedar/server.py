@@ -222,7 +222,7 @@ class CommandServer:
         if not decision.allowed:
             log.warning("permission denied", command=registration.name, peer=peer_ip,
                         user=accepted.session.user or "unauthenticated", method=accepted.session.method or None,
-                        level=registration.level.value, reason=decision.reason)
+                        needs=registration.level.value, reason=decision.reason)
             return
         if accepted.new_session:
             self.sessions.add(accepted.session)

@@ -227,7 +227,7 @@ class Daemon:
         tasks = [asyncio.ensure_future(self._cycles()), asyncio.ensure_future(self._sweep_expired())]
         if self.notifier.watchdog_interval:
             tasks.append(asyncio.ensure_future(self._watchdog(self.notifier.watchdog_interval)))
-        self.log.info("negotiatord ready", url=self._url, command_address=self.command_port.address,
+        self.log.info("negotiatord ready", pid=os.getpid(), url=self._url, command_address=self.command_port.address,
                       config=str(self.config), state_dir=str(self.paths.state_dir),
                       token_file=str(self.paths.token_file), clock_offset_s=round(self.clock.offset, 3),
                       collector=service.collector_host,
