@@ -25,7 +25,6 @@ import pwd
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from negotiatord.cedar.auth import SERVED_METHODS, ServerCredentials
 from negotiatord.cedar.auth.fs import FsSettings
@@ -34,21 +33,12 @@ from negotiatord.cedar.authorization import AuthorizationTable, Level, LevelRule
 from negotiatord.cedar.policy import Requirement, canonical_method
 from negotiatord.cedar.server_policy import LevelPolicy, ServerSecurity
 from negotiatord.settings.errors import ConfigError
+from negotiatord.settings.params import ConfigParams
 
 SUBSYSTEM = "NEGOTIATOR"
 # levels a command can be registered at
 COMMAND_LEVELS: tuple[Level, ...] = tuple(level for level in Level if level not in (Level.SOAP, Level.CLIENT))
 DEFAULT_HANG_TIMEOUT_S = 3600      # NOT_RESPONDING_TIMEOUT's default
-
-
-class _Params(Protocol):
-    def raw(self, name: str) -> str | None: ...
-    def setting(self, name: str) -> str | None: ...
-    def default(self, name: str) -> str | None: ...
-    def number(self, name: str, low: float | None = None, above: bool = False,
-               fallback: float | None = None) -> float: ...
-    def boolean(self, name: str, fallback: bool | None = None) -> bool: ...
-    def changed(self, name: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -68,7 +58,7 @@ class CommandPortSettings:
     address_file: Path | None = None       # NEGOTIATOR_ADDRESS_FILE: where the daemon's address is written
 
 
-def _level_setting(params: _Params, template: str, level: Level) -> tuple[str | None, str]:
+def _level_setting(params: ConfigParams, template: str, level: Level) -> tuple[str | None, str]:
     """``getSecSetting``: the value for ``level`` and the knob it came from; HTCondor's built-in
     SEC_DEFAULT value when no level sets it."""
     step: Level | None = level
@@ -82,7 +72,7 @@ def _level_setting(params: _Params, template: str, level: Level) -> tuple[str | 
     return params.default(name), name
 
 
-def _requirement(params: _Params, knob: str, level: Level, default: Requirement) -> Requirement:
+def _requirement(params: ConfigParams, knob: str, level: Level, default: Requirement) -> Requirement:
     value, name = _level_setting(params, "SEC_{}_" + knob, level)
     if value is None or not value.strip():
         return default
@@ -96,7 +86,7 @@ def _words(text: str | None) -> list[str]:
     return [word for word in (text or "").replace(",", " ").split() if word]
 
 
-def _level_policy(params: _Params, level: Level, warnings: set[str]) -> LevelPolicy:
+def _level_policy(params: ConfigParams, level: Level, warnings: set[str]) -> LevelPolicy:
     authentication = _requirement(params, "AUTHENTICATION", level, Requirement.OPTIONAL)
     if level is Level.ALLOW:
         authentication = Requirement.OPTIONAL   # FillInSecurityPolicyAd: ALLOW asks no authentication
@@ -141,7 +131,7 @@ def _seconds(text: str | None, default: int) -> int:
         return default
 
 
-def _list_setting(params: _Params, kind: str, level: Level) -> tuple[str | None, str]:
+def _list_setting(params: ConfigParams, kind: str, level: Level) -> tuple[str | None, str]:
     """``ALLOW_<LEVEL>`` or ``DENY_<LEVEL>`` as ``IpVerify::Init`` looks it up."""
     step: Level | None = level
     while step is not None:
@@ -153,7 +143,7 @@ def _list_setting(params: _Params, kind: str, level: Level) -> tuple[str | None,
     return None, f"{kind}_{level.value}"
 
 
-def _authorization(params: _Params) -> AuthorizationTable:
+def _authorization(params: ConfigParams) -> AuthorizationTable:
     rules: dict[Level, LevelRules] = {}
     for level in COMMAND_LEVELS:
         allow, allow_knob = _list_setting(params, "ALLOW", level)
@@ -162,7 +152,7 @@ def _authorization(params: _Params) -> AuthorizationTable:
     return AuthorizationTable(rules)
 
 
-def _condor_user(params: _Params) -> str | None:
+def _condor_user(params: ConfigParams) -> str | None:
     """The name root stands for in FS (``get_condor_username``: CONDOR_IDS' uid, else ``condor``)."""
     ids = (params.raw("CONDOR_IDS") or os.environ.get("CONDOR_IDS") or "").strip()
     try:
@@ -175,7 +165,7 @@ def _path(text: str | None, config_dir: Path) -> Path | None:
     return None if not text else Path(os.path.normpath(config_dir / text.strip()))
 
 
-def _bind(params: _Params) -> tuple[str, str | None]:
+def _bind(params: ConfigParams) -> tuple[str, str | None]:
     interface = (params.raw("NETWORK_INTERFACE") or "").strip()
     try:
         address = str(ipaddress.ip_address(interface)) if interface and interface != "*" else None
@@ -186,7 +176,7 @@ def _bind(params: _Params) -> tuple[str, str | None]:
     return address, address
 
 
-def read_command_port_settings(params: _Params, config_dir: Path, warnings: list[str]) -> CommandPortSettings:
+def read_command_port_settings(params: ConfigParams, config_dir: Path, warnings: list[str]) -> CommandPortSettings:
     """The command port's settings; adds to ``warnings`` what of them negotiatord cannot follow."""
     said: set[str] = set()
     levels: dict[Level, LevelPolicy] = {level: _level_policy(params, level, said) for level in COMMAND_LEVELS}
