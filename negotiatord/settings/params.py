@@ -1,5 +1,5 @@
 """What the readers of one part of the config (the pool's side, the command port's) ask of the
-parameters the loader dumped from HTCondor's config reader."""
+parameters the loader dumped from HTCondor's config reader, and how they split a list knob."""
 
 from __future__ import annotations
 
@@ -17,3 +17,9 @@ class ConfigParams(Protocol):
                fallback: float | None = None) -> float: ...
     def boolean(self, name: str, fallback: bool | None = None) -> bool: ...
     def changed(self, name: str) -> bool: ...
+
+
+def listed(text: str | None) -> list[str]:
+    """The items of a list knob, separated by commas or blanks as HTCondor's ``StringList``
+    separates them."""
+    return [word for word in (text or "").replace(",", " ").split() if word]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from negotiatord.cedar.policy import IMPLEMENTED_METHODS, ClientSecurity, Requirement, SslFiles, canonical_method
 from negotiatord.settings.errors import ConfigError
-from negotiatord.settings.params import ConfigParams
+from negotiatord.settings.params import ConfigParams, listed
 
 
 @dataclass(frozen=True)
@@ -52,10 +52,6 @@ def _level(params: ConfigParams, knob: str) -> Requirement:
         raise ConfigError(f"SEC_CLIENT_{knob} (or SEC_DEFAULT_{knob}): {error}") from None
 
 
-def _list(text: str | None) -> list[str]:
-    return [word for word in (text or "").replace(",", " ").split() if word]
-
-
 def _path(params: ConfigParams, name: str, config_dir: Path) -> Path | None:
     text = params.raw(name)
     return None if text is None else Path(os.path.normpath(config_dir / os.path.expanduser(text.strip())))
@@ -75,7 +71,7 @@ def _token_directory(params: ConfigParams, config_dir: Path) -> Path | None:
 def read_pool_settings(params: ConfigParams, config_dir: Path, warnings: list[str]) -> PoolSettings:
     """The pool settings of a config, adding to ``warnings`` what of it negotiatord cannot follow;
     raises :class:`ConfigError` on a value HTCondor would refuse."""
-    configured = [canonical_method(m) for m in _list(_security_setting(params, "AUTHENTICATION_METHODS"))]
+    configured = [canonical_method(m) for m in listed(_security_setting(params, "AUTHENTICATION_METHODS"))]
     missing = [m for m in dict.fromkeys(configured) if m not in IMPLEMENTED_METHODS]
     explicit = any(params.changed(f"SEC_{scope}_AUTHENTICATION_METHODS") for scope in ("CLIENT", "DEFAULT"))
     if not explicit:
@@ -86,7 +82,7 @@ def read_pool_settings(params: ConfigParams, config_dir: Path, warnings: list[st
         warnings.append(f"SEC_CLIENT_AUTHENTICATION_METHODS lists {', '.join(missing)}, which negotiatord "
                         f"does not implement; it authenticates with "
                         f"{', '.join(m for m in configured if m in IMPLEMENTED_METHODS) or 'nothing'}")
-    crypto = [m.upper() for m in _list(_security_setting(params, "CRYPTO_METHODS") or "AES")]
+    crypto = [m.upper() for m in listed(_security_setting(params, "CRYPTO_METHODS") or "AES")]
     if "AES" not in crypto:
         raise ConfigError(f"SEC_CLIENT_CRYPTO_METHODS = {', '.join(crypto)}: negotiatord speaks only AES "
                           "(AES-256-GCM, every HTCondor since 9.0 does)")

@@ -33,7 +33,7 @@ from negotiatord.cedar.authorization import AuthorizationTable, Level, LevelRule
 from negotiatord.cedar.policy import Requirement, canonical_method
 from negotiatord.cedar.server_policy import LevelPolicy, ServerSecurity
 from negotiatord.settings.errors import ConfigError
-from negotiatord.settings.params import ConfigParams
+from negotiatord.settings.params import ConfigParams, listed
 
 SUBSYSTEM = "NEGOTIATOR"
 # levels a command can be registered at
@@ -82,23 +82,19 @@ def _requirement(params: ConfigParams, knob: str, level: Level, default: Require
         raise ConfigError(f"{name}: {error}") from None
 
 
-def _words(text: str | None) -> list[str]:
-    return [word for word in (text or "").replace(",", " ").split() if word]
-
-
 def _level_policy(params: ConfigParams, level: Level, warnings: set[str]) -> LevelPolicy:
     authentication = _requirement(params, "AUTHENTICATION", level, Requirement.OPTIONAL)
     if level is Level.ALLOW:
         authentication = Requirement.OPTIONAL   # FillInSecurityPolicyAd: ALLOW asks no authentication
     methods_text, methods_knob = _level_setting(params, "SEC_{}_AUTHENTICATION_METHODS", level)
-    configured = [canonical_method(word) for word in _words(methods_text)]
+    configured = [canonical_method(word) for word in listed(methods_text)]
     dropped = [method for method in dict.fromkeys(configured) if method not in SERVED_METHODS]
     if dropped and params.changed(methods_knob):
         served = ", ".join(_shown(m) for m in configured if m in SERVED_METHODS) or "nothing"
         warnings.add(f"{methods_knob} lists {', '.join(map(_shown, dropped))}, which negotiatord does not serve; "
                      f"its command port authenticates clients with {served}")
     crypto_text, crypto_knob = _level_setting(params, "SEC_{}_CRYPTO_METHODS", level)
-    crypto = [word.upper() for word in _words(crypto_text or "AES")]
+    crypto = [word.upper() for word in listed(crypto_text or "AES")]
     if "AES" not in crypto:
         raise ConfigError(f"{crypto_knob} = {crypto_text!r}: negotiatord speaks only AES (AES-256-GCM)")
     duration_text = (params.raw(f"SEC_{SUBSYSTEM}_{level.value}_SESSION_DURATION")
