@@ -60,6 +60,7 @@ class DaemonProcess:
     include: str = "$(CONFIG_ROOT)/default.conf"    # the config the daemon's own builds on
     module: str = "negotiatord"                      # what ``python -m`` runs: negotiatord's command line
     environment: dict[str, str] = field(default_factory=dict)
+    preexec: Callable[[], None] | None = None      # run in the daemon's process before it starts
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -113,7 +114,7 @@ class DaemonProcess:
         self.log = self.log_path.open("a")
         self.process = subprocess.Popen(
             [sys.executable, "-m", self.module, "run", "--config", str(self.config), *self.args],
-            cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
+            cwd=ROOT, env=env, stdout=self.log, stderr=self.log, preexec_fn=self.preexec)
         self.wait_for_message("READY=1", timeout)
 
     def _listen(self, notify: socket.socket) -> None:

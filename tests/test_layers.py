@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "negotiatord"
 # Lowest first. A part may import from its own layer's other parts only where noted below, and
 # from any lower layer; never from a higher one.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("classad", "logs"),
+    ("classad", "logs", "storage"),
     ("cedar",),
     ("settings", "ads"),
     ("pool",),

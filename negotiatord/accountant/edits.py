@@ -50,10 +50,12 @@ class AdministratorEdits:
 
     _db: sqlite3.Connection
     _transaction: Callable[[str], AbstractContextManager[None]]
+    _reading: Callable[[str], AbstractContextManager[None]]
 
     def edit_mark(self) -> int:
         """The sequence of the last edit: a cycle loading now keeps later edits at its commit."""
-        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'admin_edits'").fetchone()
+        with self._reading("reading the administrator's last edit"):
+            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'admin_edits'").fetchone()
         return int(row[0]) if row else 0
 
     def _log(self, name: str, field: str, value: object, now: float | None = None) -> None:

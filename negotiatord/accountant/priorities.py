@@ -28,13 +28,49 @@ MIN_PRIORITY = 0.5
 MIN_PRIORITY_FACTOR = 1.0
 # NiceUserName in HTCondor's condor_constants.h: the prefix of a nice user's submitter name.
 NICE_USER_PREFIX = "nice-user"
+# The longest customer name an administrator may name in an edit (the longest in the OSPool's
+# negotiator, group_opportunistic.<project>.<user>@<access point>, has under 80).
+MAX_CUSTOMER_NAME = 1024
+_SHOWN_VALUE = 40     # characters of a refused value quoted in an error
 
 
 def check_finite(what: str, value: object) -> float:
-    """``value`` as a float, or a ValueError saying which ``what`` is not a finite number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
-    return float(value)
+    """``value`` as a float, or a ValueError saying which ``what`` is not a finite number (an
+    integer too large for a float included)."""
+    number = None
+    if not isinstance(value, bool) and isinstance(value, (int, float)):
+        try:
+            number = float(value)
+        except OverflowError:
+            pass
+    if number is None or not math.isfinite(number):
+        raise ValueError(f"{what} must be a finite number, got {_shown(value)}")
+    return number
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_VALUE else f"{text[:_SHOWN_VALUE]}... ({len(text):,} characters)"
+
+
+def check_customer_name(name: object) -> str:
+    """``name`` if an administrator may edit the customer of that name, else a ValueError saying
+    why: the full name of a submitter, ``user@uid.domain``, as ``condor_userprio`` requires before
+    it sends ``-setfactor``, ``-resetusage`` or ``-delete`` to the negotiator (``strchr(name, '@')``
+    in src/condor_tools/user_prio.cpp); no white space or control characters (no submitter name
+    holds any) and at most :data:`MAX_CUSTOMER_NAME` characters."""
+    if not isinstance(name, str) or not name:
+        raise ValueError('name the customer: {"customer": "user@uid.domain"}')
+    if len(name) > MAX_CUSTOMER_NAME:
+        raise ValueError(f"a customer name has at most {MAX_CUSTOMER_NAME:,} characters, got {len(name):,}")
+    if any(not character.isprintable() and not character.isspace() for character in name):
+        raise ValueError(f"customer name {_shown(name)} holds a control character")
+    if any(character.isspace() for character in name):
+        raise ValueError(f"customer name {_shown(name)} holds white space")
+    if "@" not in name:
+        raise ValueError(f"customer name {_shown(name)} is not the full name of a submitter "
+                         "(user@uid.domain or user@full.host.name), as condor_userprio requires")
+    return name
 
 
 def check_non_negative(what: str, value: float) -> float:

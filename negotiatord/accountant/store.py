@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from negotiatord.accountant.admission import AdmissionUsage
 from negotiatord.accountant.edits import DELETED, AdministratorEdits
@@ -24,8 +24,9 @@ from negotiatord.accountant.priorities import (
     check_non_negative,
 )
 from negotiatord.accountant.quota_timers import QuotaTimer
+from negotiatord.storage import quick_check, reading, transaction
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -73,13 +74,15 @@ CREATE TABLE quota_timers (
 
 # Added in schema version 3: whether a due quota preemption timer was enforced (JSON of the usage it
 # left, NULL if not yet), so that it is enforced once.
-_SCHEMA_3 = """
-ALTER TABLE quota_timers ADD COLUMN enforced TEXT
-"""
+_SCHEMA_3 = "ALTER TABLE quota_timers ADD COLUMN enforced TEXT"
 
-# Added in schema version 4: submitter ceilings and floors (condor_userprio -setceiling, -setfloor),
+# Added in schema version 4: the match log's highest sequence number when each cycle was
+# committed, so that a match log lost or rolled back is seen at start-up (NULL: not known).
+_SCHEMA_4 = "ALTER TABLE cycles ADD COLUMN match_seq INTEGER"
+
+# Added in schema version 5: submitter ceilings and floors (condor_userprio -setceiling, -setfloor),
 # and the log of administrator edits (negotiatord.accountant.edits).
-_SCHEMA_4 = """
+_SCHEMA_5 = """
 ALTER TABLE customers ADD COLUMN ceiling REAL;
 ALTER TABLE customers ADD COLUMN floor REAL;
 CREATE TABLE admin_edits (
@@ -90,8 +93,11 @@ CREATE TABLE admin_edits (
     time     REAL NOT NULL
 )
 """
-# the scripts that bring a database of each older version to this one
-_UPGRADES = {1: ";".join((_SCHEMA_2, _SCHEMA_3, _SCHEMA_4)), 2: ";".join((_SCHEMA_3, _SCHEMA_4)), 3: _SCHEMA_4}
+
+# What turns a database of the version before each into that version; new tables start empty, a
+# new column NULL (a timer stored before was not enforced, a cycle's match sequence not known, no
+# customer had a ceiling or floor).
+_UPGRADES = {2: _SCHEMA_2, 3: _SCHEMA_3, 4: _SCHEMA_4, 5: _SCHEMA_5}
 
 _COLUMNS = (
     "name, real_priority, prio_factor, weighted_usage, accumulated_usage, "
@@ -180,7 +186,7 @@ class AccountantStore(AdministratorEdits):
                 "SELECT name FROM sqlite_master WHERE type = 'table'"
             )}
             if not tables:
-                self._run_script(";".join((_SCHEMA, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4)))
+                self._run_script(";".join((_SCHEMA, *_UPGRADES.values())))
                 self._db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 return
             if "schema_version" not in tables:
@@ -190,10 +196,9 @@ class AccountantStore(AdministratorEdits):
                 )
             row = self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()
             version = row[0] if row else None
-            if version in _UPGRADES:
-                # upgraded in place: new tables start empty, a timer stored before was not enforced,
-                # no customer had a ceiling or floor
-                self._run_script(_UPGRADES[version])
+            if isinstance(version, int) and 1 <= version < SCHEMA_VERSION:
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    self._run_script(_UPGRADES[step])
                 self._db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
                 version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:
@@ -209,24 +214,15 @@ class AccountantStore(AdministratorEdits):
             if statement.strip():
                 self._db.execute(statement)
 
-    @contextmanager
-    def _transaction(self, doing: str) -> Iterator[None]:
-        """BEGIN IMMEDIATE .. COMMIT, rolled back on any exception; SQLite errors name the file."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-                self._db.execute("COMMIT")
-            except BaseException as error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                if isinstance(error, sqlite3.Error):
-                    raise AccountantStoreError(f"{self.path}: {doing} failed: {error}") from error
-                raise
+    def _transaction(self, doing: str) -> AbstractContextManager[None]:
+        return transaction(self._db, self._lock, AccountantStoreError, self.path, doing)
+
+    def _reading(self, doing: str) -> AbstractContextManager[None]:
+        return reading(self._lock, AccountantStoreError, self.path, doing)
 
     def load(self) -> AccountantState:
         """Every stored customer record, as a fresh state with nothing accrued."""
-        with self._lock:
+        with self._reading("reading the customer records"):
             rows = self._db.execute(f"SELECT {_COLUMNS} FROM customers ORDER BY name").fetchall()
             usage_rows = self._db.execute("SELECT customer, resource, amount FROM admission_usage").fetchall()
             clock_rows = self._db.execute("SELECT customer, last_update_time FROM admission_clock").fetchall()
@@ -244,7 +240,7 @@ class AccountantStore(AdministratorEdits):
 
     def quota_timers(self) -> dict[str, QuotaTimer]:
         """The running quota preemption timers alone, by group, as last committed."""
-        with self._lock:
+        with self._reading("reading the quota preemption timers"):
             rows = self._db.execute(_SELECT_TIMERS).fetchall()
         try:
             return _timers(rows)
@@ -253,11 +249,31 @@ class AccountantStore(AdministratorEdits):
 
     def last_cycle_id(self) -> int:
         """The id of the last committed cycle; 0 before the first."""
-        with self._lock:
+        with self._reading("reading the last cycle id"):
             return self._last_cycle_id()
 
     def _last_cycle_id(self) -> int:
         return self._db.execute("SELECT COALESCE(MAX(cycle_id), 0) FROM cycles").fetchone()[0]
+
+    def last_match_seq(self) -> int:
+        """The match log's highest sequence number as the last cycle that recorded it was
+        committed; 0 if none did."""
+        with self._reading("reading the match log's sequence number"):
+            return self._db.execute("SELECT COALESCE(MAX(match_seq), 0) FROM cycles").fetchone()[0]
+
+    def quick_check(self) -> list[str]:
+        """What SQLite's ``PRAGMA quick_check`` finds wrong with the database file."""
+        return quick_check(self._db, self._lock)
+
+    def continue_after(self, cycle_id: int, match_seq: int, now: float) -> None:
+        """Take ``cycle_id`` as committed, with nothing charged, so that the next cycle has a
+        higher id: the administrator starts over on purpose with an accountant behind the match
+        log, which holds matches of cycles up to ``cycle_id`` and sequence numbers up to
+        ``match_seq``."""
+        with self._transaction(f"going on after cycle {cycle_id}"):
+            if cycle_id > self._last_cycle_id():
+                self._db.execute("INSERT INTO cycles (cycle_id, time, match_seq) VALUES (?, ?, ?)",
+                                 (cycle_id, now, match_seq))
 
     def commit_cycle(
         self,
@@ -265,10 +281,13 @@ class AccountantStore(AdministratorEdits):
         now: float,
         new_state: AccountantState,
         charges: Mapping[str, float],
+        match_seq: int | None = None,
+        *,
         edit_mark: int | None = None,
     ) -> bool:
-        """Write ``new_state`` and the cycle's per-customer charges atomically; with the
-        :meth:`edit_mark` taken when the cycle loaded, keep the administrator's edits made since.
+        """Write ``new_state`` and the cycle's per-customer charges atomically, with the match
+        log's highest sequence number once the cycle's matches are staged (``match_seq``); with
+        the :meth:`edit_mark` taken when the cycle loaded, keep the administrator's edits made since.
 
         Returns False, changing nothing, when ``cycle_id`` is not above the last committed id.
         """
@@ -282,15 +301,15 @@ class AccountantStore(AdministratorEdits):
         with self._transaction(f"committing cycle {cycle_id}"):
             if cycle_id <= self._last_cycle_id():
                 return False
-            self._write_cycle(cycle_id, now)
+            self._write_cycle(cycle_id, now, match_seq)
             self._write_customers(new_state, edit_mark)
             self._write_charges(cycle_id, costs)
             self._write_admission_usage(new_state)
             self._write_quota_timers(new_state)
         return True
 
-    def _write_cycle(self, cycle_id: int, now: float) -> None:
-        self._db.execute("INSERT INTO cycles (cycle_id, time) VALUES (?, ?)", (cycle_id, now))
+    def _write_cycle(self, cycle_id: int, now: float, match_seq: int | None) -> None:
+        self._db.execute("INSERT INTO cycles (cycle_id, time, match_seq) VALUES (?, ?, ?)", (cycle_id, now, match_seq))
 
     def _write_customers(self, state: AccountantState, edit_mark: int | None) -> None:
         edited: dict[str, set[str]] = {}
@@ -337,7 +356,7 @@ class AccountantStore(AdministratorEdits):
 
     def charges(self, cycle_id: int) -> dict[str, float]:
         """The per-customer costs committed with cycle ``cycle_id`` (empty if none)."""
-        with self._lock:
+        with self._reading(f"reading the charges of cycle {cycle_id}"):
             rows = self._db.execute(
                 "SELECT customer, cost FROM charges WHERE cycle_id = ?", (cycle_id,)
             ).fetchall()

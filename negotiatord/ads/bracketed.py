@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from classad2 import ParserType
 
-from .limits import (COMMENT, DOUBLE_QUOTED, MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING, SINGLE_QUOTED,
-                     clearly_within, expression_fault, statements_within)
+from .limits import (COMMENT, DOUBLE_QUOTED, MAX_AD_CHARS, MAX_EXPRESSION_CHARS, MAX_NESTING, NEW_FORM_STRING,
+                     SINGLE_QUOTED, ad_size_fault, clearly_within, expression_fault, statements_within)
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 _GAP_TRAILER = ", \t\r\n"  # separators trimmed off stray text before quoting it
@@ -42,6 +42,7 @@ class Syntax:
     # Whether a top-level '[' opens a list of ads (JSON) rather than an ad (new form).
     lists_hold_ads: bool
     name: str
+    separator: str       # what ends an attribute (ads.limits.ad_size_fault)
 
 
 NEW_FORM = Syntax(
@@ -50,6 +51,7 @@ NEW_FORM = Syntax(
     re.compile(rf"(?:\s++|{COMMENT})*+", re.S),
     lists_hold_ads=False,
     name="new-form ClassAd",
+    separator=";",
 )
 JSON = Syntax(
     ParserType.JSON,
@@ -57,17 +59,37 @@ JSON = Syntax(
     re.compile(r"[\s,]*+"),
     lists_hold_ads=True,
     name="JSON object",
+    separator=",",
 )
 
 
 def read_bracketed(text: str, syntax: Syntax) -> Iterator[Piece]:
     """Every ad of `text`, in order; text between ads that is not allowed
-    there is reported as a piece of its own, so it keeps a position."""
+    there is reported as a piece of its own, so it keeps a position.
+
+    An ad that is left open (a bracket, quote or comment never closed) or that classad2 cannot
+    read is refused alone when the next ad starts on a line of its own (see
+    :func:`_next_ad_start`): the scan starts again there, so the ads after it are still read."""
     lines = LineCounter(text)
     depth = 0
     ad_opened_at: int | None = None  # depth at which the ad being scanned opened
     ad_start = gap_start = pos = 0
-    while (match := syntax.to_bracket.match(text, pos)) is not None:
+    while True:
+        # within an ad, no further than an ad may reach: a regular expression holds the GIL while
+        # it scans, and an ad beyond the limit is refused whatever closes it
+        bound = len(text) if ad_opened_at is None else min(len(text), ad_start + MAX_AD_CHARS + 1)
+        match = syntax.to_bracket.match(text, pos, bound)
+        if match is None:
+            if ad_opened_at is None:
+                break
+            resume = _next_ad_start(text, ad_start, len(text))
+            if resume is None:
+                yield Piece(lines.line_at(ad_start), None, ad_size_fault(text[ad_start:], syntax.separator)
+                            or f"{syntax.name} is not terminated (missing closing bracket or quote; input truncated?)")
+                return
+            yield _cut_short(text, ad_start, resume, syntax, lines)
+            depth, ad_opened_at, gap_start, pos = ad_opened_at, None, resume, resume
+            continue
         at, pos = match.start(1), match.end()
         if text[at] in "[{":
             if ad_opened_at is None:
@@ -80,22 +102,49 @@ def read_bracketed(text: str, syntax: Syntax) -> Iterator[Piece]:
         elif ad_opened_at is not None:
             depth -= 1
             if depth == ad_opened_at:
-                yield _parse(text[ad_start:pos], lines.line_at(ad_start), syntax)
+                piece = _parse(text[ad_start:pos], lines.line_at(ad_start), syntax)
+                resume = _next_ad_start(text, ad_start, pos) if piece.ad is None else None
+                if resume is not None:        # it ran into the ads after it: refuse it alone
+                    piece, pos = _cut_short(text, ad_start, resume, syntax, lines), resume
+                yield piece
                 ad_opened_at, gap_start = None, pos
         elif depth > 0:  # the JSON list closes
             yield from _stray(text, gap_start, at, syntax, lines)
             depth, gap_start = 0, pos
         # else: a stray closing bracket between ads; it stays in the gap and is reported there
-    if ad_opened_at is not None:
-        yield Piece(lines.line_at(ad_start), None,
-                    f"{syntax.name} is not terminated (missing closing bracket or quote; input truncated?)")
-        return
     yield from _stray(text, gap_start, len(text), syntax, lines)
     if depth > 0:
         yield Piece(lines.line_at(len(text)), None, "the JSON list is not closed with ']' (input truncated?)")
 
 
+def _next_ad_start(text: str, ad_start: int, end: int) -> int | None:
+    """Where the ad after the one opened at ``ad_start`` starts, if that one was left open or
+    cannot be read and ran on before ``end``: the first later line that starts with the same
+    bracket at the same indentation (ads are printed one per line, or each opening on a line of
+    its own, as ``condor_status -long:new`` and ``-json`` print them). None if no line does."""
+    line_start = text.rfind("\n", 0, ad_start) + 1
+    indentation = text[line_start:ad_start]
+    if indentation.strip():
+        indentation = ""      # the ad opened within a line: look for one opening a line
+    first_line_end = text.find("\n", ad_start, end)
+    if first_line_end < 0:
+        return None
+    found = text.find("\n" + indentation + text[ad_start], first_line_end, end)
+    return None if found < 0 else found + 1 + len(indentation)
+
+
+def _cut_short(text: str, ad_start: int, resume: int, syntax: Syntax, lines: LineCounter) -> Piece:
+    """The ad opened at ``ad_start``, read up to ``resume``, where the next ad starts."""
+    piece = _parse(text[ad_start:resume], lines.line_at(ad_start), syntax)
+    if piece.ad is not None:
+        return piece
+    return piece._replace(reason=f"{piece.reason} (read up to line {lines.line_at(resume)}, where the next ad starts)")
+
+
 def _parse(text: str, line: int, syntax: Syntax) -> Piece:
+    too_big = ad_size_fault(text, syntax.separator)
+    if too_big:
+        return Piece(line, None, too_big)
     refused = limits_refusal(text, line, syntax)
     if refused is not None:
         return refused

@@ -21,6 +21,13 @@ depth: a tree is at most operators + nesting + 1 = 385 levels deep.
   ternary operator token, ``.`` selections, ``is``/``isnt``): a value of N operators holds at most
   N + 1 terms.
 
+Whole ads are bounded too, so that reading one ad costs a bounded time (a 10 MB ad of repeated
+lines took classad2 and the long-form reader 9 s, holding up every other body): at most
+:data:`MAX_AD_CHARS` characters and :data:`MAX_AD_ATTRIBUTES` attributes, counted as lines in the
+long form, ``;`` in the new form and ``,`` in JSON (each attribute needs one; a list's members
+count too, so this errs on the side of counting more). The largest real ads (the OSPool central
+manager's) have 47,233 characters and 847 attributes; the limits leave 22 and 11 times that.
+
 The scan is a conservative reading of the text: a string literal is taken to end no later than
 classad2 ends it (the long form's ``\\"`` rule included), so it never counts fewer operators or
 brackets than classad2 reads. An ad well within the limits as a whole (every ad of the sample
@@ -34,6 +41,8 @@ import re
 MAX_EXPRESSION_CHARS = 65_536
 MAX_NESTING = 64
 MAX_OPERATORS = 320
+MAX_AD_CHARS = 1 << 20
+MAX_AD_ATTRIBUTES = 10_000
 
 _OPERATOR = re.compile(
     r">>>|=\?=|=!=|<<|>>|&&|\|\||==|!=|<=|>=|\?:|[-+*/%<>!~&|^?:]|\.(?=\s*[A-Za-z_'])|\b(?:isnt|is)\b",
@@ -70,6 +79,17 @@ def expression_fault(value: str, strings: re.Pattern[str]) -> str | None:
         operators = operator_count(code)
         if operators > MAX_OPERATORS:
             return f"{operators:,} operators, more than the {MAX_OPERATORS:,} an expression may have"
+    return None
+
+
+def ad_size_fault(text: str, separator: str) -> str | None:
+    """Why the ad ``text`` is beyond the limits of a whole ad, or None; ``separator`` ends an
+    attribute in its form (``\\n``, ``;``, ``,``). A few C-speed counts."""
+    if len(text) > MAX_AD_CHARS:
+        return f"the ad has {len(text):,} characters, more than the {MAX_AD_CHARS:,} an ad may have"
+    attributes = text.count(separator)
+    if attributes > MAX_AD_ATTRIBUTES:
+        return f"the ad has {attributes:,} attributes or more, more than the {MAX_AD_ATTRIBUTES:,} an ad may have"
     return None
 
 

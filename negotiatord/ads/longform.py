@@ -38,12 +38,12 @@ import classad2
 from classad2 import ParserType
 
 from .batch import RepeatedAd
-from .limits import LONG_FORM_STRING, clearly_within, expression_fault, lines_within
+from .limits import LONG_FORM_STRING, ad_size_fault, clearly_within, expression_fault, lines_within
 from .piece import LineCounter, Piece, failure_message, parse_one, snippet
 
 # A line ending an ad: blank, a condor_history banner, or a `###` separator.
 # Matched from the newline that ends the previous line.
-_SEPARATOR = re.compile(r"\n(?:[ \t]*|\*\*\*[^\n]*|###[^\n]*)(?=\n|\Z)")
+SEPARATOR = re.compile(r"\n(?:[ \t]*|\*\*\*[^\n]*|###[^\n]*)(?=\n|\Z)")
 
 # Strings are skipped when balancing brackets; the old form escapes only `\"`.
 # A line that defines an attribute with a plain ClassAd name (comments, continued values and
@@ -51,6 +51,32 @@ _SEPARATOR = re.compile(r"\n(?:[ \t]*|\*\*\*[^\n]*|###[^\n]*)(?=\n|\Z)")
 _DEFINITION = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*=")
 _OPENERS = "([{"
 _CLOSERS = ")]}"
+
+
+# Characters searched for a separator per call: the regular expression holds the GIL while it
+# searches, and a 10 MB ad without a separator took one call of 77 ms.
+SEARCH_WINDOW = 1 << 16
+
+
+def separators(text: str, window: int = SEARCH_WINDOW) -> Iterator[re.Match[str]]:
+    """The matches of ``SEPARATOR`` in ``text``, as ``finditer`` finds them, each call searching at
+    most about ``window`` characters. A match that reaches the window's end may be one only because
+    ``$``-like lookahead sees the window's end as the text's (or its line goes on): it is searched
+    again in a window twice as wide. Without a match, the next window starts three characters
+    back, where the longest prefix of a separator that cannot match yet (``\n**``) may begin."""
+    pos, end, width = 0, len(text), window
+    while pos < end:
+        stop = min(end, pos + width)
+        match = SEPARATOR.search(text, pos, stop)
+        if match is None:
+            if stop == end:
+                return
+            pos, width = (stop - 3, window) if stop - 3 > pos else (pos, width * 2)
+        elif match.end() < stop or stop == end:
+            yield match
+            pos, width = match.end(), window
+        else:
+            pos, width = match.start(), width * 2
 
 
 def read_long_form(text: str, repeats: tuple[str, ...] = ()) -> Iterator[Piece]:
@@ -63,10 +89,13 @@ def read_long_form(text: str, repeats: tuple[str, ...] = ()) -> Iterator[Piece]:
     text = "\n" + text + ("" if text.endswith("\n") else "\n")
     lines = LineCounter(text, line_at_start=0)
     start = 1
-    for separator in _SEPARATOR.finditer(text):
+    for separator in separators(text):
         if separator.start() > start:
             chunk = text[start : separator.start()]
-            piece = earlier.repeated(chunk, lines.line_at(start)) if earlier is not None else None
+            too_big = ad_size_fault(chunk, "\n")
+            piece = Piece(lines.line_at(start), None, too_big) if too_big else None
+            if piece is None and earlier is not None:
+                piece = earlier.repeated(chunk, lines.line_at(start))
             if piece is None:
                 piece = _read_ad(chunk, lines.line_at(start))
                 if earlier is not None and piece is not None and isinstance(piece.ad, classad2.ClassAd):

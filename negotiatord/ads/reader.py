@@ -43,17 +43,32 @@ _Outcome: TypeAlias = "classad2.ClassAd | RepeatedAd | AdProblem"    # what one 
 
 def parse_ads(text: str, source: str = "<text>") -> AdBatch:
     """All ads in `text`; `source` names the input in problems."""
-    ads, positions, lines, problems = [], [], [], []
-    for position, piece in _numbered(text, source, ()):
-        outcome = _outcome(piece, source, position)
-        if isinstance(outcome, AdProblem):
-            problems.append(outcome)
-        else:
-            assert isinstance(outcome, classad2.ClassAd)    # no RepeatedAd unless asked for
-            ads.append(outcome)
-            positions.append(position)
-            lines.append(piece.line)
-    return AdBatch(ads, problems, positions, lines)
+    batch, steps = parse_in_steps(text, source)
+    for _ in steps:
+        pass
+    return batch
+
+
+def parse_in_steps(text: str, source: str = "<text>") -> tuple[AdBatch, Iterator[None]]:
+    """The batch of `text`, empty, and the steps that fill it, one ad (or problem) a step: for a
+    caller that parses several inputs in turn. Input that cannot be read as ClassAds at all raises
+    AdFormatError here, before the first step."""
+    batch = AdBatch([], [], [], [])
+    numbered = _numbered(text, source, ())
+
+    def steps() -> Iterator[None]:
+        for position, piece in numbered:
+            outcome = _outcome(piece, source, position)
+            if isinstance(outcome, AdProblem):
+                batch.problems.append(outcome)
+            else:
+                assert isinstance(outcome, classad2.ClassAd)    # no RepeatedAd unless asked for
+                batch.ads.append(outcome)
+                batch.positions.append(position)
+                batch.lines.append(piece.line)
+            yield
+
+    return batch, steps()
 
 
 def iter_ads(text: str, source: str = "<text>", repeats: tuple[str, ...] = ()) -> Iterator[tuple[int, _Outcome]]:

@@ -7,10 +7,10 @@ the master or an administrator may give a DaemonCore daemon: ``-p PORT`` (the co
 ``-f`` (foreground: it always is) and ``-local-name NAME``.
 
 Exit status: 0 after a clean stop (SIGTERM, SIGQUIT, SIGINT); 2 when it cannot start (config
-error, state directory, database, token or TLS file unusable, address in use, a preload file that
-cannot be read, holds no ads, or holds none of its kind: swapped
-``--preload-slots``/``--preload-jobs``), each said in one line naming the option or knob and the
-file.
+error, state directory, database, token or TLS file unusable, accountant and match log disagreeing,
+another daemon on the state directory, address in use, a preload file that cannot be read, holds no
+ads, or holds none of its kind: swapped ``--preload-slots``/``--preload-jobs``), each said in one
+line naming the option or knob and the file.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.matchlog import MatchLogError
 from negotiatord.service.daemon import Daemon, DaemonClock, TlsError, cycle_thread_alive
 from negotiatord.service.paths import StateDirError
+from negotiatord.service.state_check import START_OVER, StateMismatch
+from negotiatord.service.state_dir import StateDirInUse
 from negotiatord.service.token import TokenError
 from negotiatord.settings import ConfigError, load_settings
 from negotiatord.settings.loader import param_value
@@ -52,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for kind in AdKind:
         parser.add_argument(f"--preload-{kind.value}", type=Path, metavar="FILE",
                             help=f"{kind.my_type} ads filed at start-up; they never expire")
+    parser.add_argument(START_OVER, action="store_true",
+                        help="start even though the accountant and the match log disagree (one was lost or "
+                             "restored from an older copy): cycle ids and sequence numbers go on after the "
+                             "highest either holds")
     parser.add_argument("--now", type=float, metavar="EPOCH",
                         help="start the daemon's clock at EPOCH (for replaying captured ads and for "
                              "tests; default: the real time)")
@@ -83,10 +89,11 @@ def run(args: argparse.Namespace) -> int:
                                                                     warning=warning)
         preload = {kind: _preloaded(kind, path) for kind in AdKind
                    if (path := getattr(args, f"preload_{kind.value}")) is not None}
-        daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload, inherited=inherited,
-                        command_port=args.command_port, local_name=args.local_name)
+        daemon = Daemon(args.config.absolute(), settings, DaemonClock(args.now), preload,
+                        args.accept_state_mismatch, inherited=inherited, command_port=args.command_port,
+                        local_name=args.local_name)
     except (ConfigError, AdFormatError, StateDirError, TokenError, TlsError, AccountantStoreError, MatchLogError,
-            InheritError, OSError, ValueError) as error:
+            StateMismatch, StateDirInUse, InheritError, OSError, ValueError) as error:
         print(f"negotiatord: {error}", file=sys.stderr)
         if inherited is not None and not logging_to_file:
             _tell_the_masters_log(f"negotiatord: {error}")
@@ -96,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(daemon.serve())
     except OSError as error:  # the address is in use, the TLS files cannot be read, ...
         print(f"negotiatord: cannot serve: {error}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    except (AccountantStoreError, MatchLogError) as error:   # recovering at start-up failed
+        print(f"negotiatord: {error}", file=sys.stderr)
         return EXIT_CANNOT_START
     finally:
         # The loop has restored the default handlers; a repeated stop signal during interpreter

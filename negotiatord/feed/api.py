@@ -24,9 +24,10 @@ from negotiatord.ads import AdFormatError, AdProblem
 from negotiatord.ads.reader import decode_ads
 from negotiatord.feed.intake import Intake, take_in_text
 from negotiatord.feed.kinds import AdKind
+from negotiatord.feed.parsing import FairParser
 from negotiatord.feed.store import AdStore, release
 
-# Below this size a body is parsed on the event loop: the hop to a worker thread costs more than
+# Below this size a body is parsed on the event loop: the hop to the parser thread costs more than
 # the parse (and a few hundred microseconds do not hold up other requests).
 INLINE_PARSE_BYTES = 32 * 1024
 # Ads filed per turn of the event loop: a 1,000-ad batch is filed in a few milliseconds, but in
@@ -51,16 +52,18 @@ class FeedApi:
     """Request handlers over one :class:`AdStore`.
 
     ``clock`` gives monotonic seconds (ad deadlines); ``lifetime`` the current CLASSAD_LIFETIME
-    (a reload may change it); ``parser`` runs the parse of large bodies off the event loop.
+    (a reload may change it); ``parsing`` reads large bodies off the event loop, clients in turn;
+    ``freeing`` frees replaced ads off it.
     """
 
     def __init__(self, store: AdStore, totals: FeedTotals, clock: Callable[[], float],
-                 lifetime: Callable[[], float], parser: Executor) -> None:
+                 lifetime: Callable[[], float], parsing: FairParser, freeing: Executor) -> None:
         self.store = store
         self.totals = totals
         self.clock = clock
         self.lifetime = lifetime
-        self.parser = parser
+        self.parsing = parsing
+        self.freeing = freeing
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -101,11 +104,11 @@ class FeedApi:
         })
 
     def bury(self, *more: object) -> None:
-        """Free what the store replaced or removed (and ``more``) on the parser thread, not on
-        the event loop."""
+        """Free what the store replaced or removed (and ``more``) on a worker thread, not on the
+        event loop."""
         buried = self.store.take_graveyard() + list(more)
         if buried:
-            asyncio.get_running_loop().run_in_executor(self.parser, release, buried)
+            asyncio.get_running_loop().run_in_executor(self.freeing, release, buried)
 
     async def _take_in(self, kind: AdKind, request: web.Request) -> Intake:
         body = await request.read()
@@ -114,8 +117,7 @@ class FeedApi:
             if len(body) < INLINE_PARSE_BYTES:
                 intake = take_in_body(kind, body, source)
             else:
-                loop = asyncio.get_running_loop()
-                intake = await loop.run_in_executor(self.parser, take_in_body, kind, body, source)
+                intake = await self.parsing.take_in(request.remote or "unknown", kind, body, source)
         except AdFormatError as error:
             raise json_error(web.HTTPBadRequest, str(error)) from None
         if not intake.accepted and not intake.problems:

@@ -282,6 +282,10 @@ class AdTable:
     def held(self) -> int:
         return len(self._holds)
 
+    def held_keys(self) -> Iterable[str]:
+        """The keys held, with a stand-in or left out."""
+        return self._holds.keys()
+
     def extras(self) -> int:
         """How many extra ads (claimed dynamic slots) :meth:`view` adds for held ads."""
         return sum(len(hold.extras) for key, hold in self._holds.items() if key in self._entries)

@@ -12,8 +12,13 @@ so it stands in for them:
   ``cp_deduct_assets`` leaves it within a cycle), beside one claimed dynamic slot per match that
   weighs exactly the match's cost.
 
-Copying a slot ad costs a fraction of a millisecond, so stand-ins are made on the cycle's thread
-(:func:`holds_for`) and only filed in the ad store (:func:`apply_holds`) on the event loop.
+The cycle's thread says what to hold (:func:`holds_for`: the ads, their versions, what changed
+in each slot), which is all the match log keeps. The stand-ins themselves are copies of slot ads
+made through classad2, a fraction of a millisecond each but hundreds of milliseconds for a fill
+cycle's thousands of matches; made on the cycle's thread, they took the GIL from the event loop
+in switch intervals that a loaded machine stretched, and status requests waited. So they are
+made as they are filed, on the event loop, a slice of a few milliseconds at a time
+(:func:`file_holds`; :func:`apply_holds` at once, for callers with no event loop to share).
 
 Holds outlive the daemon: the match log keeps, with each match, the version of the job and slot
 ads it was matched against, and a restarted daemon holds them again (:class:`RestoredHolds`) when
@@ -22,9 +27,11 @@ ads of those versions are filed, whether preloaded, pulled or posted.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import classad2
 
@@ -41,14 +48,41 @@ _PREEMPTED_CLAIM = ("JobId", "GlobalJobId", "JobStart", "JobPrio", "CurrentRank"
                     "RetirementTimeRemaining")
 
 
+# How long filing holds keeps the event loop before it lets other work in.
+FILING_SLICE_S = 0.005
+
+
+@dataclass(frozen=True)
+class SlotChange:
+    """What a committed cycle did to a slot: its matches (with each matched job's ad, for its
+    concurrency limits) and the dynamic slots given back to it; its stand-ins are made from these
+    and the slot's ad (:func:`slot_after_matches`)."""
+
+    matches: tuple[Match, ...]
+    jobs: tuple[classad2.ClassAd | None, ...]
+    given_back: tuple[tuple[str, classad2.ClassAd], ...] = ()
+
+    def stand_ins(self, name: str, slot: classad2.ClassAd
+                  ) -> tuple[classad2.ClassAd | None, tuple[tuple[str, classad2.ClassAd], ...]]:
+        job_ads = {match.job: job for match, job in zip(self.matches, self.jobs)}
+        return slot_after_matches(name, slot, self.matches, job_ads.get, self.given_back)
+
+
 @dataclass(frozen=True)
 class Hold:
     kind: AdKind
     key: str
     seen: StoredAd                            # the ad the matching cycle negotiated over (a job's as stored)
     version: str                              # ad_version of the stored ad behind ``seen``
-    stand_in: classad2.ClassAd | None         # what later cycles see instead; None: left out
-    extras: tuple[tuple[str, classad2.ClassAd], ...] = field(default=())   # claimed dynamic slots
+    change: SlotChange | None = None          # a matched slot's; None: left out (a job, a slot given back)
+
+    def stand_ins(self) -> tuple[classad2.ClassAd | None, tuple[tuple[str, classad2.ClassAd], ...]]:
+        """What later cycles see instead of ``seen`` (None: nothing), and the claimed dynamic
+        slots beside it; made anew by each call."""
+        if self.change is None:
+            return None, ()
+        assert isinstance(self.seen, classad2.ClassAd)      # only jobs are kept as ProcAds
+        return self.change.stand_ins(self.key, self.seen)
 
 
 def holds_for(view: PoolView, matches: Sequence[Match], preemptions: Sequence[Preemption] = ()) -> list[Hold]:
@@ -67,7 +101,7 @@ def holds_for(view: PoolView, matches: Sequence[Match], preemptions: Sequence[Pr
     for match in matches:
         job = view.jobs.by_key.get(match.job)
         if job is not None:
-            holds.append(Hold(AdKind.JOB, match.job, job, ad_version(job), None))
+            holds.append(Hold(AdKind.JOB, match.job, job, ad_version(job)))
         by_slot[match.slot].append(match)
     given_back = _given_back(view, matches, preemptions, by_slot)
     for name, slot_matches in by_slot.items():
@@ -77,7 +111,7 @@ def holds_for(view: PoolView, matches: Sequence[Match], preemptions: Sequence[Pr
             holds.append(_slot_hold(name, slot, version, slot_matches, view.jobs.readable, given_back.get(name, ())))
     for returned in given_back.values():
         for name, dslot in returned:
-            holds.append(Hold(AdKind.SLOT, name, dslot, view.held_slot_versions.get(name) or ad_version(dslot), None))
+            holds.append(Hold(AdKind.SLOT, name, dslot, view.held_slot_versions.get(name) or ad_version(dslot)))
     return holds
 
 
@@ -86,8 +120,8 @@ def _slot_hold(name: str, slot: classad2.ClassAd, version: str, matches: Sequenc
                given_back: Sequence[tuple[str, classad2.ClassAd]] = ()) -> Hold:
     """The hold on slot ``name`` (ad ``slot``, stored as ``version``) that ``matches`` call for;
     ``job_ad`` finds a matched job's ad, for its concurrency limits."""
-    stand_in, extras = slot_after_matches(name, slot, matches, job_ad, given_back)
-    return Hold(AdKind.SLOT, name, slot, version, stand_in, extras)
+    change = SlotChange(tuple(matches), tuple(job_ad(match.job) for match in matches), tuple(given_back))
+    return Hold(AdKind.SLOT, name, slot, version, change)
 
 
 def _given_back(view: PoolView, matches: Sequence[Match], preemptions: Sequence[Preemption],
@@ -120,10 +154,27 @@ def slot_after_matches(name: str, slot: classad2.ClassAd, matches: Sequence[Matc
 
 
 def apply_holds(store: AdStore, holds: Iterable[Hold]) -> None:
-    """File the stand-ins a committed cycle made; a job or slot advertised anew since that cycle
-    saw it is not held (:meth:`~negotiatord.feed.store.AdTable.hold`)."""
+    """Make and file the stand-ins of ``holds`` at once (:func:`file_holds` shares the event loop)."""
+    for _ in _filing(store, holds):
+        pass
+
+
+async def file_holds(store: AdStore, holds: Iterable[Hold]) -> None:
+    """Make and file the stand-ins of ``holds`` on the event loop, letting other work in every
+    FILING_SLICE_S."""
+    deadline = time.perf_counter() + FILING_SLICE_S
+    for _ in _filing(store, holds):
+        if time.perf_counter() > deadline:
+            await asyncio.sleep(0)
+            deadline = time.perf_counter() + FILING_SLICE_S
+
+
+def _filing(store: AdStore, holds: Iterable[Hold]) -> Iterator[None]:
+    """File each hold in turn, its stand-ins made just before (a step each); a job or slot
+    advertised anew since the cycle saw it is not held (:meth:`~negotiatord.feed.store.AdTable.hold`)."""
     for hold in holds:
-        store.table(hold.kind).hold(hold.key, hold.seen, hold.version, hold.stand_in, hold.extras)
+        store.table(hold.kind).hold(hold.key, hold.seen, hold.version, *hold.stand_ins())
+        yield
 
 
 @dataclass
@@ -157,16 +208,16 @@ class RestoredHolds:
     def __len__(self) -> int:
         return len(self.jobs) + len(self.slots)
 
-    def apply(self, store: AdStore) -> int:
-        """Hold what is now filed under a restored key with the version it was matched against;
-        keys filed with another version are forgotten, keys not filed yet wait. Returns how many
-        were held."""
+    def take(self, store: AdStore) -> list[Hold]:
+        """The holds on what is now filed under a restored key with the version it was matched
+        against, for :func:`file_holds`; keys filed with another version are forgotten, keys not
+        filed yet wait."""
         jobs, slots = store.table(AdKind.JOB), store.table(AdKind.SLOT)
         holds = []
         for key in [key for key in self.jobs if key in jobs]:
             version, record = self.jobs.pop(key), jobs.record(key)
             if record is not None and ad_version(record) == version:
-                holds.append(Hold(AdKind.JOB, key, record, version, None))
+                holds.append(Hold(AdKind.JOB, key, record, version))
 
         def job_ad(key: str) -> classad2.ClassAd | None:
             record = jobs.record(key)
@@ -176,8 +227,7 @@ class RestoredHolds:
             (version, matches), ad = self.slots.pop(key), slots.get(key)
             if ad_version(ad) == version:
                 holds.append(_slot_hold(key, ad, version, matches, job_ad))
-        apply_holds(store, holds)
-        return len(holds)
+        return holds
 
 
 def copy_ad(ad: classad2.ClassAd) -> classad2.ClassAd:

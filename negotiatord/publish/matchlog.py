@@ -41,18 +41,20 @@ misses nothing.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from negotiatord.cycle.result import Match, Preemption
 from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.holds import Hold
 from negotiatord.publish.report import match_document, preemption_entry, preemption_fields
+from negotiatord.storage import quick_check, reading, transaction
 
 SCHEMA_VERSION = 5
 _TABLE = """
@@ -87,6 +89,20 @@ class MatchLogError(Exception):
 
 
 @dataclass(frozen=True)
+class Retention:
+    """Which published matches :meth:`MatchLog.prune` forgets: those made before ``before`` on the
+    daemon's clock (NEGOTIATORD_MATCH_RETENTION ago) *and* not in the last ``cycles`` cycles up
+    to the one pruning, so that a wall clock stepped ahead forgets nothing at once, and none whose job
+    or slot is still held (``held_jobs``, ``held_slots``): a restarted daemon holds them again from
+    the rows kept (:meth:`MatchLog.held_matches`). The default forgets nothing."""
+
+    before: float = -math.inf
+    cycles: int = 0
+    held_jobs: frozenset[str] = frozenset()
+    held_slots: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class PublishedMatch:
     """A published row: a match, or a preemption no job takes the slot for (rule ``quota``)."""
 
@@ -102,17 +118,20 @@ class PublishedMatch:
 
 
 class MatchLog:
-    """One writer (the cycle thread) and one reader (the event loop), each with its own connection."""
+    """One writer (the cycle thread, and start-up) and readers of published matches (the threads
+    that serve pages), each thread reading on a connection of its own: in WAL mode readers
+    never wait for the writer nor for each other."""
 
     def __init__(self, path: Path) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
+        self._readers = threading.local()
+        self._reader_connections: list[sqlite3.Connection] = []
         try:
             self._writer = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._writer.execute("PRAGMA journal_mode = WAL")
             self._writer.execute("PRAGMA synchronous = FULL")
             self._prepare_schema()
-            self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._marks = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._marks.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as error:
@@ -146,7 +165,7 @@ class MatchLog:
         ever gave, so a reader's cursor stays valid."""
         db = self._writer
         present = {row[1] for row in db.execute("PRAGMA table_info(matches)")}
-        used = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'matches'").fetchone()
+        used = self._sequence()
         db.execute("ALTER TABLE matches RENAME TO matches_before")
         db.execute("DROP INDEX IF EXISTS matches_by_cycle")
         db.execute(_TABLE)
@@ -155,32 +174,25 @@ class MatchLog:
         kept = ", ".join(column if column in present else "NULL" for column in _STORED)
         db.execute(f"INSERT INTO matches ({columns}) SELECT {kept} FROM matches_before")
         db.execute("DROP TABLE matches_before")
-        if used is not None:
-            db.execute("DELETE FROM sqlite_sequence WHERE name = 'matches'")
-            db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('matches', ?)", (used[0],))
+        if used:
+            self._give_after(used)
 
-    @contextmanager
-    def _transaction(self, doing: str) -> Iterator[None]:
-        with self._lock:
-            try:
-                self._writer.execute("BEGIN IMMEDIATE")   # waits out another writer's lock, up to 5 s
-                yield
-                self._writer.execute("COMMIT")
-            except BaseException as error:
-                if self._writer.in_transaction:
-                    self._writer.execute("ROLLBACK")
-                if isinstance(error, sqlite3.Error):
-                    raise MatchLogError(f"{self.path}: {doing} failed: {error}") from error
-                raise
+    def _transaction(self, doing: str) -> AbstractContextManager[None]:
+        return transaction(self._writer, self._lock, MatchLogError, self.path, doing)
+
+    def _reading(self, doing: str) -> AbstractContextManager[None]:
+        """The writer's connection for a read; SQLite errors name the file."""
+        return reading(self._lock, MatchLogError, self.path, doing)
 
     # -- the cycle thread -----------------------------------------------------------------------
 
     def stage(self, cycle_id: int, time: float, matches: Iterable[Match], holds: Sequence[Hold] = (),
-              preemptions: Iterable[Preemption] = (), to_hand: Collection[str] = frozenset()) -> None:
+              preemptions: Iterable[Preemption] = (), to_hand: Collection[str] = frozenset()) -> int:
         """Write a cycle's matches unpublished, with the versions of the ads ``holds`` are about,
         then its ``preemptions`` that no match makes (those of a match go with it), replacing what
         an earlier, failed attempt at the same cycle id may have left staged. The matches of the
-        jobs in ``to_hand`` are marked to be handed to their schedds."""
+        jobs in ``to_hand`` are marked to be handed to their schedds. Returns the highest sequence
+        number given so far, which the accountant keeps with the cycle."""
         versions = {(hold.kind, hold.key): hold.version for hold in holds}
         rows: list[tuple[object, ...]] = [
             (cycle_id, time, m.job, m.slot, m.submitter, m.group, m.cost, json.dumps(m.consumed),
@@ -194,6 +206,7 @@ class MatchLog:
             self._writer.executemany(
                 "INSERT INTO matches (cycle_id, time, job, slot, submitter, grp, cost, consumed, "
                 "job_version, slot_version, preemption, handed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            return self._sequence()
 
     def mark_handed(self, cycle_id: int, job: str) -> None:
         """Record that the match of ``job`` in staged cycle ``cycle_id`` is being handed to its schedd."""
@@ -243,12 +256,45 @@ class MatchLog:
                 "DELETE FROM matches WHERE published = 0 AND cycle_id > ?", (last_committed,)).rowcount
         return published, dropped
 
+    # -- start-up checks ------------------------------------------------------------------------
+
+    def quick_check(self) -> list[str]:
+        """What SQLite's ``PRAGMA quick_check`` finds wrong with the file."""
+        return quick_check(self._writer, self._lock)
+
+    def highest_published_cycle(self) -> int:
+        """The highest cycle id of a published row; 0 if there is none."""
+        with self._reading("reading the highest published cycle"):
+            return self._writer.execute(
+                "SELECT COALESCE(MAX(cycle_id), 0) FROM matches WHERE published = 1").fetchone()[0]
+
+    def sequence(self) -> int:
+        """The highest sequence number ever given (pruned and dropped rows included); 0 if none."""
+        with self._reading("reading the sequence"):
+            return self._sequence()
+
+    def _sequence(self) -> int:
+        row = self._writer.execute("SELECT seq FROM sqlite_sequence WHERE name = 'matches'").fetchone()
+        return 0 if row is None else row[0]
+
+    def continue_after(self, seq: int) -> None:
+        """Give sequence numbers above ``seq`` from now on: the administrator starts over on purpose
+        with a match log behind the accountant, whose readers have seen numbers up to ``seq``."""
+        with self._transaction(f"going on after sequence number {seq}"):
+            if seq > self._sequence():
+                self._give_after(seq)
+
+    def _give_after(self, seq: int) -> None:
+        """Make AUTOINCREMENT give numbers above ``seq`` (in a transaction of the writer)."""
+        self._writer.execute("DELETE FROM sqlite_sequence WHERE name = 'matches'")
+        self._writer.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('matches', ?)", (seq,))
+
     def held_matches(self) -> list[tuple[Match, str | None, str | None]]:
         """The published matches that may still hold their job or slot, with the versions of the
         ads they were matched against, oldest first (for
         :class:`~negotiatord.publish.holds.RestoredHolds`, at start-up): each job's last match, and
         each slot's matches against the version of that slot its last match saw."""
-        with self._lock:
+        with self._reading("reading the matches that hold their job or slot"):
             rows = self._writer.execute("""
                 WITH kept AS (SELECT * FROM matches WHERE published = 1 AND job IS NOT NULL),
                      last_job AS (SELECT MAX(seq) AS seq FROM kept WHERE job_version IS NOT NULL GROUP BY job),
@@ -268,33 +314,63 @@ class MatchLog:
     def quota_preemptions(self) -> list[tuple[float, Preemption]]:
         """The published preemptions no job took the slot for, with their cycle's time, oldest
         first (for :class:`~negotiatord.publish.preempting.BeingPreempted`, at start-up)."""
-        with self._lock:
+        with self._reading("reading the quota preemptions"):
             rows = self._writer.execute("SELECT time, slot, preemption FROM matches "
                                         "WHERE published = 1 AND job IS NULL ORDER BY seq").fetchall()
         return [(at, _preemption(slot, text)) for at, slot, text in rows]
 
-    def prune(self, before: float) -> int:
-        """Forget published matches made before ``before`` (NEGOTIATORD_MATCH_RETENTION)."""
+    def prune(self, retention: Retention, cycle_id: int) -> int:
+        """Forget the published matches ``retention`` lets go of, as cycle ``cycle_id`` publishes;
+        returns how many. The held keys are handed to SQLite only when some match is old enough."""
+        last_forgotten = cycle_id - retention.cycles
+        old = "published = 1 AND time < ? AND cycle_id <= ?"
         with self._transaction("pruning old matches"):
-            return self._writer.execute(
-                "DELETE FROM matches WHERE published = 1 AND time < ?", (before,)).rowcount
+            db = self._writer
+            if db.execute(f"SELECT 1 FROM matches WHERE {old} LIMIT 1", (retention.before, last_forgotten)).fetchone() \
+                    is None:
+                return 0
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS held (kind TEXT, key TEXT, PRIMARY KEY (kind, key))")
+            db.execute("DELETE FROM temp.held")
+            db.executemany("INSERT OR IGNORE INTO temp.held VALUES ('job', ?)", ((k,) for k in retention.held_jobs))
+            db.executemany("INSERT OR IGNORE INTO temp.held VALUES ('slot', ?)", ((k,) for k in retention.held_slots))
+            return db.execute(
+                f"DELETE FROM matches WHERE {old} "
+                "AND (job IS NULL OR job NOT IN (SELECT key FROM temp.held WHERE kind = 'job')) "
+                "AND slot NOT IN (SELECT key FROM temp.held WHERE kind = 'slot')",
+                (retention.before, last_forgotten)).rowcount
 
-    # -- the event loop -------------------------------------------------------------------------
+    # -- readers of published matches -----------------------------------------------------------
 
     def since(self, after: int, limit: int) -> list[PublishedMatch]:
         """Published matches with a sequence number above ``after``, oldest first."""
-        rows = self._reader.execute(
-            f"SELECT {_COLUMNS} FROM matches WHERE published = 1 AND seq > ? ORDER BY seq LIMIT ?",
-            (after, limit)).fetchall()
+        try:
+            rows = self._reader().execute(
+                f"SELECT {_COLUMNS} FROM matches WHERE published = 1 AND seq > ? ORDER BY seq LIMIT ?",
+                (after, limit)).fetchall()
+        except sqlite3.Error as error:
+            raise MatchLogError(f"{self.path}: reading published matches failed: {error}") from error
         return [PublishedMatch(seq, cycle, at, _row(job, slot, submitter, group, cost, consumed, preemption))
                 for seq, cycle, at, job, slot, submitter, group, cost, consumed, preemption in rows]
 
     def bounds(self) -> tuple[int, int]:
         """(first, last) published sequence numbers still kept; (0, 0) when there are none."""
-        row = self._reader.execute(
-            "SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM matches WHERE published = 1"
-        ).fetchone()
+        try:
+            row = self._reader().execute(
+                "SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM matches WHERE published = 1"
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise MatchLogError(f"{self.path}: reading the published sequence numbers failed: {error}") from error
         return row[0], row[1]
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's reading connection, opened on its first read."""
+        reader = getattr(self._readers, "connection", None)
+        if reader is None:
+            reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            with self._lock:
+                self._reader_connections.append(reader)
+            self._readers.connection = reader
+        return reader
 
     @staticmethod
     def _last_seq(db: sqlite3.Connection) -> int:
@@ -303,8 +379,9 @@ class MatchLog:
     def close(self) -> None:
         with self._lock:
             self._writer.close()
-            self._reader.close()
             self._marks.close()
+            for reader in self._reader_connections:
+                reader.close()
 
 
 def _preemption_text(preemption: Preemption | None) -> str | None:

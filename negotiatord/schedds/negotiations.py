@@ -33,7 +33,7 @@ import classad2
 
 from negotiatord.cedar.client import CommandStream, open_command
 from negotiatord.cedar.commands import NEGOTIATE
-from negotiatord.cedar.errors import CedarError
+from negotiatord.cedar.errors import CedarError, ProtocolError
 from negotiatord.cedar.handshake import SessionCache
 from negotiatord.cedar.policy import ClientSecurity
 from negotiatord.classad.conversion import evaluate_string
@@ -177,13 +177,23 @@ class Schedds:
                 prefetched.jobs.add(submitter, request, self.options.max_jobs_per_request)
 
     async def _requests_of(self, submitter: Submitter, attributes: str) -> list[classad2.ClassAd]:
+        if not submitter.request_lists:
+            # such a schedd sends one job at a time and moves on only once it is matched or
+            # rejected: its jobs cannot all be known before a cycle
+            raise ProtocolError(f"schedd {submitter.schedd_name} ({submitter.schedd_address})",
+                                "the schedd predates resource request lists (HTCondor 8.3.0); negotiatord "
+                                "needs them", reason="schedd too old")
         stream = await self._session(submitter, attributes, self.options.prefetch_timeout_s)
         requests: list[classad2.ClassAd] = []
+        seen: set[tuple[object, object]] = set()
         done = False
         while not done:
-            batch, done = await fetch_requests(stream, self.options.request_list_size,
-                                               lists=submitter.request_lists)
-            requests += batch
+            batch, done = await fetch_requests(stream, self.options.request_list_size)
+            fresh = [ad for ad in batch if (ad.get("ClusterId"), ad.get("ProcId")) not in seen]
+            if batch and not fresh:
+                break        # a schedd sending the same requests again has no more to send
+            seen.update((ad.get("ClusterId"), ad.get("ProcId")) for ad in fresh)
+            requests += fresh
         if requests:
             write_end(stream)
             await stream.drain()

@@ -5,10 +5,9 @@ HTCondor's build has them with file and line).
   connection, as the bare integer on a connection the schedd kept from an earlier session) and an
   ad naming the submitter (``Owner``, ``SubmitterTag``), the job attributes the negotiator reads
   (``AutoClusterAttrs``) and the negotiator's name (``Matchmaker::startNegotiateProtocol``).
-* ``SEND_RESOURCE_REQUEST_LIST`` and a count asks for up to that many requests; the schedd answers
-  each with ``JOB_INFO`` and a request ad, and ``NO_MORE_JOBS`` when it has none left
-  (``ResourceRequestList::fetchRequestsFromSchedd``). An older schedd is asked ``SEND_JOB_INFO``,
-  one at a time.
+* ``SEND_RESOURCE_REQUEST_LIST`` and a count asks for up to that many requests (``SEND_JOB_INFO``
+  for one); the schedd answers each with ``JOB_INFO`` and a request ad, and ``NO_MORE_JOBS`` when
+  it has none left (``ResourceRequestList::fetchRequestsFromSchedd``).
 * A match is ``PERMISSION_AND_AD``, the claim id as a secret, and the slot ad without its private
   attributes; a request the cycle could not serve is ``REJECTED_WITH_REASON`` and the reason
   (``Matchmaker::matchmakingProtocol``, ``negotiate``).
@@ -56,13 +55,12 @@ def start_session(stream: CommandStream, submitter: Submitter, significant_attri
     stream.write(message)
 
 
-async def fetch_requests(stream: CommandStream, batch: int, *, lists: bool) -> tuple[list[classad2.ClassAd], bool]:
+async def fetch_requests(stream: CommandStream, batch: int) -> tuple[list[classad2.ClassAd], bool]:
     """Ask for up to ``batch`` requests; returns them, and whether the schedd said it has no more."""
-    if lists and batch > 1:
+    if batch > 1:
         await stream.send(stream.message().put_int(SEND_RESOURCE_REQUEST_LIST).put_int(batch))
     else:
         await stream.send(stream.message().put_int(SEND_JOB_INFO))
-        batch = 1
     requests: list[classad2.ClassAd] = []
     for _ in range(batch):
         reader = await stream.receive()

@@ -65,7 +65,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.store import PoolView
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.publish.holds import Hold, holds_for
-from negotiatord.publish.matchlog import MatchLog
+from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.runtime import CycleProcessFailed, run_cycle, run_cycle_in_child
 from negotiatord.settings import CycleWorker, Settings
@@ -153,10 +153,10 @@ class CycleRunner:
         self._abandoned = False
         self._child: int | None = None       # the pid of the child process negotiating now
 
-    def run(self, view: PoolView, settings: Settings, now: int, prune_before: float) -> CycleOutcome:
+    def run(self, view: PoolView, settings: Settings, now: int, retention: Retention) -> CycleOutcome:
         """Negotiate over ``view`` at time ``now`` and commit every match (no schedd to hand them
-        to); matches made before ``prune_before`` are pruned."""
-        return self.commit(self.negotiate(view, settings, now), settings, prune_before)
+        to); published matches ``retention`` lets go of are pruned."""
+        return self.commit(self.negotiate(view, settings, now), settings, retention)
 
     def negotiate(self, view: PoolView, settings: Settings, now: int,
                   to_hand: Collection[str] = frozenset()) -> Negotiated:
@@ -193,7 +193,7 @@ class CycleRunner:
                           candidate_slots=int(snapshot.table.candidate.sum()),
                           child_private_bytes=child_private_bytes, handed_jobs=frozenset(to_hand))
 
-    def commit(self, negotiated: Negotiated, settings: Settings, prune_before: float,
+    def commit(self, negotiated: Negotiated, settings: Settings, retention: Retention,
                refused: Collection[int] = frozenset()) -> CycleOutcome:
         """Commit a negotiated cycle without the matches at ``refused`` (their schedds never
         received them), then publish it."""
@@ -212,7 +212,7 @@ class CycleRunner:
             with self._phase("publish", phases):
                 last_seq, publish_error = None, None
                 try:
-                    last_seq = self.publish(cycle_id, prune_before)
+                    last_seq = self.publish(cycle_id, retention)
                 except Exception as error:  # the cycle is committed; the daemon retries the publication
                     publish_error = f"{type(error).__name__}: {error}"
         finally:
@@ -237,7 +237,8 @@ class CycleRunner:
                 for match in matches:
                     costs[match.submitter] = costs.get(match.submitter, 0.0) + match.cost
                 charges = settings.group_tree.roll_up(costs)
-                if self.accountant.commit_cycle(cycle_id, at, self.accountant.load(), charges):
+                if self.accountant.commit_cycle(cycle_id, at, self.accountant.load(), charges,
+                                                self.matches.sequence()):
                     recovered[cycle_id] = len(matches)
         return recovered
 
@@ -293,8 +294,10 @@ class CycleRunner:
             if self._abandoned:
                 raise CycleAbandoned(f"cycle {cycle_id} abandoned before its commit")
             self.matches.drop_unhanded(cycle_id)
+            match_seq = self.matches.sequence()
             try:
-                committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges, edit_mark)
+                committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges, match_seq,
+                                                         edit_mark=edit_mark)
             except BaseException:
                 self.matches.discard(cycle_id)
                 raise
@@ -304,12 +307,12 @@ class CycleRunner:
                 raise RuntimeError(f"{self.accountant.path}: cycle {cycle_id} was already committed "
                                    "by another process; is a second negotiatord using this database?")
 
-    def publish(self, cycle_id: int, prune_before: float) -> int:
-        """Publish committed cycle ``cycle_id``'s staged matches and forget those made before
-        ``prune_before``; returns the last published sequence number. Safe to repeat until it
+    def publish(self, cycle_id: int, retention: Retention) -> int:
+        """Publish committed cycle ``cycle_id``'s staged matches and forget those ``retention``
+        lets go of; returns the last published sequence number. Safe to repeat until it
         succeeds: publishing a published cycle changes nothing."""
         last_seq = self.matches.publish(cycle_id)
-        self.matches.prune(prune_before)
+        self.matches.prune(retention, cycle_id)
         return last_seq
 
     def abandon(self) -> None:

@@ -17,6 +17,7 @@ once); its cycle, which runs on its one thread, ends first, as negotiatord's com
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import signal
@@ -42,11 +43,12 @@ from negotiatord.cedar.server import CommandServer
 from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
+from negotiatord.feed.parsing import FairParser
 from negotiatord.feed.kinds import AdKind
 from negotiatord.feed.pull import CollectorQueries, PullError
 from negotiatord.feed.store import AdStore, Source
-from negotiatord.publish.holds import RestoredHolds, apply_holds
-from negotiatord.publish.matchlog import MatchLog
+from negotiatord.publish.holds import RestoredHolds, file_holds
+from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.publish.preempting import BeingPreempted
 from negotiatord.publish.report import cycle_figures
 from negotiatord.runtime import CycleProcessFailed, HeapKeeper, load_fast_path
@@ -54,12 +56,16 @@ from negotiatord.schedds.negotiations import Prefetched
 from negotiatord.service.accounting import accountant_document
 from negotiatord.service.command_port import CommandPort
 from negotiatord.service.condor_commands import NegotiatorCommands
+from negotiatord.service.connections import AcceptFailures, ConnectionLimit, raise_file_limit
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming, Negotiated
 from negotiatord.service.http import build_app
 from negotiatord.service.master import UnderMaster
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
 from negotiatord.service.pool_negotiation import PoolNegotiation, with_request_jobs
+from negotiatord.service.readers import ReadGate
+from negotiatord.service.state_check import check_state
+from negotiatord.service.state_dir import StateDirLock, keep_private, open_to_others
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
 from negotiatord.service.systemd import SystemdNotifier
 from negotiatord.service.token import TokenError, load_token
@@ -75,7 +81,8 @@ EXPIRY_SWEEP_S = 1.0
 RESTART_ONLY = {"http_address": "NEGOTIATORD_HTTP_ADDRESS", "http_port": "NEGOTIATORD_HTTP_PORT",
                 "tls_certificate": "NEGOTIATORD_TLS_CERTIFICATE", "tls_key": "NEGOTIATORD_TLS_KEY",
                 "state_dir": "NEGOTIATORD_STATE_DIR", "accountant_db": "NEGOTIATORD_ACCOUNTANT_DB",
-                "token_file": "NEGOTIATORD_TOKEN_FILE", "max_body_bytes": "NEGOTIATORD_MAX_BODY_BYTES"}
+                "token_file": "NEGOTIATORD_TOKEN_FILE", "max_body_bytes": "NEGOTIATORD_MAX_BODY_BYTES",
+                "header_timeout": "NEGOTIATORD_HEADER_TIMEOUT"}
 _SHOWN_PROBLEMS = 5
 CYCLE_THREAD = "negotiation-cycle"
 # A publication that failed after its cycle's commit is retried this long after the failure, each
@@ -100,6 +107,13 @@ class DaemonClock:
     def now(self) -> float:
         return time.time() + self.offset
 
+    def step(self, last_offset: float) -> tuple[float, float]:
+        """How far the wall clock moved against the monotonic clock since the offset between them
+        was ``last_offset``, and that offset now (for the next call): a step of the system clock
+        (an administrator, an NTP step), which every time the daemon stamps follows."""
+        offset = time.time() - time.monotonic()
+        return offset - last_offset, offset
+
 
 @dataclass
 class PendingPublication:
@@ -111,7 +125,7 @@ class PendingPublication:
 
     cycle_id: int
     matches: int
-    prune_before: float
+    retention: Retention
     error: str | None = None  # why the last attempt failed
     attempts: int = 0         # failed attempts so far
     retry_at: float = 0.0     # monotonic
@@ -132,25 +146,40 @@ class PendingPublication:
 
 class Daemon:
     def __init__(self, config: Path, settings: Settings, clock: DaemonClock,
-                 preload: dict[AdKind, AdBatch] | None = None, *, inherited: Inheritance | None = None,
-                 command_port: int | None = None, local_name: str | None = None) -> None:
+                 preload: dict[AdKind, AdBatch] | None = None, accept_state_mismatch: bool = False, *,
+                 inherited: Inheritance | None = None, command_port: int | None = None,
+                 local_name: str | None = None) -> None:
+        """Opens the state (StateMismatch, AccountantStoreError, MatchLogError, TokenError if it
+        cannot be used); ``accept_state_mismatch``: see :mod:`~.state_check`. ``inherited``: what
+        condor_master handed down, if it started the daemon; ``command_port``: ``-p``."""
         self.config = config
         self.settings = settings
         self.clock = clock
         self.preload = preload or {}
-        self.inherited = inherited            # what condor_master handed down, if it started the daemon
-        self.command_port_override = command_port   # -p
+        self.inherited = inherited
+        self.command_port_override = command_port
         self.local_name = local_name
         self.log = structlog.get_logger("negotiatord.daemon")
         self.paths = StatePaths.resolve(settings.service)
         # the TLS files are read now, so that a missing one stops the start before any work
         self.tls = tls_context(settings.service) if settings.service.tls_certificate is not None else None
         self.paths.make_state_dir()
-        self.token = load_token(self.paths.token_file, create=True)
-        self.accountant = AccountantStore(self.paths.accountant_db)
-        self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last committed cycle
+        self.state_lock = StateDirLock.take(self.paths.state_dir)
+        with contextlib.ExitStack() as opened:     # what is open so far, closed if the rest fails
+            opened.callback(self.state_lock.release)
+            self._keep_private()
+            self.token = load_token(self.paths.token_file, create=True)
+            self.accountant = AccountantStore(self.paths.accountant_db)
+            opened.callback(self.accountant.close)
+            self.matchlog = MatchLog(self.paths.match_log)
+            opened.callback(self.matchlog.close)
+            accepted = check_state(self.accountant, self.matchlog, accept_state_mismatch, clock.now())
+            self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last commit
+            opened.pop_all()
+        for mismatch in accepted:
+            self.log.warning("state mismatch accepted; cycle ids and sequence numbers go on after the highest "
+                             "either database holds", mismatch=mismatch)
         self._last_cycle_time = -math.inf
-        self.matchlog = MatchLog(self.paths.match_log)
         self.runner = CycleRunner(self.accountant, self.matchlog)
         self.pool = PoolNegotiation()
         self.collector = CollectorQueries(config)
@@ -161,9 +190,15 @@ class Daemon:
         self.history = CycleHistory(settings.service.cycle_stats_length)
         self.metrics = ServiceMetrics(self.history, self.counters, self.store, self.totals,
                                       lambda: self.cycle_running, lambda: self.publication is not None)
-        self.parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ad-parser")
+        self.freeing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ad-freeing")
+        self.parsing = FairParser()
+        self.reads = ReadGate()
+        service = settings.service
+        self.connections = ConnectionLimit(
+            lambda: (self.settings.service.max_connections, self.settings.service.max_connections_per_client),
+            raise_file_limit(service.max_connections))
         self.feed_api = FeedApi(self.store, self.totals, time.monotonic,
-                                lambda: self.settings.service.classad_lifetime, self.parser)
+                                lambda: self.settings.service.classad_lifetime, self.parsing, self.freeing)
         self.notifier = SystemdNotifier()
         self.started = clock.now()
         self.cycle_running = False
@@ -199,24 +234,29 @@ class Daemon:
         self.restored = RestoredHolds.from_log(self.matchlog.held_matches())
         self.preempting = BeingPreempted.from_log(self.matchlog.quota_preemptions())
         self._preload()
-        self._restore_holds()
+        await self._restore_holds()
         started = time.perf_counter()
         await asyncio.to_thread(load_fast_path, self.settings)
         self.log.info("fast path loaded", seconds=round(time.perf_counter() - started, 3))
-        runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
-        await runner.setup()
         service = self.settings.service
-        site = web.TCPSite(runner, service.http_address, service.http_port, ssl_context=self.tls,
-                           reuse_address=True)
-        await site.start()
-        self._url = _url(runner.addresses[0], service)
+        # aiohttp closes a connection whose handler has waited this long for a request's headers
+        # (its keep-alive timeout: from the connection's start, and from each answer on)
+        runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False,
+                               keepalive_timeout=service.header_timeout)
+        await runner.setup()
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(AcceptFailures().handle)
+        assert runner.server is not None
+        server = await loop.create_server(
+            self.connections.factory(runner.server), service.http_address, service.http_port, ssl=self.tls,
+            reuse_address=True, backlog=128, ssl_handshake_timeout=service.header_timeout if self.tls else None)
+        self._url = _url(server.sockets[0].getsockname(), service)
         await self.command_port.open(service.command_port, self.inherited, self.command_port_override)
         try:
             self.command_port.write_address_file(service.command_port.address_file)
         except OSError as error:
             self.log.warning("cannot write the address file", file=str(service.command_port.address_file),
                              error=error.strerror or str(error))
-        loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
         for stop in (signal.SIGTERM, signal.SIGQUIT, signal.SIGINT):
             loop.add_signal_handler(stop, self.stop)
@@ -250,12 +290,14 @@ class Daemon:
             if self.master is not None:
                 await self.master.close()
             await self.command_port.close()
+            server.close()
             await runner.cleanup()
-            self.parser.shutdown(wait=False, cancel_futures=True)
+            self.parsing.close()
+            self.freeing.shutdown(wait=False, cancel_futures=True)
+            self.reads.shutdown()
             self.pool.close()
             await self.collector.close()
-            self.accountant.close()
-            self.matchlog.close()
+            self.close()
             self.notifier.close()
             self.heap.release()
             self.log.info("stopped")
@@ -263,6 +305,20 @@ class Daemon:
     def stop(self) -> None:
         self.stopping.set()
         self._poke.set()
+
+    def close(self) -> None:
+        """Close the databases and let go of the state directory (serve does it as it stops)."""
+        self.accountant.close()
+        self.matchlog.close()
+        self.state_lock.release()
+
+    def _keep_private(self) -> None:
+        """The databases 0600, whatever the umask (:func:`~.state_dir.keep_private`)."""
+        if open_to_others(self.paths.state_dir):
+            self.log.warning("the state directory is open to other users; its databases and token are kept "
+                             "private, but consider chmod 700", state_dir=str(self.paths.state_dir))
+        for path in keep_private((self.paths.accountant_db, self.paths.match_log)):
+            self.log.warning("made private: the file was readable by other users", file=str(path))
 
     def _preload(self) -> None:
         for kind, batch in self.preload.items():
@@ -309,7 +365,7 @@ class Daemon:
 
     async def _retry_publication(self, pending: PendingPublication) -> None:
         try:
-            last_seq = await asyncio.to_thread(self.runner.publish, pending.cycle_id, pending.prune_before)
+            last_seq = await asyncio.to_thread(self.runner.publish, pending.cycle_id, pending.retention)
         except Exception as error:  # the storage is still failing; try again later
             pending.failed(f"{type(error).__name__}: {error}")
             self._publication_failed(pending)
@@ -347,18 +403,18 @@ class Daemon:
                     self.runner.phase = "idle"
                 pulled_s = time.perf_counter() - mark
             self._expire()
-            self._restore_holds()
+            await self._restore_holds()
             now = int(self.clock.now())
             view = self.preempting.apply(self.store.view(), settings, now)
             if prefetched is not None:
                 view = with_request_jobs(view, prefetched)
-            prune_before = now - settings.service.match_retention
+            retention = self._retention(settings, now)
             to_hand = frozenset(prefetched.jobs.request_of) if prefetched is not None else frozenset()
             negotiated = await _in_daemon_thread(self.runner.negotiate, view, settings, now, to_hand)
             refused: dict[int, str] = {}
             if prefetched is not None:
                 refused = await self._hand_out(negotiated, prefetched, settings)
-            outcome = await _in_daemon_thread(self.runner.commit, negotiated, settings, prune_before, refused)
+            outcome = await _in_daemon_thread(self.runner.commit, negotiated, settings, retention, refused)
         except CycleAbandoned:
             return
         except CycleProcessFailed as error:   # a crash there, in a native library, ends only that cycle
@@ -377,7 +433,7 @@ class Daemon:
                 view = None
         if pulled_s is not None:
             outcome = outcome.after("pull", pulled_s)
-        apply_holds(self.store, outcome.holds)
+        await file_holds(self.store, outcome.holds)
         outcome.holds.clear()
         self.preempting.add(outcome.time, outcome.result.preemptions)
         self._note_quota_timers(outcome.quota_timers, now)
@@ -386,7 +442,7 @@ class Daemon:
         self.metrics.cycle_duration.observe(outcome.duration_s)
         matches = len(outcome.result.matches)
         if outcome.last_seq is None:
-            self.publication = PendingPublication(outcome.cycle_id, matches, prune_before)
+            self.publication = PendingPublication(outcome.cycle_id, matches, retention)
             self.publication.failed(outcome.publish_error)
             self._publication_failed(self.publication)
         else:
@@ -484,13 +540,14 @@ class Daemon:
 
     # -- the feed -------------------------------------------------------------------------------
 
-    def _restore_holds(self) -> None:
+    async def _restore_holds(self) -> None:
         """Hold again what the previous run matched, as its ads are filed (before any cycle sees them)."""
         if not self.restored:
             return
-        held = self.restored.apply(self.store)
-        if held:
-            self.log.info("matched jobs and slots held again after a restart", held=held,
+        holds = self.restored.take(self.store)
+        await file_holds(self.store, holds)
+        if holds:
+            self.log.info("matched jobs and slots held again after a restart", held=len(holds),
                           not_yet_filed=len(self.restored))
 
     def _expire(self) -> None:
@@ -501,10 +558,25 @@ class Daemon:
         self.feed_api.bury()
 
     async def _sweep_expired(self) -> None:
+        offset = self.clock.step(0.0)[1]
         while True:
             await asyncio.sleep(EXPIRY_SWEEP_S)
             self._expire()
             self.heap.tick()
+            step, offset = self.clock.step(offset)
+            if abs(step) > self.settings.negotiator_interval:
+                self.log.warning("the wall clock stepped; cycle times, priority decay and match retention follow it",
+                                 step_s=round(step, 3), negotiator_interval=self.settings.negotiator_interval)
+
+    def _retention(self, settings: Settings, now: float) -> Retention:
+        """What the match log may forget after this cycle: matches older than
+        NEGOTIATORD_MATCH_RETENTION by the clock and by as many cycles as it spans at
+        NEGOTIATOR_INTERVAL, and no match of a job or slot still held, or to be held again."""
+        retention = settings.service.match_retention
+        jobs, slots = self.store.table(AdKind.JOB), self.store.table(AdKind.SLOT)
+        return Retention(now - retention, math.ceil(retention / max(settings.negotiator_interval, 1.0)),
+                         frozenset(jobs.held_keys()) | self.restored.jobs.keys(),
+                         frozenset(slots.held_keys()) | self.restored.slots.keys())
 
     async def _watchdog(self, interval: float) -> None:
         """Keep-alives from the event loop itself: a stuck loop stops them and systemd restarts us."""
@@ -555,15 +627,19 @@ class Daemon:
 
     # -- status ---------------------------------------------------------------------------------
 
-    async def accountant_report(self) -> dict[str, Any]:
-        """The accountant as ``condor_userprio`` shows it (:func:`accountant_document`)."""
-        state = await asyncio.to_thread(self.accountant.load)
+    def read_accountant(self) -> dict[str, Any]:
+        """The accountant as ``condor_userprio`` shows it (:func:`accountant_document`), read from
+        its database: call it off the event loop."""
         last = self.history.last
         groups = last.outcome.result.groups if last else ()
-        document = accountant_document(state, self.settings, groups, self.clock.now())
+        document = accountant_document(self.accountant.load(), self.settings, groups, self.clock.now())
         if last is not None:   # HTCondor's LastUpdate is its last priority update, every cycle's
             document["last_update"] = max(document["last_update"] or 0, last.outcome.time)
         return document
+
+    async def accountant_report(self) -> dict[str, Any]:
+        """:meth:`read_accountant` on a thread."""
+        return await asyncio.to_thread(self.read_accountant)
 
     def status(self) -> dict[str, Any]:
         timing = CycleTiming.from_settings(self.settings)
@@ -589,6 +665,8 @@ class Daemon:
             "command_port": {"address": self.command_port.address, "sessions": len(self.commands.sessions)},
             "master": self.master.status() if self.master is not None else None,
             "schedds": self.pool.status(),
+            "http": {"connections": self.connections.document(),
+                     "reads": {"in_flight": self.reads.active, "refused": dict(self.reads.refused)}},
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
             "quota_victims_being_preempted": len(self.preempting),
         }

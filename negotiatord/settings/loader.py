@@ -386,6 +386,9 @@ def _service(params: _Params, config_dir: Path, warnings: list[str]) -> ServiceS
     def number(name: str, default: float, low: float) -> float:
         return default if params.raw(name) is None else params.number(name, low)
 
+    def positive(name: str, default: float) -> float:
+        return default if params.raw(name) is None else params.number(name, 0, above=True)
+
     def whole(name: str, default: int, low: int, high: int) -> int:
         value = float(number(name, default, low))
         if not value.is_integer() or value > high:
@@ -405,6 +408,11 @@ def _service(params: _Params, config_dir: Path, warnings: list[str]) -> ServiceS
         state_dir=path("NEGOTIATORD_STATE_DIR"),
         accountant_db=path("NEGOTIATORD_ACCOUNTANT_DB"),
         max_body_bytes=whole("NEGOTIATORD_MAX_BODY_BYTES", defaults.max_body_bytes, 1, 2**40),
+        max_connections=whole("NEGOTIATORD_MAX_CONNECTIONS", defaults.max_connections, 1, 2**20),
+        max_connections_per_client=whole("NEGOTIATORD_MAX_CONNECTIONS_PER_CLIENT",
+                                         defaults.max_connections_per_client, 1, 2**20),
+        header_timeout=positive("NEGOTIATORD_HEADER_TIMEOUT", defaults.header_timeout),
+        body_timeout=positive("NEGOTIATORD_BODY_TIMEOUT", defaults.body_timeout),
         match_retention=number("NEGOTIATORD_MATCH_RETENTION", defaults.match_retention, 0),
         # A zero lifetime would expire every ad before the first cycle could see it.
         classad_lifetime=params.number("CLASSAD_LIFETIME", 0, above=True),

@@ -94,6 +94,10 @@ class ServiceSettings:
     state_dir: Path | None = None               # NEGOTIATORD_STATE_DIR: accountant, match log, token
     accountant_db: Path | None = None           # NEGOTIATORD_ACCOUNTANT_DB
     max_body_bytes: int = 64 * 1024 * 1024      # NEGOTIATORD_MAX_BODY_BYTES: larger bodies get 413
+    max_connections: int = 1000                 # NEGOTIATORD_MAX_CONNECTIONS: more are refused (503)
+    max_connections_per_client: int = 100       # NEGOTIATORD_MAX_CONNECTIONS_PER_CLIENT: from one address
+    header_timeout: float = 20.0                # NEGOTIATORD_HEADER_TIMEOUT: seconds for a request's headers
+    body_timeout: float = 60.0                  # NEGOTIATORD_BODY_TIMEOUT: seconds for a request's body (408)
     match_retention: float = 7 * 86400.0        # NEGOTIATORD_MATCH_RETENTION: seconds matches are kept
     classad_lifetime: float = 900.0             # CLASSAD_LIFETIME (the collector's, in seconds)
     collector_host: str | None = None           # COLLECTOR_HOST: pull ads from a real collector

@@ -361,13 +361,13 @@ def test_an_administrators_priority_and_last_usage_time_outlast_a_cycle_loaded_b
         mark, loaded = store.edit_mark(), store.load()
         store.set_priority(ALICE, 42.0)          # condor_userprio -setprio, while cycle 2 runs
         store.set_last_time(ALICE, 1000.0)       # -setlast
-        assert store.commit_cycle(2, HOUR, cycle_state(loaded, HOUR, {ALICE: 2.0}), {}, mark)
+        assert store.commit_cycle(2, HOUR, cycle_state(loaded, HOUR, {ALICE: 2.0}), {}, edit_mark=mark)
         record = store.load().record(ALICE)
         assert (record.real_priority, record.last_usage_time) == (42.0, 1000.0)
         assert record.last_update_time == HOUR                 # the cycle's own figures still land
         # the next cycle, loaded after the edits, computes from them
         assert store.commit_cycle(3, 2 * HOUR, cycle_state(store.load(), 2 * HOUR, {ALICE: 2.0}), {},
-                                  store.edit_mark())
+                                  edit_mark=store.edit_mark())
         assert store.load().record(ALICE).real_priority == pytest.approx(42.0 * 0.5 + 2.0 * 0.5)
 
 
@@ -376,11 +376,11 @@ def test_a_customer_deleted_while_a_cycle_runs_stays_deleted_until_the_next() ->
         assert store.commit_cycle(1, 0.0, cycle_state(store.load(), 0.0, {ALICE: 2.0}), {})
         mark, loaded = store.edit_mark(), store.load()
         store.delete_customer(ALICE)             # -delete
-        assert store.commit_cycle(2, HOUR, cycle_state(loaded, HOUR, {ALICE: 2.0}), {}, mark)
+        assert store.commit_cycle(2, HOUR, cycle_state(loaded, HOUR, {ALICE: 2.0}), {}, edit_mark=mark)
         assert store.load().customers() == []
         # its next cycle makes it afresh, as HTCondor's next update does
         assert store.commit_cycle(3, 2 * HOUR, cycle_state(store.load(), 2 * HOUR, {ALICE: 2.0}), {},
-                                  store.edit_mark())
+                                  edit_mark=store.edit_mark())
         assert store.load().record(ALICE).real_priority == MIN_PRIORITY
         with pytest.raises(UnknownCustomer):
             store.delete_customer("nobody@site")

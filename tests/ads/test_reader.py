@@ -6,6 +6,7 @@ the reference throughout."""
 from __future__ import annotations
 
 import gzip
+import json
 import string
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from negotiatord.ads import AdFormatError, AdProblem, iter_ads, parse_ads, read_ads
+from negotiatord.ads.longform import SEPARATOR, separators
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 HTCONDOR = DATA / "htcondor"
@@ -360,3 +362,77 @@ def test_printed_ads_read_back_equal(form: str, data: st.DataObject) -> None:
 def test_classad_equality_is_discriminating() -> None:
     assert classad2.ClassAd({"A": 1}) != classad2.ClassAd({"A": 2})
     assert classad2.ClassAd({"A": 1}) != classad2.ClassAd({"A": 1, "B": string.ascii_letters})
+
+
+# --- one broken ad in a batch costs only itself -----------------------------------------------
+
+_GOOD = ['[ MyType = "Machine"; Name = "slot1@a" ]', '[ MyType = "Machine"; Name = "slot3@a" ]',
+         '[ MyType = "Machine"; Name = "slot4@a" ]']
+_GOOD_JSON = ['{"MyType": "Machine", "Name": "slot1@a"}', '{"MyType": "Machine", "Name": "slot3@a"}',
+              '{"MyType": "Machine", "Name": "slot4@a"}']
+
+
+@pytest.mark.parametrize("broken", [
+    '[ MyType = "Machine"; Name = "slot2@a; Cpus = 1 ]',       # a string left open
+    "[ MyType = 'Machine; Name = \"slot2@a\" ]",              # a quoted name left open
+    '[ MyType = "Machine"; Name = "slot2@a"; Cpus = (1 + ]',  # a parenthesis left open
+    '[ MyType = "Machine"; Name = "slot2@a"; L = { 1, 2 ]',   # a list left open
+    '[ MyType = "Machine"; Name = "slot2@a"; N = [ x = 1 ]',  # a nested ad left open
+    '[ MyType = "Machine"; Name = "slot2@a" /* a comment left open ]',
+])
+@pytest.mark.parametrize("quotes_after", [False, True])
+def test_a_new_form_ad_left_open_costs_only_itself(broken: str, quotes_after: bool) -> None:
+    """Every ad of the body is accepted or refused by position, whatever the second one left
+    open, and whether or not the ads after it hold quotes of their own."""
+    good = [ad.replace('"slot', '"x" + "slot') if quotes_after else ad for ad in _GOOD]
+    text = "\n".join([good[0], broken, good[1], good[2]]) + "\n"
+    batch = parse_ads(text)
+    assert batch.positions == [1, 3, 4], batch.problems
+    assert [(p.position, p.line) for p in batch.problems] == [(2, 2)]
+
+
+@pytest.mark.parametrize("broken", ['{"MyType": "Machine", "Name": "slot2@a, "Cpus": 1}',
+                                    '{"MyType": "Machine", "Name": "slot2@a", "L": [1, 2}'])
+def test_a_json_ad_left_open_costs_only_itself(broken: str) -> None:
+    """condor_q -json and condor_status -json print one object per line or start each object
+    on a line of its own: the next one is found there."""
+    one_per_line = "[\n" + ",\n".join([_GOOD_JSON[0], broken, _GOOD_JSON[1], _GOOD_JSON[2]]) + "\n]\n"
+    batch = parse_ads(one_per_line)
+    assert batch.positions == [1, 3, 4] and [(p.position, p.line) for p in batch.problems] == [(2, 3)]
+    laid_out = [json.dumps(json.loads(ad), indent=2) for ad in _GOOD_JSON]      # as condor_q -json prints
+    laid_out.insert(1, broken.replace(", ", ",\n  "))
+    pretty = "[\n" + "\n,\n".join(laid_out) + "\n]\n"
+    batch = parse_ads(pretty)
+    assert batch.positions == [1, 3, 4], (pretty, batch.problems)
+    assert [p.position for p in batch.problems] == [2]
+
+
+def test_multi_line_ads_with_an_ad_left_open() -> None:
+    """Ads laid out over several lines (as ``condor_status -long:new`` prints them): the next ad
+    starts at the broken one's own indentation."""
+    ads = ["[\n  Name = \"slot1@a\";\n  Nested = [\n    x = 1\n  ]\n]",
+           "[\n  Name = \"slot2@a;\n  Cpus = 1\n]",
+           "[\n  Name = \"slot3@a\";\n  Text = \"two\nlines\"\n]"]
+    batch = parse_ads("\n".join(ads) + "\n")
+    assert batch.positions == [1, 3] and [(p.position, p.line) for p in batch.problems] == [(2, 7)]
+    assert batch.ads[1]["Text"] == "two\nlines"          # a string may span lines: classad2 reads it so
+
+
+def test_ads_on_one_line_after_one_left_open_are_refused_with_it() -> None:
+    """With no line break to find the next ad at, the rest of the input is refused with the ad
+    that was left open, and the reason says so."""
+    batch = parse_ads(" ".join([_GOOD[0], '[ Name = "open ]', _GOOD[1]]))
+    assert batch.positions == [1]
+    [problem] = batch.problems
+    assert problem.position == 2 and "not terminated" in problem.reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["\n", "\n\n", "A = 1", "  ", "\t", "***", "*** banner", "###", "## x", "*", "**",
+                                 "x", "\n   \n", "\n***\n"]), max_size=30),
+       st.integers(min_value=1, max_value=9))
+def test_separators_searched_a_window_at_a_time_are_finditers(pieces: list[str], window: int) -> None:
+    """The long form's separators, searched a bounded window per call (a regular expression holds
+    the GIL while it searches), are exactly what one ``finditer`` over the text finds."""
+    text = "\n" + "".join(pieces) + "\n"
+    assert [m.span() for m in separators(text, window)] == [m.span() for m in SEPARATOR.finditer(text)]

@@ -71,9 +71,10 @@ def what_is_left(slot_ads: list[classad2.ClassAd], job_ads: list[classad2.ClassA
     for hold in holds_for(view, result.matches):
         if hold.kind is AdKind.SLOT:
             slots.pop(hold.key)
-            if hold.stand_in is not None:
-                slots[hold.key] = hold.stand_in
-            slots.update(hold.extras)
+            stand_in, extras = hold.stand_ins()
+            if stand_in is not None:
+                slots[hold.key] = stand_in
+            slots.update(extras)
     matched = {match.job for match in result.matches}
     return list(slots.values()), [ad for key, ad in view.jobs.items() if key not in matched]
 

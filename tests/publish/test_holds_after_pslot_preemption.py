@@ -33,10 +33,10 @@ def test_the_pslot_gets_its_victims_assets_back_and_the_victims_are_left_out():
 
     held = {hold.key: hold for hold in holds_for(view, result.matches, result.preemptions) if hold.kind is AdKind.SLOT}
 
-    pslot = held[f"slot1@{NODE}"].stand_in
+    pslot, extras = held[f"slot1@{NODE}"].stand_ins()
     assert pslot is not None
     assert pslot["Cpus"] == 0 + 2 + 2 - 4
     assert pslot["Memory"] == 8192 - 4 * 1024 + 2 * 1024 - result.matches[0].consumed["Memory"]
-    assert all(held[name].stand_in is None for name in victims)
-    assert {name for name, _ in held[f"slot1@{NODE}"].extras} == {f"slot1@{NODE}#{result.matches[0].job}"}
+    assert all(held[name].stand_ins() == (None, ()) for name in victims)
+    assert {name for name, _ in extras} == {f"slot1@{NODE}#{result.matches[0].job}"}
 

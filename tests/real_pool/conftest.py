@@ -24,6 +24,9 @@ SCHEDD_DEBUG = D_FULLDEBUG D_MATCH
 # next job (every job is matched, and a removed job's slot is free at once)
 SCHEDD_INTERVAL = 2
 CLAIM_WORKLIFE = 0
+# nor does a schedd start a job on what a p-slot it claimed has left ("Received match from startd,
+# leftover slot ad"): every job that runs here was matched by the negotiator under test
+CLAIM_PARTITIONABLE_LEFTOVERS = False
 SCHEDD2 = $(SCHEDD)
 SCHEDD2_ARGS = -local-name schedd2
 SCHEDD2.SCHEDD_NAME = schedd2

@@ -21,7 +21,7 @@ from negotiatord.accountant import AccountantStore
 from negotiatord.feed import AdKind, AdStore
 from negotiatord.feed.api import take_in_text
 from negotiatord.pool.builder import SnapshotBuilder
-from negotiatord.publish.matchlog import MatchLog
+from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.replay import NodeShape, SimulatedPool, read_trace, replay
 from negotiatord.replay.report import job_rows, summary, utilization
 from negotiatord.service.cycles import CycleRunner
@@ -149,7 +149,7 @@ def test_the_replay_leaves_the_accountant_state_the_daemon_leaves(
             ads = AdStore()
             ads.update(AdKind.SLOT, take_in_text(AdKind.SLOT, "\n\n".join(slots), "replay").accepted, 0.0, 1e12)
             ads.update(AdKind.JOB, take_in_text(AdKind.JOB, "\n\n".join(jobs), "replay").accepted, 0.0, 1e12)
-            runner.run(ads.view(), config, int(loaded.start_epoch + cycle.time), prune_before=0.0)
+            runner.run(ads.view(), config, int(loaded.start_epoch + cycle.time), retention=Retention())
         daemon = store.load()
     log.close()
     replayed = result.accountant

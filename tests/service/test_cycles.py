@@ -18,7 +18,7 @@ from negotiatord.accountant import AccountantState, AccountantStore
 from negotiatord.ads import read_ads
 from negotiatord.cycle.result import Match
 from negotiatord.feed import AdKind, AdStore, take_in
-from negotiatord.publish.matchlog import MatchLog, MatchLogError
+from negotiatord.publish.matchlog import MatchLog, MatchLogError, Retention
 from negotiatord.runtime import CycleProcessFailed
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming
 from negotiatord.settings import CycleWorker, Settings, load_settings
@@ -112,7 +112,7 @@ def test_pruning_forgets_only_old_published_matches(tmp_path):
     log.stage(2, 200.0, [_match("new")])
     log.publish(2)
     log.stage(3, 50.0, [_match("staged")])
-    assert log.prune(150.0) == 1
+    assert log.prune(Retention(before=150.0), 3) == 1
     assert [m.match.job for m in log.since(0, 10)] == ["new"]
 
 
@@ -136,7 +136,7 @@ def sample_view():
 def test_a_cycle_commits_its_charges_and_publishes_its_matches_together(tmp_path, sample_view):
     view, settings = sample_view
     accountant, log = _open(tmp_path)
-    outcome = CycleRunner(accountant, log).run(view, settings, 1790000000, prune_before=0.0)
+    outcome = CycleRunner(accountant, log).run(view, settings, 1790000000, retention=Retention())
     assert outcome.cycle_id == 1 and outcome.result.matches
     published = log.since(0, 10000)
     assert [p.match for p in published] == list(outcome.result.matches)
@@ -157,7 +157,7 @@ def test_an_abandoned_cycle_commits_and_publishes_nothing(tmp_path, sample_view)
     runner = CycleRunner(accountant, log)
     runner.abandon()
     with pytest.raises(CycleAbandoned):
-        runner.run(view, settings, 1790000000, prune_before=0.0)
+        runner.run(view, settings, 1790000000, retention=Retention())
     assert accountant.last_cycle_id() == 0 and log.bounds() == (0, 0)
     assert log.recover(0) == (0, 0)                    # nothing was even staged
 
@@ -176,7 +176,7 @@ def test_a_cycle_without_a_usable_accountant_publishes_nothing(tmp_path, sample_
     accountant, log = _open(tmp_path)
     accountant.close()                                 # every accountant read and write now fails
     with pytest.raises(Exception, match="closed"):
-        CycleRunner(accountant, log).run(view, settings, 1790000000, prune_before=0.0)
+        CycleRunner(accountant, log).run(view, settings, 1790000000, retention=Retention())
     assert log.bounds() == (0, 0) and log.recover(0) == (0, 0)
 
 
@@ -195,7 +195,7 @@ def test_a_cycle_negotiated_in_a_child_process_is_the_cycle_negotiated_on_a_thre
     for worker in CycleWorker:
         (tmp_path / worker.value).mkdir()
         accountant, log = _open(tmp_path / worker.value)
-        outcome = CycleRunner(accountant, log).run(view, _with_worker(settings, worker), 1790000000, prune_before=0.0)
+        outcome = CycleRunner(accountant, log).run(view, _with_worker(settings, worker), 1790000000, Retention())
         outcomes[worker], states[worker] = outcome, (accountant.charges(1), accountant.load())
         assert [p.match for p in log.since(0, 10000)] == list(outcome.result.matches)
     forked, threaded = outcomes[CycleWorker.FORK], outcomes[CycleWorker.THREAD]
@@ -217,7 +217,7 @@ def test_a_cycle_abandoned_while_its_child_process_negotiates_kills_the_child(tm
     runner = CycleRunner(accountant, log)
     runner.abandon()
     with pytest.raises(CycleAbandoned) as abandoned:
-        runner.run(view, _with_worker(settings, CycleWorker.FORK), 1790000000, prune_before=0.0)
+        runner.run(view, _with_worker(settings, CycleWorker.FORK), 1790000000, retention=Retention())
     killed = abandoned.value.__cause__
     assert isinstance(killed, CycleProcessFailed) and "signal 9 (SIGKILL)" in killed.reason
     with pytest.raises(ChildProcessError):

@@ -22,7 +22,7 @@ from negotiatord.cycle.quota_enforcement import due_enforcements
 from negotiatord.cycle.result import CycleResult
 from negotiatord.feed import AdKind, AdStore
 from negotiatord.feed.api import take_in_text
-from negotiatord.publish.matchlog import MatchLog
+from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.service.accounting import accountant_document
 from negotiatord.service.cycles import CycleRunner
 from negotiatord.settings import GroupSettings, GroupTree, SubmitterOrder
@@ -109,7 +109,7 @@ def _run(tmp_path: Path, config, now: int) -> tuple[AccountantStore, CycleResult
     accountant = AccountantStore(tmp_path / "accountant.sqlite")
     log = MatchLog(tmp_path / "matches.sqlite")
     try:
-        outcome = CycleRunner(accountant, log).run(_view(), config, now, prune_before=0.0)
+        outcome = CycleRunner(accountant, log).run(_view(), config, now, retention=Retention())
     finally:
         log.close()
     return accountant, outcome.result
@@ -164,7 +164,7 @@ def test_the_cycle_runner_samples_and_keeps_admission_usage(tmp_path, config):
     assert (alice["cpus"], alice["memory"], alice[WEIGHT_UNIT]) == (5.0, 5 * 1024.0, 5.0)
     log = MatchLog(tmp_path / "matches.sqlite")
     with AccountantStore(tmp_path / "accountant.sqlite") as store:
-        CycleRunner(store, log).run(AdStore().view(), afs, T0 + 3600, prune_before=0.0)
+        CycleRunner(store, log).run(AdStore().view(), afs, T0 + 3600, retention=Retention())
         later = store.load().admission_usage("group_a.bob@site")
     log.close()
     assert (later.resources["cpus"], later.resources[WEIGHT_UNIT]) == pytest.approx((2.5, 2.5))
