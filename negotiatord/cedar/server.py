@@ -47,6 +47,12 @@ from negotiatord.cedar.server_policy import ServerSecurity
 from negotiatord.cedar.wire import MessageReader, MessageWriter, WireError
 
 TIMEOUT_S = 20.0     # DaemonCore gives a command handler's socket 20 s
+# Connections served at once; beyond, a new one is closed at once, as DaemonCore refuses commands
+# beyond its file descriptor safety limit (DaemonCore::TooManyRegisteredSockets)
+MAX_CONNECTIONS = 256
+# The longest message a command may send: the commands served carry a name, a number or a query
+MAX_MESSAGE_BYTES = 4 << 20
+REFUSALS_LOGGED_EVERY_S = 60.0
 
 Handler = Callable[["Command"], Awaitable[None]]
 log = structlog.get_logger("negotiatord.cedar.server")
@@ -115,6 +121,9 @@ class CommandServer:
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._hostnames: dict[str, list[str]] = {}
+        self.max_connections = MAX_CONNECTIONS
+        self.refused_connections = 0
+        self._refusals_logged = -REFUSALS_LOGGED_EVERY_S
 
     def register(self, number: int, level: Level, handler: Handler, name: str | None = None,
                  alternates: tuple[Level, ...] = ()) -> None:
@@ -171,8 +180,11 @@ class CommandServer:
                      shared_port_id: str | None) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if len(self._connections) >= self.max_connections:
+            self._refuse(writer)
+            return
         self._connections.add(task)
-        stream = PacketStream(reader, writer)
+        stream = PacketStream(reader, writer, MAX_MESSAGE_BYTES)
         peer = writer.get_extra_info("peername") or ("?", 0)
         local = writer.get_extra_info("sockname") or ("?", 0)
         peer_ip = str(peer[0])
@@ -191,6 +203,16 @@ class CommandServer:
             self._connections.discard(task)
             stream.close()
             await stream.wait_closed()
+
+    def _refuse(self, writer: asyncio.StreamWriter) -> None:
+        """Close a connection beyond :attr:`max_connections`; said once a minute with the count."""
+        self.refused_connections += 1
+        writer.transport.abort()
+        now = asyncio.get_running_loop().time()
+        if now >= self._refusals_logged + REFUSALS_LOGGED_EVERY_S:
+            self._refusals_logged = now
+            log.warning("command connections beyond the limit closed", limit=self.max_connections,
+                        refused=self.refused_connections)
 
     async def _one_command(self, stream: PacketStream, peer_ip: str, local: tuple[str, int],
                            shared_port_id: str | None) -> None:

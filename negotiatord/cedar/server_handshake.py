@@ -43,6 +43,7 @@ from negotiatord.cedar.server_policy import PolicyMismatch, ServerSecurity, reco
 from negotiatord.cedar.wire import MessageWriter
 
 SLOP_S = 20                     # SEC_SESSION_DURATION_SLOP
+MAX_SESSIONS = 10_000           # sessions kept at once (ServerSessions)
 NONCE_BYTES = 33
 _SESSION_NUMBERS = count(1)
 
@@ -78,15 +79,28 @@ class ServerSession:
 
 
 class ServerSessions:
-    """The sessions clients set up with this daemon, by id."""
+    """The sessions clients set up with this daemon, by id, at most ``capacity`` of them.
 
-    def __init__(self) -> None:
+    HTCondor's session cache keeps every session until it expires; a client that keeps setting up
+    sessions without using them would grow it for a day (``SEC_DEFAULT_SESSION_DURATION``). Here,
+    once the cache is full, the expired sessions go, then the least recently used ones down to nine
+    tenths of it (never one the parent daemon handed down): their clients set up a new session at
+    their next command, as they do after a daemon's restart.
+    """
+
+    def __init__(self, capacity: int = MAX_SESSIONS) -> None:
         self._sessions: dict[str, ServerSession] = {}
+        self.capacity = capacity
 
     def add(self, session: ServerSession) -> None:
-        now = time.monotonic()
-        for stale in [sid for sid, known in self._sessions.items() if not known.usable(now)]:
-            del self._sessions[stale]
+        if len(self._sessions) >= self.capacity:
+            now = time.monotonic()
+            for stale in [sid for sid, known in self._sessions.items() if not known.usable(now)]:
+                del self._sessions[stale]
+            evictable = sorted((known for known in self._sessions.values() if not known.grants),
+                               key=lambda known: known.last_used)
+            for evicted in evictable[:len(self._sessions) - self.capacity * 9 // 10]:
+                del self._sessions[evicted.id]
         self._sessions[session.id] = session
 
     def get(self, session_id: str) -> ServerSession | None:
