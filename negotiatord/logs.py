@@ -5,14 +5,45 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
+from typing import TextIO
 
 import structlog
 
 
-def configure_logging(level: str = "info", json: bool | None = None) -> None:
-    """Log to stderr; ``json`` defaults to True unless stderr is a terminal outside systemd."""
+class RotatingLog:
+    """A daemon's log file, as HTCondor keeps one: appended to, and once it would pass
+    ``max_bytes`` renamed ``<name>.old`` (one old file, as ``MAX_NUM_<SUBSYS>_LOG`` defaults to)
+    and begun anew. The process's standard error goes to it too, so that anything written there
+    lands in the log."""
+
+    def __init__(self, path: Path, max_bytes: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self._file = self._open()
+
+    def _open(self) -> TextIO:
+        handle = open(self.path, "a", buffering=1, encoding="utf-8")
+        os.dup2(handle.fileno(), sys.stderr.fileno())
+        return handle
+
+    def write(self, text: str) -> int:
+        if self._file.tell() + len(text) > self.max_bytes > 0:
+            self._file.close()
+            os.replace(self.path, f"{self.path}.old")
+            self._file = self._open()
+        return self._file.write(text)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+
+def configure_logging(level: str = "info", json: bool | None = None, file: TextIO | RotatingLog | None = None) -> None:
+    """Log to ``file`` (default stderr); ``json`` defaults to True unless the log is a terminal
+    outside systemd."""
+    target = file if file is not None else sys.stderr
     if json is None:
-        json = "JOURNAL_STREAM" in os.environ or not sys.stderr.isatty()
+        json = "JOURNAL_STREAM" in os.environ or file is not None or not sys.stderr.isatty()
     renderer = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer()
     structlog.configure(
         processors=[
@@ -22,6 +53,6 @@ def configure_logging(level: str = "info", json: bool | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=target),   # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )

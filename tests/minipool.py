@@ -170,11 +170,13 @@ def _run(*command: object, env: dict[str, str] | None = None, timeout: float = 1
 
 @contextmanager
 def minipool(*, cpus: int = 8, pslots: int = 1, shared_port: bool = True, with_negotiator: bool = False,
-             config: str = "", files: dict[str, bytes] | None = None) -> Iterator[MiniPool]:
+             config: str = "", files: dict[str, bytes] | None = None, user: str | None = None) -> Iterator[MiniPool]:
     """A fresh pool for the block's life. It lives under /tmp, where the pool's user can reach it.
 
     ``files`` (relative path: content) are written into the pool's directory, mode 0600, before
-    it starts; the pool's user then owns them, and ``config`` names them as ``$(LOCAL_DIR)/path``."""
+    it starts; the pool's user then owns them, and ``config`` names them as ``$(LOCAL_DIR)/path``.
+    ``user`` runs the pool as that user (``MINIPOOL_USER``; ``root``: the master and its daemons
+    run as root, as a central manager's do)."""
     if not MINIPOOL.is_file():
         raise PoolError(f"{MINIPOOL} is missing: the tests need ../shared/htcondor beside the checkout")
     directory = Path(tempfile.mkdtemp(prefix="minipool-", dir="/tmp"))
@@ -192,8 +194,9 @@ def minipool(*, cpus: int = 8, pslots: int = 1, shared_port: bool = True, with_n
     if with_negotiator:
         args.append("--with-negotiator")
     pool = MiniPool(directory, shared_port)
+    environment = {**os.environ, **({"MINIPOOL_USER": user} if user else {})}
     try:
-        _run(MINIPOOL, *args, timeout=180)
+        _run(MINIPOOL, *args, env=environment, timeout=180)
         yield pool
     finally:
         pool.stop()

@@ -7,7 +7,8 @@ from negotiatord.accountant.priorities import (
     CustomerRecord,
     advance,
 )
-from negotiatord.accountant.store import AccountantStore, AccountantStoreError, UnknownCustomer
+from negotiatord.accountant.edits import UnknownCustomer
+from negotiatord.accountant.store import AccountantStore, AccountantStoreError
 
 __all__ = [
     "MIN_PRIORITY",

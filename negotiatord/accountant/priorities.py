@@ -108,6 +108,9 @@ class CustomerRecord:
     begin_usage_time: float | None
     last_usage_time: float | None  # last update that closed an interval with usage > 0
     last_update_time: float | None
+    # set by condor_userprio -setceiling / -setfloor, in weighted resources; None: no ceiling, no floor
+    ceiling: float | None = None
+    floor: float | None = None
 
     def __post_init__(self) -> None:
         if _plainly_valid(self):
@@ -125,6 +128,10 @@ class CustomerRecord:
             value = getattr(self, what)
             if value is not None:
                 check_finite(f"{what} of customer {self.name!r}", value)
+        for what in ("ceiling", "floor"):
+            value = getattr(self, what)
+            if value is not None:
+                check_non_negative(f"{what} of customer {self.name!r}", value)
 
     @classmethod
     def fresh(cls, name: str) -> CustomerRecord:
@@ -137,7 +144,8 @@ def _plainly_valid(record: CustomerRecord) -> bool:
     plain floats, asked without making their error messages: a replay makes a record per customer
     per cycle. False sends it through the checks, which raise the message naming the field."""
     times = (record.begin_usage_time, record.last_usage_time, record.last_update_time)
-    return (record.prio_factor is None and _plain(record.real_priority, MIN_PRIORITY)
+    return (record.prio_factor is None and record.ceiling is None and record.floor is None
+            and _plain(record.real_priority, MIN_PRIORITY)
             and _plain(record.weighted_usage) and _plain(record.accumulated_usage)
             and all(moment is None or _plain(moment, -math.inf) for moment in times))
 
@@ -342,8 +350,8 @@ def _advance_one(
     if elapsed <= 0:
         # UpdatePriorities returns when no time passed, and only restarts the clock when it went
         # backwards (a reset system clock): nothing is decayed or charged either way.
-        return _checked_record(record.name, record.real_priority, record.prio_factor, usage,
-                               record.accumulated_usage, record.begin_usage_time, record.last_usage_time, now), 0.0
+        return _checked_record(record, record.real_priority, usage, record.accumulated_usage,
+                               record.begin_usage_time, record.last_usage_time, now), 0.0
     aging = agings.get(elapsed)
     if aging is None:
         aging = agings[elapsed] = 0.5 ** (elapsed / halflife)
@@ -354,21 +362,24 @@ def _advance_one(
     begins = record.begin_usage_time
     if begins is None and accumulated > 0:
         begins = now  # UpdateOnePriority: BeginUsageTime is set once usage has accumulated
-    made = _checked_record if math.isfinite(real) and math.isfinite(accumulated) else CustomerRecord
-    decayed = made(record.name, real, record.prio_factor, usage, accumulated, begins,
-                   now if held > 0 else record.last_usage_time, now)
-    return decayed, charged
+    last = now if held > 0 else record.last_usage_time
+    if math.isfinite(real) and math.isfinite(accumulated):
+        return _checked_record(record, real, usage, accumulated, begins, last, now), charged
+    return CustomerRecord(record.name, real, record.prio_factor, usage, accumulated, begins, last, now,
+                          record.ceiling, record.floor), charged
 
 
-def _checked_record(name: str, real_priority: float, prio_factor: float | None, weighted_usage: float,
-                    accumulated_usage: float, begin_usage_time: float | None, last_usage_time: float | None,
+def _checked_record(before: CustomerRecord, real_priority: float, weighted_usage: float, accumulated_usage: float,
+                    begin_usage_time: float | None, last_usage_time: float | None,
                     last_update_time: float | None) -> CustomerRecord:
-    """A :class:`CustomerRecord` of values known to pass its checks, made without them (a frozen
+    """``before`` with these figures, values known to pass its checks, made without them (a frozen
     dataclass's constructor sets each field through ``object.__setattr__``, then checks: ten times
-    the cost of the record's arithmetic)."""
+    the cost of the record's arithmetic). The administrator's settings (factor, ceiling, floor)
+    are ``before``'s."""
     record = object.__new__(CustomerRecord)
     object.__setattr__(record, "__dict__", {
-        "name": name, "real_priority": real_priority, "prio_factor": prio_factor, "weighted_usage": weighted_usage,
-        "accumulated_usage": accumulated_usage, "begin_usage_time": begin_usage_time,
-        "last_usage_time": last_usage_time, "last_update_time": last_update_time})
+        "name": before.name, "real_priority": real_priority, "prio_factor": before.prio_factor,
+        "weighted_usage": weighted_usage, "accumulated_usage": accumulated_usage, "begin_usage_time": begin_usage_time,
+        "last_usage_time": last_usage_time, "last_update_time": last_update_time, "ceiling": before.ceiling,
+        "floor": before.floor})
     return record

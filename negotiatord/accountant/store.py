@@ -10,25 +10,23 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
 from collections.abc import Mapping
 
 from negotiatord.accountant.admission import AdmissionUsage
+from negotiatord.accountant.edits import DELETED, AdministratorEdits
 from negotiatord.accountant.priorities import (
-    MIN_PRIORITY,
     AccountantState,
     CustomerRecord,
-    check_factor,
     check_finite,
     check_non_negative,
 )
 from negotiatord.accountant.quota_timers import QuotaTimer
 from negotiatord.storage import quick_check, reading, transaction
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -82,36 +80,46 @@ _SCHEMA_3 = "ALTER TABLE quota_timers ADD COLUMN enforced TEXT"
 # committed, so that a match log lost or rolled back is seen at start-up (NULL: not known).
 _SCHEMA_4 = "ALTER TABLE cycles ADD COLUMN match_seq INTEGER"
 
+# Added in schema version 5: submitter ceilings and floors (condor_userprio -setceiling, -setfloor),
+# and the log of administrator edits (negotiatord.accountant.edits).
+_SCHEMA_5 = """
+ALTER TABLE customers ADD COLUMN ceiling REAL;
+ALTER TABLE customers ADD COLUMN floor REAL;
+CREATE TABLE admin_edits (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    customer TEXT NOT NULL,
+    field    TEXT NOT NULL,
+    value    TEXT,
+    time     REAL NOT NULL
+)
+"""
+
 # What turns a database of the version before each into that version; new tables start empty, a
-# new column NULL (a timer stored before was not enforced, a cycle's match sequence not known).
-_UPGRADES = {2: _SCHEMA_2, 3: _SCHEMA_3, 4: _SCHEMA_4}
+# new column NULL (a timer stored before was not enforced, a cycle's match sequence not known, no
+# customer had a ceiling or floor).
+_UPGRADES = {2: _SCHEMA_2, 3: _SCHEMA_3, 4: _SCHEMA_4, 5: _SCHEMA_5}
 
 _COLUMNS = (
     "name, real_priority, prio_factor, weighted_usage, accumulated_usage, "
-    "begin_usage_time, last_usage_time, last_update_time"
+    "begin_usage_time, last_usage_time, last_update_time, ceiling, floor"
 )
 
-# The cycle owns priorities, usage and times; the administrator owns the factor (set_factor) and
-# may reset accumulated usage (reset_usage) while a cycle runs. So a cycle never writes the factor,
-# adds what it accrued to the stored accumulated usage, and keeps a begin time already stored.
+# The cycle owns priorities, usage and times; the administrator owns the factor, the ceiling and
+# the floor, and may set the others while a cycle runs (negotiatord.accountant.edits). So a cycle
+# never writes the administrator's settings, adds what it accrued to the stored accumulated usage,
+# keeps a begin time already stored, and keeps a priority or last usage time edited since it loaded
+# (:edited_priority, :edited_last).
 _UPSERT_CUSTOMER = f"""
 INSERT INTO customers ({_COLUMNS})
 VALUES (:name, :real_priority, :prio_factor, :weighted_usage, :accumulated_usage,
-        :begin_usage_time, :last_usage_time, :last_update_time)
+        :begin_usage_time, :last_usage_time, :last_update_time, :ceiling, :floor)
 ON CONFLICT (name) DO UPDATE SET
-    real_priority     = excluded.real_priority,
+    real_priority     = CASE WHEN :edited_priority THEN customers.real_priority ELSE excluded.real_priority END,
     weighted_usage    = excluded.weighted_usage,
     accumulated_usage = customers.accumulated_usage + :accrued,
     begin_usage_time  = COALESCE(customers.begin_usage_time, excluded.begin_usage_time),
-    last_usage_time   = excluded.last_usage_time,
+    last_usage_time   = CASE WHEN :edited_last THEN customers.last_usage_time ELSE excluded.last_usage_time END,
     last_update_time  = excluded.last_update_time
-"""
-
-# A customer an administrator names before any cycle saw it gets a fresh record (as HTCondor's
-# SetAttribute creates the ad), at the best priority.
-_INSERT_FRESH = """
-INSERT INTO customers (name, real_priority, weighted_usage, accumulated_usage)
-VALUES (?, ?, 0.0, 0.0) ON CONFLICT (name) DO NOTHING
 """
 
 
@@ -135,23 +143,16 @@ def _maximum(group: str, text: str) -> dict[str, float]:
     return maximum
 
 
-class UnknownCustomer(KeyError):
-    """A customer the accountant has no record of."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
 class AccountantStoreError(Exception):
     """The accountant database cannot be used; the message names the file."""
 
 
-class AccountantStore:
+class AccountantStore(AdministratorEdits):
     """Customer records and charge history in one SQLite file (WAL mode).
 
     Cycle ids must increase: a commit whose id is not above the last committed one is refused, so
     a retried commit never charges twice and a stale cycle never overwrites a newer one. Load the
-    state afresh for each cycle so administrator edits (set_factor, reset_usage) reach it.
+    state afresh for each cycle so administrator edits (:class:`AdministratorEdits`) reach it.
     """
 
     def __init__(self, path: Path | str) -> None:
@@ -281,9 +282,12 @@ class AccountantStore:
         new_state: AccountantState,
         charges: Mapping[str, float],
         match_seq: int | None = None,
+        *,
+        edit_mark: int | None = None,
     ) -> bool:
         """Write ``new_state`` and the cycle's per-customer charges atomically, with the match
-        log's highest sequence number once the cycle's matches are staged (``match_seq``).
+        log's highest sequence number once the cycle's matches are staged (``match_seq``); with
+        the :meth:`edit_mark` taken when the cycle loaded, keep the administrator's edits made since.
 
         Returns False, changing nothing, when ``cycle_id`` is not above the last committed id.
         """
@@ -298,7 +302,7 @@ class AccountantStore:
             if cycle_id <= self._last_cycle_id():
                 return False
             self._write_cycle(cycle_id, now, match_seq)
-            self._write_customers(new_state)
+            self._write_customers(new_state, edit_mark)
             self._write_charges(cycle_id, costs)
             self._write_admission_usage(new_state)
             self._write_quota_timers(new_state)
@@ -307,12 +311,20 @@ class AccountantStore:
     def _write_cycle(self, cycle_id: int, now: float, match_seq: int | None) -> None:
         self._db.execute("INSERT INTO cycles (cycle_id, time, match_seq) VALUES (?, ?, ?)", (cycle_id, now, match_seq))
 
-    def _write_customers(self, state: AccountantState) -> None:
+    def _write_customers(self, state: AccountantState, edit_mark: int | None) -> None:
+        edited: dict[str, set[str]] = {}
+        if edit_mark is not None:
+            for name, field in self._edited_since(edit_mark):
+                edited.setdefault(name, set()).add(field)
+            self._db.execute("DELETE FROM admin_edits WHERE seq <= ?", (edit_mark,))
         self._db.executemany(
             _UPSERT_CUSTOMER,
             (
-                {**asdict(record), "accrued": state.accrued_usage(record.name)}
+                {**asdict(record), "accrued": state.accrued_usage(record.name),
+                 "edited_priority": "real_priority" in edited.get(record.name, ()),
+                 "edited_last": "last_usage_time" in edited.get(record.name, ())}
                 for record in state.customers()
+                if DELETED not in edited.get(record.name, ())
             ),
         )
 
@@ -349,30 +361,6 @@ class AccountantStore:
                 "SELECT customer, cost FROM charges WHERE cycle_id = ?", (cycle_id,)
             ).fetchall()
         return dict(rows)
-
-    def set_factor(self, name: str, factor: object) -> None:
-        """``condor_userprio -setfactor``: ``name``'s explicit priority factor (>= 1; anything else,
-        a request's value as it came included, is refused with a ValueError)."""
-        factor = check_factor(name, factor)
-        with self._transaction(f"setting the priority factor of {name!r}"):
-            self._db.execute(_INSERT_FRESH, (name, MIN_PRIORITY))
-            self._db.execute("UPDATE customers SET prio_factor = ? WHERE name = ?", (factor, name))
-
-    def reset_usage(self, name: str, now: float | None = None) -> None:
-        """``condor_userprio -resetusage``: zero ``name``'s accumulated usage, from ``now`` on.
-
-        As Accountant::ResetAccumulatedUsage, the real priority is left alone. A name the
-        accountant has no record of is an :class:`UnknownCustomer`, and no record is made for it
-        (a mistyped name would otherwise become a customer of its own).
-        """
-        when = check_finite(f"usage reset time of {name!r}", time.time() if now is None else now)
-        with self._transaction(f"resetting the usage of {name!r}"):
-            updated = self._db.execute(
-                "UPDATE customers SET accumulated_usage = 0.0, begin_usage_time = ? WHERE name = ?",
-                (when, name),
-            ).rowcount
-        if not updated:
-            raise UnknownCustomer(f"the accountant has no customer {name!r}")
 
     def close(self) -> None:
         with self._lock:

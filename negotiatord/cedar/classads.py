@@ -2,7 +2,7 @@
 
 An ad travels as the number of its attributes, then one string per attribute, ``Name = expr`` in
 the old ClassAd syntax (``putClassAd`` unparses with ``SetOldClassAd(true, true)``), then two empty
-strings where ``MyType`` and ``TargetType`` once went.
+strings where ``MyType`` and ``TargetType`` once went (left out with ``PUT_CLASSAD_NO_TYPES``).
 
 Private attributes (``ClassAdAttributeIsPrivateAny`` in ``compat_classad.cpp``: the claim ids and
 the transfer key, and any name starting ``_condor_priv``) are left out when an ad is sent with
@@ -45,8 +45,10 @@ def attribute_lines(ad: classad2.ClassAd) -> list[str]:
     return [classad2.ClassAd({name: ad.lookup(name)}).printOld()[:-1] for name in ad.keys()]
 
 
-def put_classad(writer: MessageWriter, ad: classad2.ClassAd, *, private: bool = True) -> None:
-    """Append ``ad`` to ``writer``; with ``private`` False, leave its private attributes out."""
+def put_classad(writer: MessageWriter, ad: classad2.ClassAd, *, private: bool = True, types: bool = True) -> None:
+    """Append ``ad`` to ``writer``; with ``private`` False, leave its private attributes out; with
+    ``types`` False, leave out the two type strings (``PUT_CLASSAD_NO_TYPES``, which a reader
+    with ``getClassAdNoTypes`` expects)."""
     lines = attribute_lines(ad)
     names = list(ad.keys())
     kept = [(name, line) for name, line in zip(names, lines) if private or not is_private(name)]
@@ -57,7 +59,8 @@ def put_classad(writer: MessageWriter, ad: classad2.ClassAd, *, private: bool = 
             writer.put_secret(line)
         else:
             writer.put_string(line)
-    writer.put_string("").put_string("")
+    if types:
+        writer.put_string("").put_string("")
 
 
 def get_classad(reader: MessageReader) -> classad2.ClassAd:

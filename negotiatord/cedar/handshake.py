@@ -53,7 +53,6 @@ class Session:
 
     id: str
     key: bytes | None
-    encrypted: bool
     crypto_method: str
     user: str                      # who the daemon mapped us to
     method: str                    # how we authenticated
@@ -163,7 +162,7 @@ async def _new_session(channel: Channel, command: int, subcommand: int | None, s
             key = exchange.session_key(server_key)
         except ValueError as error:
             raise ProtocolError(channel.peer, f"the daemon's ECDH key is unusable: {error}") from None
-        channel.stream.set_session_key(key, encrypt=encrypt)
+        channel.stream.set_session_key(key)
     elif encrypt:
         raise ProtocolError(channel.peer, "the daemon requires encryption but sent no ECDH key")
 
@@ -181,7 +180,7 @@ async def _new_session(channel: Channel, command: int, subcommand: int | None, s
     if not session_id or not valid:
         raise ProtocolError(channel.peer, "the daemon's verdict names no session or no valid commands")
     duration = _seconds(policy.get("SessionDuration"), security.session_duration_s)
-    session = Session(id=session_id, key=key, encrypted=encrypt, crypto_method=crypto_method, user=user,
+    session = Session(id=session_id, key=key, crypto_method=crypto_method, user=user,
                       method=method, peer_identity=identity, expires=time.monotonic() + duration,
                       lease_s=_seconds(policy.get("SessionLease"), 0))
     sessions.store(channel.connect_address, valid, session)
@@ -213,7 +212,7 @@ async def _resume(channel: Channel, command: int, subcommand: int | None, sessio
         raise NotAuthorized(channel.peer, f"{return_code} when resuming session {session.id}")
     session.last_used = time.monotonic()
     if session.key is not None:
-        channel.stream.set_session_key(session.key, encrypt=session.encrypted)
+        channel.stream.set_session_key(session.key)
 
 
 async def _read_ad(channel: Channel, step: str) -> classad2.ClassAd:

@@ -117,9 +117,11 @@ class _Cipher:
 class PacketStream:
     """Whole messages in and out over an asyncio stream pair."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 max_message: int | None = None) -> None:
         self.reader = reader
         self.writer = writer
+        self.max_message = max_message    # the largest message received (None: any)
         self._sent = _Digest()
         self._received = _Digest()
         self._cipher: _Cipher | None = None
@@ -129,11 +131,13 @@ class PacketStream:
     def can_encrypt(self) -> bool:
         return self._cipher is not None
 
-    def set_session_key(self, key: bytes, *, encrypt: bool) -> None:
-        """Use ``key`` from now on, with crypto mode on if ``encrypt``. The handshake digests
-        freeze at the first encrypted packet either way."""
+    def set_session_key(self, key: bytes) -> None:
+        """Encrypt with ``key`` from now on. With an AES-GCM key crypto mode is on whatever the
+        session's ``Encryption`` says (``Sock::set_crypto_key``: "encryption be enabled
+        unilaterally if an AES-GCM key is available"). The handshake digests freeze at the first
+        encrypted packet."""
         self._cipher = _Cipher(key)
-        self.crypto = encrypt
+        self.crypto = True
 
     def restart_handshake_digest(self) -> None:
         """Forget what was sent so far (the shared-port preamble)."""
@@ -173,11 +177,15 @@ class PacketStream:
     async def receive_message(self) -> bytes:
         """The next whole message; raises ``asyncio.IncompleteReadError`` when the peer closes."""
         parts = []
+        received = 0
         while True:
             header = await self.reader.readexactly(HEADER.size)
             end, length = HEADER.unpack(header)
             if end > 10 or not 0 < length <= MAX_PACKET_BODY + IV_BYTES + TAG_BYTES:
                 raise PacketError(f"packet header not recognised (end flag {end}, length {length})")
+            received += length
+            if self.max_message is not None and received > self.max_message:
+                raise PacketError(f"a message longer than {self.max_message:,} bytes")
             body = await self.reader.readexactly(length)
             if self.crypto and self._cipher is not None:
                 body = self._cipher.open(body, self._associated(header, sending=False))

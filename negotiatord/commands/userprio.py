@@ -8,8 +8,11 @@ HTCondor, only customers active in the last day are listed unless ``-allusers`` 
 it, a customer with resources in use counts as active even before its first priority update.
 ``-l`` prints the daemon's accountant document as JSON, not condor_userprio's long ClassAd form.
 
-Edit options (``-setfactor``, ``-resetusage``, ``-resetall``) go to the daemon over HTTP with the
-bearer token. The daemon's address and token come from ``--url`` and ``--token-file``, else from
+Edit options, condor_userprio's (``-setfactor``, ``-setprio``, ``-setaccum``, ``-setbegin``,
+``-setlast``, ``-setceiling``, ``-setfloor``, ``-resetusage``, ``-resetall``, ``-delete``), go to the
+daemon over HTTP with the bearer token, which stands for HTCondor's ADMINISTRATOR level (stock
+``condor_userprio`` reaches the daemon's command port instead, and its ``ALLOW_ADMINISTRATOR``
+decides). The daemon's address and token come from ``--url`` and ``--token-file``, else from
 the config (``--config``, default ``$CONDOR_CONFIG``): a listing with ``--url`` reads no config.
 
 Exit status: 0; 1 when the daemon refuses the request; 2 when it cannot be reached or asked.
@@ -60,18 +63,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the daemon's accountant document as JSON (not condor_userprio -l's "
                              "long ClassAd form)")
     edits = parser.add_mutually_exclusive_group()
-    edits.add_argument("-setfactor", nargs=2, metavar=("USER", "FACTOR"), help="set a priority factor (>= 1)")
+    for option, (_, _, _, what) in SETTERS.items():
+        edits.add_argument(f"-{option}", nargs=2, metavar=("USER", "VALUE"), help=f"set {what}")
     edits.add_argument("-resetusage", metavar="USER", help="reset a customer's accumulated usage")
     edits.add_argument("-resetall", action="store_true", help="reset every customer's accumulated usage")
+    edits.add_argument("-delete", metavar="USER", help="delete a customer's accountant record")
+
+
+# option -> (the daemon's setting, the body's key, how the value is said, what it sets), as
+# condor_userprio takes each and prints what it did
+SETTERS = {
+    "setfactor": ("factor", "factor", "{:f}", "a priority factor (>= 1)"),
+    "setprio": ("priority", "priority", "{:f}", "a real priority"),
+    "setaccum": ("accumulated-usage", "usage", "{:f}", "the accumulated usage, in weighted seconds"),
+    "setbegin": ("begin-time", "time", "{:.0f}", "the begin usage time (epoch seconds)"),
+    "setlast": ("last-time", "time", "{:.0f}", "the last usage time (epoch seconds)"),
+    "setceiling": ("ceiling", "ceiling", "{:.0f}", "a ceiling, in weighted resources (-1: none)"),
+    "setfloor": ("floor", "floor", "{:.0f}", "a floor, in weighted resources (0: none)"),
+}
+_SAID = {"setfactor": "priority factor", "setprio": "priority", "setaccum": "Accumulated Usage",
+         "setbegin": "Begin Usage Time", "setlast": "Last Usage Time", "setceiling": "ceiling", "setfloor": "floor"}
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         daemon = _Daemon.locate(args)
-        if args.setfactor:
-            name, factor = args.setfactor
-            daemon.post("/v1/accountant/factor", {"customer": name, "factor": _number(factor)})
-            output = f"The priority factor of {name} was set to {_number(factor):f}"
+        setter = next((option for option in SETTERS if getattr(args, option)), None)
+        if setter is not None:
+            name, text = getattr(args, setter)
+            setting, key, shown, _ = SETTERS[setter]
+            value = _number(text)
+            daemon.post(f"/v1/accountant/{setting}", {"customer": name, key: value})
+            output = f"The {_SAID[setter]} of {name} was set to {shown.format(value)}"
+        elif args.delete:
+            daemon.post("/v1/accountant/delete", {"customer": args.delete})
+            output = f"The accountant record named {args.delete} was deleted"
         elif args.resetusage:
             daemon.post("/v1/accountant/reset-usage", {"customer": args.resetusage})
             output = f"The accumulated usage of {args.resetusage} was reset"
@@ -97,7 +123,7 @@ def _number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"a priority factor is a number, got {text!r}") from None
+        raise ValueError(f"the value must be a number, got {text!r}") from None
 
 
 @dataclass(frozen=True)
@@ -114,7 +140,8 @@ class _Daemon:
         /dev/null when they find no HTCondor config (htcondor2/__init__.py), and their child
         processes inherit that, yet a listing with ``--url`` needs no config at all."""
         url, token_file, cafile = args.url, args.token_file, args.cafile
-        editing = bool(args.setfactor or args.resetusage or args.resetall)
+        editing = any(getattr(args, option) for option in SETTERS) or bool(
+            args.resetusage or args.resetall or args.delete)
         config = args.config
         needed = url is None or (editing and token_file is None)
         if config is None and needed and os.environ.get("CONDOR_CONFIG"):
@@ -177,7 +204,8 @@ _QUOTA_COLUMNS = [("effective_quota", 9, "Effective", "Quota"), ("config_quota",
                   ("surplus", 7, "Use", "Surplus")]
 _COLUMNS = [("effective_priority", 12, "Effective", "Priority"), ("factor", 9, "Priority", "Factor"),
             ("weighted_in_use", 6, "Wghted", "In Use"), ("usage_hours", 12, "Total Usage", "(wghted-hrs)"),
-            ("since_last_usage", 10, "Time Since", "Last Usage")]
+            ("since_last_usage", 10, "Time Since", "Last Usage"), ("floor", 9, "Submitter", "Floor"),
+            ("ceiling", 9, "Submitter", "Ceiling")]
 
 
 def render(document: dict[str, Any], all_users: bool) -> str:
@@ -248,8 +276,10 @@ def _group_cells(group: dict[str, Any], record: dict[str, Any] | None, now: floa
 
 
 def _user_cells(customer: dict[str, Any], now: float) -> dict[str, str]:
+    """A submitter's cells; a floor or ceiling only where one is set (user_prio.cpp PrintInfo)."""
+    bounds = {key: _fixed(customer[key], 9, 2) for key in ("floor", "ceiling") if customer.get(key) is not None}
     return {"effective_priority": _fixed(customer["effective_priority"], 12, 2),
-            "factor": _fixed(customer["factor"], 9, 2), **_usage_cells(customer, now)}
+            "factor": _fixed(customer["factor"], 9, 2), **_usage_cells(customer, now), **bounds}
 
 
 def _usage_cells(customer: dict[str, Any], now: float) -> dict[str, str]:

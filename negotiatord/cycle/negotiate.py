@@ -41,6 +41,7 @@ import numpy as np
 
 from negotiatord.accountant import AccountantState
 from negotiatord.cycle.admission_order import AdmissionQueue, held_resources
+from negotiatord.cycle.bounds import CEILING, ceiling_left, floor_left
 from negotiatord.cycle.concurrency import ConcurrencyLedger, Headroom, LimitsPerSlot
 from negotiatord.cycle.group_order import group_order
 from negotiatord.cycle.matchlist import Candidate, MatchList
@@ -433,6 +434,9 @@ class _Cycle:
             if blocked is not None:      # limits that depend on the slot, full on this one
                 self._reject(request.jobs[0], submitter, CONCURRENCY_LIMIT.format(name=blocked))
                 return
+            if self._over_ceiling(submitter, self._cost(candidate)):
+                self._reject(request.jobs[0], submitter, CEILING)
+                return
             self._commit(request.jobs.popleft(), submitter, submitter.group, candidate, self._cost(candidate),
                          match_list, limits)
 
@@ -468,10 +472,12 @@ class _Cycle:
         what is left among submitters that still have jobs, while spins keep making matches. When a
         spin makes none while the pie has room, remainder rounds offer one match per submitter per
         round in priority order, so no allocation is stranded in fractions of a match (HTCondor
-        leaves such remainders unused). Returns the matches made.
+        leaves such remainders unused). Members below their floors get a floor round first
+        (:meth:`_floor_round`). Returns the matches made.
         """
+        floored = self._floor_round(members, group, allocated, room)
         if self.settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
-            return self._admit_in_fair_order(members, group, allocated, room)
+            return floored + self._admit_in_fair_order(members, group, allocated, room)
         members = _in_priority_order(members)
         # NEGOTIATOR_IGNORE_USER_PRIORITIES: matchmaker.cpp's calculateSubmitterLimit gives every
         # submitter an unbounded limit, so each takes what the group's room allows, in priority order
@@ -496,8 +502,23 @@ class _Cycle:
             first_spin = False
             hungry = self._hungry(hungry)
             if made == 0:
-                return total + self._remainder_rounds(hungry, group, room)
-        return total
+                return floored + total + self._remainder_rounds(hungry, group, room)
+        return floored + total
+
+    def _floor_round(self, members: list[Submitter], group: str, allocated: float, room: Room) -> int:
+        """The floor round (:mod:`negotiatord.cycle.bounds`): one spin over the members holding
+        less than their floors, each up to its floor and its share of ``allocated`` among them."""
+        below = _in_priority_order(s for s in self._hungry(members)
+                                   if floor_left(self.accountant, s.name, self.usage[s.name]) > EPSILON)
+        if not below:
+            return 0
+        self.pie_spins += 1
+        made = 0
+        for submitter, share in zip(below, _shares(below)):
+            held = self.usage[submitter.name]
+            limit = min(floor_left(self.accountant, submitter.name, held), max(0.0, share * allocated - held))
+            made += self._negotiate_submitter(submitter, group, limit, room)
+        return made
 
     def _admit_in_fair_order(self, members: list[Submitter], group: str, allocated: float, room: Room) -> int:
         """NEGOTIATORD_SUBMITTER_ORDER = admission_fair_sharing: one match at a time to the member
@@ -540,6 +561,9 @@ class _Cycle:
         this pass; one that cannot start a job any more (:meth:`_offer`) is skipped for the cycle.
         """
         made = 0
+        ceiling = ceiling_left(self.accountant, submitter.name, self.usage[submitter.name])
+        capped = ceiling < limit
+        limit = min(limit, ceiling)
         for request in submitter.open_requests(self.exhausted):
             # a request with no idle candidate left goes job by job: its first offer closes it,
             # or gives it a claimed slot, with no loading call to set up
@@ -547,7 +571,7 @@ class _Cycle:
                     and not self.slot_limits.per_slot(request.autocluster)
                     and not self._match_list(request.autocluster).exhausted()):
                 jobs = len(request.jobs) if max_matches is None else min(len(request.jobs), max_matches - made)
-                placed, limit, stop = self._load(request, submitter, group, jobs, limit, room)
+                placed, limit, stop = self._load(request, submitter, group, jobs, limit, room, capped)
                 made += placed
                 if made == max_matches:
                     break
@@ -562,6 +586,10 @@ class _Cycle:
                 job = request.jobs[0]
                 cost = self._cost(candidate)
                 reason = self._preemption_refusal(candidate, group, cost, limit, room())
+                if self._over_ceiling(submitter, cost):    # a RANK preemption too
+                    reason = CEILING
+                elif reason == SUBMITTER_LIMIT and capped:
+                    reason = CEILING
                 if reason is not None:
                     self._reject(job, submitter, reason)
                     break
@@ -590,10 +618,10 @@ class _Cycle:
         return self.preemptor.may_outrank(request.autocluster, match_list.worst_rank if left else None)
 
     def _load(self, request: Request, submitter: Submitter, group: str, jobs: int, limit: float,
-              room: Room) -> tuple[int, float, Stop]:
+              room: Room, capped: bool = False) -> tuple[int, float, Stop]:
         """Place up to ``jobs`` of ``request``'s jobs in one evaluator call (the same matches as
         the job-by-job loop above); returns the matches made, the submitter's limit left and why
-        the call stopped."""
+        the call stopped. ``capped``: the limit is the submitter's ceiling."""
         match_list = self._match_list(request.autocluster)
         entries = request.jobs[0].concurrency_limits
         names = list(dict.fromkeys(name for name, _ in entries))
@@ -616,7 +644,7 @@ class _Cycle:
         elif loading.stop is Stop.NO_MATCH and not self._may_preempt(request):
             self._close(request, submitter, NO_MATCH)
         elif loading.stop is Stop.SUBMITTER_LIMIT:
-            self._reject(request.jobs[0], submitter, SUBMITTER_LIMIT)
+            self._reject(request.jobs[0], submitter, CEILING if capped else SUBMITTER_LIMIT)
         elif loading.stop is Stop.GROUP_QUOTA:
             self._reject(request.jobs[0], submitter, GROUP_QUOTA)
         return len(loading.rows), limits.submitter_limit, loading.stop
@@ -702,6 +730,9 @@ class _Cycle:
 
     def _refusal(self, cost: float, limit: float, room: float) -> str | None:
         return _REFUSALS.get(refusal(cost, limit, room))
+
+    def _over_ceiling(self, submitter: Submitter, cost: float) -> bool:
+        return cost > ceiling_left(self.accountant, submitter.name, self.usage[submitter.name]) + EPSILON
 
     # -- bookkeeping -------------------------------------------------------------------------------
 

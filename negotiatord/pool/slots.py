@@ -304,6 +304,11 @@ def claimed_job(ad: classad2.ClassAd) -> str | None:
     return evaluate_string(ad, "GlobalJobId") or evaluate_string(ad, "JobId")
 
 
+def claim_of(ad: classad2.ClassAd) -> Claim | None:
+    """The work a slot ad shows running, if it is Claimed."""
+    return _claim(ad, evaluate_string(ad, "State") or "")
+
+
 def _claim(ad: classad2.ClassAd, state: str) -> Claim | None:
     if state != "Claimed":
         return None

@@ -2,11 +2,11 @@
 
 Per customer (HTCondor's accountant ``Customer`` records, ``Accountant::ReportState``): effective
 priority (real priority × factor), real priority, factor, weighted resources in use, the slots in
-use as of the last cycle, accumulated usage and the usage times (a group's own record carries its
-whole subtree's usage, ``<none>``'s the pool's:
-:meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`); per group: the
-configured quota (a static quota, or the dynamic fraction of the parent's), the quota the last
-cycle computed from it, and the surplus policy; the running quota preemption timers.
+use as of the last cycle, accumulated usage, the usage times, and the ceiling and floor an
+administrator set (None: none); a group's own record carries its whole subtree's usage,
+``<none>``'s the pool's: :meth:`GroupTree.roll_up <negotiatord.settings.groups.GroupTree.roll_up>`;
+per group: the configured quota (a static quota, or the dynamic fraction of the parent's), the
+quota the last cycle computed from it, and the surplus policy; the running quota preemption timers.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ def accountant_document(state: AccountantState, settings: Settings, last_groups:
             "begin_usage_time": record.begin_usage_time,
             "last_usage_time": record.last_usage_time,
             "last_update_time": record.last_update_time,
+            "ceiling": record.ceiling,
+            "floor": record.floor,
         })
     computed = {report.name: report for report in last_groups}
     group_rows: list[dict[str, Any]] = []

@@ -4,15 +4,15 @@
   ``Negotiator``, ``Name`` (``NEGOTIATOR_NAME``), the attributes DaemonCore publishes of any daemon
   (``Machine``, ``DaemonStartTime``, ``MyCurrentTime``, ``RealUid``, ``UpdateSequenceNumber``),
   and the cycle figures ``LastNegotiationCycle*<n>`` (:mod:`~negotiatord.service.stats`), which
-  ``condor_status -negotiator`` shows. HTCondor's also names the negotiator's command port
-  (``MyAddress``, ``NegotiatorIpAddr``); negotiatord takes no HTCondor command, so its ad names its
-  HTTP API instead (``NegotiatordURL``), and ``condor_userprio`` says it cannot locate the
-  negotiator before it reads the Accounting ads.
+  ``condor_status -negotiator`` shows, and the command port (``MyAddress``, ``NegotiatorIpAddr``),
+  where ``condor_userprio``, ``condor_reschedule`` and a schedd's ``RESCHEDULE`` find it; also its
+  HTTP API (``NegotiatordURL``).
 * **An Accounting ad per customer** (``forwardAccountingData``, ``forwardGroupAccounting``), keyed
   at the collector by ``Name`` and ``NegotiatorName`` (``makeAccountingAdHashKey``), so several
   negotiators' ads live side by side. Its figures are ``/v1/accountant``'s
   (:func:`~negotiatord.service.accounting.accountant_document`) under HTCondor's names:
-  ``Priority`` (the effective priority), ``PriorityFactor``, ``ResourcesUsed`` (slots),
+  ``Priority`` (the effective priority), ``PriorityFactor``, a submitter's ``Ceiling`` and
+  ``Floor``, ``ResourcesUsed`` (slots),
   ``WeightedResourcesUsed``, ``WeightedAccumulatedUsage``, ``BeginUsageTime``, ``LastUsageTime``
   (0 for never, as HTCondor's unset), ``IsAccountingGroup``, ``AccountingGroup`` (a submitter's
   group; a group's parent, ``<none>``'s itself) and ``LastUpdate``; a group's also its quotas and
@@ -35,13 +35,12 @@ from typing import Any
 import classad2
 
 from negotiatord.classad.values import quote_string
+from negotiatord.service.accounting_ads import customer_attributes, groups_by_name
 from negotiatord.settings import ROOT_GROUP
 from negotiatord.settings.groups import GroupTree
 
 NEGOTIATOR = "Negotiator"
 ACCOUNTING = "Accounting"
-# condor_userprio's surplus policy names (user_prio.cpp reads "regroup", "byquota", "no")
-_SURPLUS = {"Regroup": "regroup", "ByQuota": "byquota", "no": "no"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +50,7 @@ class DaemonIdentity:
     name: str             # NEGOTIATOR_NAME
     machine: str
     url: str              # the HTTP API
+    address: str          # the command port's sinful string; empty when it has none
     version: str
     started: float        # epoch seconds
 
@@ -61,36 +61,27 @@ def negotiator_ad(identity: DaemonIdentity, cycles: Mapping[str, Any], now: floa
     return {"MyType": NEGOTIATOR, "Name": identity.name, "Machine": identity.machine,
             "NegotiatordURL": identity.url, "NegotiatordVersion": identity.version,
             "DaemonStartTime": int(identity.started), "MyCurrentTime": int(now), "RealUid": os.getuid(),
-            "UpdateSequenceNumber": sequence, **cycles}
+            "UpdateSequenceNumber": sequence, **cycles,
+            **({"MyAddress": identity.address, "NegotiatorIpAddr": identity.address} if identity.address else {})}
 
 
 def accounting_ads(document: Mapping[str, Any], negotiator_name: str, tree: GroupTree) -> list[dict[str, Any]]:
-    """One Accounting ad per customer of the accountant ``document``, with its group's quotas for
-    a group."""
-    groups = {row["name"]: row for row in document["groups"]}
+    """One Accounting ad per customer of the accountant ``document``: the attributes a query of the
+    negotiator gets (:func:`~.accounting_ads.customer_attributes`), with what the collector's copy
+    adds or says otherwise (``forwardAccountingData``, ``forwardGroupAccounting``)."""
+    groups = groups_by_name(document)
     last_update = int(document["last_update"] or 0)
     ads = []
     for customer in document["customers"]:
         name = customer["name"]
-        ad: dict[str, Any] = {
-            "MyType": ACCOUNTING, "Name": name, "NegotiatorName": negotiator_name,
-            "Priority": float(customer["effective_priority"]), "PriorityFactor": float(customer["factor"]),
-            "ResourcesUsed": int(customer["slots_in_use"]), "WeightedResourcesUsed": float(customer["weighted_in_use"]),
-            "WeightedAccumulatedUsage": float(customer["accumulated_usage_s"]),
-            "BeginUsageTime": int(customer["begin_usage_time"] or 0),
-            "LastUsageTime": int(customer["last_usage_time"] or 0),
-            "IsAccountingGroup": bool(customer["is_group"]), "LastUpdate": last_update,
-        }
-        group = groups.get(name) if customer["is_group"] else None
-        if group is not None:
+        ad: dict[str, Any] = {"MyType": ACCOUNTING, **customer_attributes(customer, groups),
+                              "NegotiatorName": negotiator_name, "ResourcesUsed": int(customer["slots_in_use"]),
+                              "BeginUsageTime": int(customer["begin_usage_time"] or 0),
+                              "LastUsageTime": int(customer["last_usage_time"] or 0), "LastUpdate": last_update}
+        if customer["is_group"]:
+            # a group's ad names its parent, <none>'s itself, and carries no ceiling or floor
             ad["AccountingGroup"] = ROOT_GROUP if name == ROOT_GROUP else tree.parent(name)
-            if group["effective_quota"] is not None:
-                ad["EffectiveQuota"] = float(group["effective_quota"])
-            if group["config_quota"] is not None:
-                ad["ConfigQuota"] = float(group["config_quota"])
-            ad["SurplusPolicy"] = _SURPLUS[group["surplus"]] if name != ROOT_GROUP else "byquota"
-        else:
-            ad["AccountingGroup"] = customer["group"]
+            del ad["Ceiling"], ad["Floor"]
         ads.append(ad)
     return ads
 

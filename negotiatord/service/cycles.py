@@ -128,6 +128,7 @@ class Negotiated:
     time: int
     view: PoolView               # what the cycle negotiated over
     state: AccountantState       # the accountant's state the cycle began from
+    edit_mark: int               # the administrator's last edit before that state was loaded
     result: CycleResult
     holds: list[Hold]
     phases_s: dict[str, float]
@@ -167,6 +168,7 @@ class CycleRunner:
         phases: dict[str, float] = {}
         try:
             with self._phase("snapshot", phases):
+                edit_mark = self.accountant.edit_mark()
                 state = self.accountant.load()
                 cycle_id = self.accountant.last_cycle_id() + 1
                 snapshot = self.snapshots.build(view.slots.values(), view.jobs.records(), settings)
@@ -186,7 +188,8 @@ class CycleRunner:
                 self._stage(cycle_id, now, result, holds, to_hand)
         finally:
             self.phase = "idle"
-        return Negotiated(cycle_id=cycle_id, time=now, view=view, state=state, result=result, holds=holds,
+        return Negotiated(cycle_id=cycle_id, time=now, view=view, state=state, edit_mark=edit_mark, result=result,
+                          holds=holds,
                           phases_s=phases, started=started, idle_jobs=len(snapshot.jobs),
                           submitters=len({job.submitter for job in snapshot.jobs}),
                           schedds=len({job.schedd for job in snapshot.jobs}),
@@ -208,7 +211,7 @@ class CycleRunner:
                 new_state = after_cycle(negotiated.state, now, result.usage, result.held, settings,
                                         result.enforced_quotas)
             with self._phase("commit", phases):
-                self._commit_cycle(cycle_id, now, new_state, result)
+                self._commit_cycle(cycle_id, now, new_state, result, negotiated.edit_mark)
             with self._phase("publish", phases):
                 last_seq, publish_error = None, None
                 try:
@@ -289,14 +292,16 @@ class CycleRunner:
                 raise CycleAbandoned(f"cycle {cycle_id} abandoned before its matches were staged")
             self.matches.stage(cycle_id, now, result.matches, holds, result.preemptions, to_hand)
 
-    def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult) -> None:
+    def _commit_cycle(self, cycle_id: int, now: int, new_state: AccountantState, result: CycleResult,
+                      edit_mark: int) -> None:
         with self._commit:
             if self._abandoned:
                 raise CycleAbandoned(f"cycle {cycle_id} abandoned before its commit")
             self.matches.drop_unhanded(cycle_id)
             match_seq = self.matches.sequence()
             try:
-                committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges, match_seq)
+                committed = self.accountant.commit_cycle(cycle_id, now, new_state, result.charges, match_seq,
+                                                         edit_mark=edit_mark)
             except BaseException:
                 self.matches.discard(cycle_id)
                 raise

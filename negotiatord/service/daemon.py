@@ -1,11 +1,17 @@
 """The daemon: wires feed, cycles, match log, accountant, HTTP and systemd, and runs them.
 
-One asyncio event loop serves HTTP, files ads, expires them and schedules cycles; each cycle runs
+One asyncio event loop serves HTTP and HTCondor's commands (:mod:`~.condor_commands` on the
+command port, :mod:`~.command_port`), files ads, expires them and schedules cycles; each cycle runs
 on its own worker thread (:mod:`~.cycles`) so ingestion and queries stay responsive while it
 negotiates (``NEGOTIATORD_CYCLE_WORKER = fork``: the thread hands the negotiation to a child
-process forked for it, so that parsing and negotiating do not share the GIL). Signals: SIGHUP re-reads the config
-(a broken one is reported and the old one stays in force); SIGTERM and SIGINT stop the daemon,
-abandoning a cycle that has not begun to commit.
+process forked for it, so that parsing and negotiating do not share the GIL). Started by
+``condor_master``, it also sends the master its keep-alives (:mod:`~.master`).
+
+Signals, as DaemonCore takes them: SIGHUP re-reads the config (a broken one is reported and the old
+one stays in force); SIGTERM (a graceful stop), SIGQUIT (a fast one) and SIGINT stop the daemon,
+abandoning a cycle that has not begun to commit. HTCondor's negotiator stops the same way on
+either (``main_shutdown_graceful`` and ``main_shutdown_fast`` in its ``main.cpp`` both exit at
+once); its cycle, which runs on its one thread, ends first, as negotiatord's commit does.
 """
 
 from __future__ import annotations
@@ -28,9 +34,12 @@ import structlog
 from aiohttp import web
 
 from negotiatord import __version__
-from negotiatord.accountant import AccountantState, AccountantStore
+from negotiatord.accountant import AccountantStore
 from negotiatord.accountant.quota_timers import QuotaTimer, timer_document
 from negotiatord.ads import AdBatch
+from negotiatord.cedar.inherit import Inheritance
+from negotiatord.cedar.parent import ParentDaemon
+from negotiatord.cedar.server import CommandServer
 from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
@@ -47,9 +56,12 @@ from negotiatord.schedds.negotiations import Prefetched
 from negotiatord.service.accounting import accountant_document
 from negotiatord.service.advertising import Advertiser
 from negotiatord.service.collector_ads import DaemonIdentity, accounting_ads, negotiator_ad
+from negotiatord.service.command_port import CommandPort
+from negotiatord.service.condor_commands import NegotiatorCommands
 from negotiatord.service.connections import AcceptFailures, ConnectionLimit, raise_file_limit
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming, Negotiated
 from negotiatord.service.http import build_app
+from negotiatord.service.master import UnderMaster
 from negotiatord.service.metrics import ServiceMetrics
 from negotiatord.service.paths import StatePaths
 from negotiatord.service.pool_negotiation import PoolNegotiation, with_request_jobs
@@ -138,13 +150,19 @@ class PendingPublication:
 
 class Daemon:
     def __init__(self, config: Path, settings: Settings, clock: DaemonClock,
-                 preload: dict[AdKind, AdBatch] | None = None, accept_state_mismatch: bool = False) -> None:
+                 preload: dict[AdKind, AdBatch] | None = None, accept_state_mismatch: bool = False, *,
+                 inherited: Inheritance | None = None, command_port: int | None = None,
+                 local_name: str | None = None) -> None:
         """Opens the state (StateMismatch, AccountantStoreError, MatchLogError, TokenError if it
-        cannot be used); ``accept_state_mismatch``: see :mod:`~.state_check`."""
+        cannot be used); ``accept_state_mismatch``: see :mod:`~.state_check`. ``inherited``: what
+        condor_master handed down, if it started the daemon; ``command_port``: ``-p``."""
         self.config = config
         self.settings = settings
         self.clock = clock
         self.preload = preload or {}
+        self.inherited = inherited
+        self.command_port_override = command_port
+        self.local_name = local_name
         self.log = structlog.get_logger("negotiatord.daemon")
         self.paths = StatePaths.resolve(settings.service)
         # the TLS files are read now, so that a missing one stops the start before any work
@@ -206,6 +224,10 @@ class Daemon:
         self._poke = asyncio.Event()
         self._reloading = asyncio.Lock()
         self._url = ""
+        self.commands = CommandServer(settings.service.command_port.security)
+        NegotiatorCommands(self).register(self.commands)
+        self.command_port = CommandPort(self.commands)
+        self.master: UnderMaster | None = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -237,16 +259,29 @@ class Daemon:
             self.connections.factory(runner.server), service.http_address, service.http_port, ssl=self.tls,
             reuse_address=True, backlog=128, ssl_handshake_timeout=service.header_timeout if self.tls else None)
         self._url = _url(server.sockets[0].getsockname(), service)
+        await self.command_port.open(service.command_port, self.inherited, self.command_port_override)
+        try:
+            self.command_port.write_address_file(service.command_port.address_file)
+        except OSError as error:
+            self.log.warning("cannot write the address file", file=str(service.command_port.address_file),
+                             error=error.strerror or str(error))
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
-        for stop in (signal.SIGTERM, signal.SIGINT):
+        for stop in (signal.SIGTERM, signal.SIGQUIT, signal.SIGINT):
             loop.add_signal_handler(stop, self.stop)
+        if self.inherited is not None:
+            self.master = UnderMaster(ParentDaemon(self.inherited, service.pool.security),
+                                      lambda: self.settings.service.command_port, self.stop)
+            self.master.start()
         tasks = [asyncio.ensure_future(self._cycles()), asyncio.ensure_future(self._sweep_expired()),
                  asyncio.ensure_future(self._advertise())]
         if self.notifier.watchdog_interval:
             tasks.append(asyncio.ensure_future(self._watchdog(self.notifier.watchdog_interval)))
-        self.log.info("negotiatord ready", url=self._url, config=str(self.config),
-                      state_dir=str(self.paths.state_dir), token_file=str(self.paths.token_file),
-                      clock_offset_s=round(self.clock.offset, 3), collector=service.collector_host)
+        self.log.info("negotiatord ready", pid=os.getpid(), url=self._url, command_address=self.command_port.address,
+                      config=str(self.config), state_dir=str(self.paths.state_dir),
+                      token_file=str(self.paths.token_file), clock_offset_s=round(self.clock.offset, 3),
+                      collector=service.collector_host,
+                      **({"parent": self.inherited.parent_address, "local_name": self.local_name}
+                         if self.inherited is not None else {}))
         self.notifier.ready(f"serving {self._url}")
         try:
             await self.stopping.wait()
@@ -261,6 +296,9 @@ class Daemon:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if self.master is not None:
+                await self.master.close()
+            await self.command_port.close()
             server.close()
             await runner.cleanup()
             self.parsing.close()
@@ -519,16 +557,8 @@ class Daemon:
     def negotiator_ad(self) -> dict[str, Any]:
         """The Negotiator ad as the collector gets it (:mod:`~.collector_ads`)."""
         identity = DaemonIdentity(self.settings.service.pool.negotiator_name, os.uname().nodename, self._url,
-                                  __version__, self.started)
+                                  self.command_port.address or "", __version__, self.started)
         return negotiator_ad(identity, self.history.cycle_attributes(), self.clock.now(), self._ad_sequence)
-
-    def accountant_document(self, state: AccountantState) -> dict[str, Any]:
-        """``/v1/accountant``: the accountant's ``state`` with the last cycle's group figures and
-        slots in use."""
-        last = self.history.last
-        groups = last.outcome.result.groups if last else ()
-        slots = last.outcome.result.slots_in_use(self.settings.group_tree) if last else {}
-        return accountant_document(state, self.settings, groups, self.clock.now(), slots)
 
     async def _advertise(self) -> None:
         """Advertise the daemon's ads (:mod:`~.advertising`): at start, after each cycle (the
@@ -548,7 +578,7 @@ class Daemon:
             accounting: list[dict[str, Any]] = []
             if self._accounting_due and settings.service.advertise_accounting:
                 try:
-                    document = self.accountant_document(await asyncio.to_thread(self.accountant.load))
+                    document = await self.accountant_report()
                 except Exception as error:  # the accountant's storage fails: the next cycle tries again
                     self.log.error("the Accounting ads could not be made; the Negotiator ad goes alone",
                                    error=f"{type(error).__name__}: {error}")
@@ -639,7 +669,14 @@ class Daemon:
                 if kept:
                     self.log.warning("these settings take effect only after a restart", params=kept)
                 running_values = {name: getattr(running, name) for name in RESTART_ONLY}
+                port, bound = running.command_port, new.service.command_port
+                if (port.port, port.bind_address) != (bound.port, bound.bind_address):
+                    self.log.warning("these settings take effect only after a restart",
+                                     params=["NEGOTIATORD_COMMAND_PORT", "BIND_ALL_INTERFACES", "NETWORK_INTERFACE"])
+                running_values["command_port"] = replace(bound, port=port.port, bind_address=port.bind_address,
+                                                         advertised_host=port.advertised_host)
                 new = replace(new, service=replace(new.service, **running_values))
+                self.commands.security = new.service.command_port.security
                 self.settings, self.token = new, token
                 await self.collector.close()   # the next query's worker reads the new config
                 self.history.resize(new.service.cycle_stats_length)
@@ -653,6 +690,22 @@ class Daemon:
                 self._advertise_now.set()   # as HTCondor's negotiator advertises on a reconfig
 
     # -- status ---------------------------------------------------------------------------------
+
+    def read_accountant(self) -> dict[str, Any]:
+        """The accountant as ``condor_userprio`` shows it (:func:`accountant_document`), read from
+        its database, with the last cycle's group figures and slots in use: call it off the event
+        loop."""
+        last = self.history.last
+        groups = last.outcome.result.groups if last else ()
+        slots = last.outcome.result.slots_in_use(self.settings.group_tree) if last else {}
+        document = accountant_document(self.accountant.load(), self.settings, groups, self.clock.now(), slots)
+        if last is not None:   # HTCondor's LastUpdate is its last priority update, every cycle's
+            document["last_update"] = max(document["last_update"] or 0, last.outcome.time)
+        return document
+
+    async def accountant_report(self) -> dict[str, Any]:
+        """:meth:`read_accountant` on a thread."""
+        return await asyncio.to_thread(self.read_accountant)
 
     def status(self) -> dict[str, Any]:
         timing = CycleTiming.from_settings(self.settings)
@@ -675,6 +728,9 @@ class Daemon:
             "counters": asdict(self.counters),
             "reload": self.reload_state,
             "collector": {"host": self.settings.service.collector_host, **self.pull_state},
+            "command_port": {"address": self.command_port.address, "sessions": len(self.commands.sessions),
+                             "refused_connections": self.commands.refused_connections},
+            "master": self.master.status() if self.master is not None else None,
             "schedds": self.pool.status(),
             "http": {"connections": self.connections.document(),
                      "reads": {"in_flight": self.reads.active, "refused": dict(self.reads.refused)}},

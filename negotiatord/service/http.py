@@ -30,6 +30,16 @@ if TYPE_CHECKING:
     from negotiatord.service.daemon import Daemon
 
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
+# POST /v1/accountant/<setting>: the body's key, the accountant's method, what it sets (condor_userprio's option)
+ACCOUNTANT_SETTINGS = {
+    "factor": ("factor", "set_factor", "priority factor"),                      # -setfactor
+    "priority": ("priority", "set_priority", "priority"),                       # -setprio
+    "accumulated-usage": ("usage", "set_accumulated_usage", "accumulated usage"),   # -setaccum
+    "begin-time": ("time", "set_begin_time", "begin usage time"),               # -setbegin
+    "last-time": ("time", "set_last_time", "last usage time"),                  # -setlast
+    "ceiling": ("ceiling", "set_ceiling", "ceiling"),                           # -setceiling
+    "floor": ("floor", "set_floor", "floor"),                                   # -setfloor
+}
 MATCH_PAGE = 1000          # default page of GET /v1/matches, and its largest (~300 kB of JSON)
 MATCH_PAGE_MAX = 1000
 KEEPALIVE_S = 15.0         # SSE comment lines keep proxies and clients from timing out
@@ -51,8 +61,9 @@ def build_app(daemon: Daemon) -> web.Application:
         web.get("/v1/matches", api.matches),
         web.get("/v1/matches/stream", api.stream),
         web.get("/v1/accountant", api.accountant),
-        web.post("/v1/accountant/factor", api.set_factor),
         web.post("/v1/accountant/reset-usage", api.reset_usage),
+        web.post("/v1/accountant/delete", api.delete),
+        web.post("/v1/accountant/{setting}", api.set_setting),
         web.get("/metrics", api.metrics),
     ])
     return app
@@ -175,21 +186,25 @@ class _ServiceApi:
         return response
 
     async def accountant(self, request: web.Request) -> web.Response:
-        daemon = self.daemon
-        body = await daemon.reads.read(_client(request), _json,
-                                       lambda: daemon.accountant_document(daemon.accountant.load()))
+        body = await self.daemon.reads.read(_client(request), _json, self.daemon.read_accountant)
         return web.Response(body=body, content_type="application/json")
 
-    async def set_factor(self, request: web.Request) -> web.Response:
-        """condor_userprio -setfactor: ``{"customer": NAME, "factor": F}`` (F >= 1)."""
+    async def set_setting(self, request: web.Request) -> web.Response:
+        """condor_userprio's setters: ``POST /v1/accountant/<setting>`` with ``{"customer": NAME,
+        "<key>": VALUE}``, the settings and keys of :data:`ACCOUNTANT_SETTINGS`."""
+        setting = request.match_info["setting"]
+        if setting not in ACCOUNTANT_SETTINGS:
+            raise json_error(web.HTTPNotFound, f"no accountant setting {setting!r}; there are "
+                             f"{', '.join(sorted(ACCOUNTANT_SETTINGS))}, reset-usage and delete")
+        key, method, what = ACCOUNTANT_SETTINGS[setting]
         body = await _json_body(request)
-        customer, factor = _customer(body), body.get("factor")
+        customer, value = _customer(body), body.get(key)
         try:
-            await asyncio.to_thread(self.daemon.accountant.set_factor, customer, factor)
+            await asyncio.to_thread(getattr(self.daemon.accountant, method), customer, value)
         except ValueError as error:
             raise json_error(web.HTTPBadRequest, str(error)) from None
-        self.daemon.log.info("priority factor set", customer=customer, factor=factor)
-        return web.json_response({"customer": customer, "factor": factor})
+        self.daemon.log.info(f"{what} set", customer=customer, value=value, by="HTTP")
+        return web.json_response({"customer": customer, key: value})
 
     async def reset_usage(self, request: web.Request) -> web.Response:
         """condor_userprio -resetusage NAME (``{"customer": NAME}``) or -resetall (``{"all": true}``)."""
@@ -197,17 +212,25 @@ class _ServiceApi:
         daemon = self.daemon
         now = daemon.clock.now()
         if body.get("all") is True:
-            state = await asyncio.to_thread(daemon.accountant.load)
-            names = [record.name for record in state.customers()]
+            names = await asyncio.to_thread(daemon.accountant.reset_all_usage, now)
         else:
             names = [_customer(body)]
-        for name in names:
             try:
-                await asyncio.to_thread(daemon.accountant.reset_usage, name, now)
+                await asyncio.to_thread(daemon.accountant.reset_usage, names[0], now)
             except UnknownCustomer as error:
                 raise json_error(web.HTTPNotFound, f"{error}; `negotiatord userprio -allusers` lists them") from None
-        daemon.log.info("accumulated usage reset", customers=len(names))
+        daemon.log.info("accumulated usage reset", customers=len(names), by="HTTP")
         return web.json_response({"reset": names, "time": now})
+
+    async def delete(self, request: web.Request) -> web.Response:
+        """condor_userprio -delete NAME: ``{"customer": NAME}``."""
+        customer = _customer(await _json_body(request))
+        try:
+            await asyncio.to_thread(self.daemon.accountant.delete_customer, customer)
+        except UnknownCustomer as error:
+            raise json_error(web.HTTPNotFound, f"{error}; `negotiatord userprio -allusers` lists them") from None
+        self.daemon.log.info("accountant record deleted", customer=customer, by="HTTP")
+        return web.json_response({"deleted": customer})
 
     async def metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self.daemon.metrics.exposition(),

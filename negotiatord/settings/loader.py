@@ -27,6 +27,7 @@ import structlog
 from negotiatord.settings.errors import ConfigError
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings
 from negotiatord.settings.pool import read_pool_settings
+from negotiatord.settings.serving import read_command_port_settings
 from negotiatord.settings.spelling import check_per_group_knobs, misspelling_warnings
 from negotiatord.settings.unread import LEGACY, UNREAD, legacy_in_force, unread_warnings
 from negotiatord.settings.model import (
@@ -88,6 +89,16 @@ def load_settings(path: Path) -> Settings:
     for warning in settings.warnings:
         log.warning("config", config=str(path), warning=warning)
     return settings
+
+
+def param_value(path: Path, name: str) -> str | None:
+    """``name``'s value in the condor config at ``path`` as HTCondor reads it; None if it is unset
+    or the config cannot be read."""
+    try:
+        params = _read_with_htcondor(path)["params"]
+    except ConfigError:
+        return None
+    return next((value for key, value in params.items() if key.upper() == name.upper() and value), None)
 
 
 def _blamed(path: Path, params: _Params, message: str) -> str:
@@ -420,6 +431,7 @@ def _service(params: _Params, config_dir: Path, warnings: list[str]) -> ServiceS
         update_interval=params.number("NEGOTIATOR_UPDATE_INTERVAL", 0, above=True, fallback=defaults.update_interval),
         advertise_accounting=params.boolean("NEGOTIATOR_ADVERTISE_ACCOUNTING", defaults.advertise_accounting),
         pool=read_pool_settings(params, config_dir, warnings),
+        command_port=read_command_port_settings(params, config_dir, warnings),
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from negotiatord.settings.groups import GroupSettings, GroupTree
 from negotiatord.settings.pool import PoolSettings
+from negotiatord.settings.serving import CommandPortSettings
 
 
 # HTCondor's param table default for PREEMPTION_RANK: the worst user priority first, then the
@@ -105,6 +106,7 @@ class ServiceSettings:
     update_interval: float = 300.0              # NEGOTIATOR_UPDATE_INTERVAL: the Negotiator ad between cycles
     advertise_accounting: bool = True           # NEGOTIATOR_ADVERTISE_ACCOUNTING: the Accounting ads
     pool: PoolSettings = field(default_factory=PoolSettings)   # credentials and NEGOTIATE knobs
+    command_port: CommandPortSettings = field(default_factory=CommandPortSettings)   # HTCondor's commands in
 
 
 @dataclass(frozen=True)

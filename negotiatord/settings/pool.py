@@ -16,19 +16,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from negotiatord.cedar.policy import IMPLEMENTED_METHODS, ClientSecurity, Requirement, SslFiles, canonical_method
 from negotiatord.settings.errors import ConfigError
-
-
-class _Params(Protocol):
-    def raw(self, name: str) -> str | None: ...
-    def setting(self, name: str) -> str | None: ...
-    def number(self, name: str, low: float | None = None, above: bool = False,
-               fallback: float | None = None) -> float: ...
-    def boolean(self, name: str, fallback: bool | None = None) -> bool: ...
-    def changed(self, name: str) -> bool: ...
+from negotiatord.settings.params import ConfigParams, listed
 
 
 @dataclass(frozen=True)
@@ -43,7 +34,7 @@ class PoolSettings:
     request_list_size: int = 200             # NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE
 
 
-def _security_setting(params: _Params, knob: str) -> str | None:
+def _security_setting(params: ConfigParams, knob: str) -> str | None:
     for name in (f"SEC_CLIENT_{knob}", f"SEC_DEFAULT_{knob}"):
         text = params.raw(name)
         if text is not None:
@@ -51,7 +42,7 @@ def _security_setting(params: _Params, knob: str) -> str | None:
     return params.setting(f"SEC_DEFAULT_{knob}")
 
 
-def _level(params: _Params, knob: str) -> Requirement:
+def _level(params: ConfigParams, knob: str) -> Requirement:
     text = _security_setting(params, knob)
     if text is None:
         return Requirement.OPTIONAL
@@ -61,16 +52,12 @@ def _level(params: _Params, knob: str) -> Requirement:
         raise ConfigError(f"SEC_CLIENT_{knob} (or SEC_DEFAULT_{knob}): {error}") from None
 
 
-def _list(text: str | None) -> list[str]:
-    return [word for word in (text or "").replace(",", " ").split() if word]
-
-
-def _path(params: _Params, name: str, config_dir: Path) -> Path | None:
+def _path(params: ConfigParams, name: str, config_dir: Path) -> Path | None:
     text = params.raw(name)
     return None if text is None else Path(os.path.normpath(config_dir / os.path.expanduser(text.strip())))
 
 
-def _token_directory(params: _Params, config_dir: Path) -> Path | None:
+def _token_directory(params: ConfigParams, config_dir: Path) -> Path | None:
     configured = _path(params, "SEC_TOKEN_DIRECTORY", config_dir)
     if configured is not None:
         return configured
@@ -81,10 +68,10 @@ def _token_directory(params: _Params, config_dir: Path) -> Path | None:
     return Path(system) if system else None
 
 
-def read_pool_settings(params: _Params, config_dir: Path, warnings: list[str]) -> PoolSettings:
+def read_pool_settings(params: ConfigParams, config_dir: Path, warnings: list[str]) -> PoolSettings:
     """The pool settings of a config, adding to ``warnings`` what of it negotiatord cannot follow;
     raises :class:`ConfigError` on a value HTCondor would refuse."""
-    configured = [canonical_method(m) for m in _list(_security_setting(params, "AUTHENTICATION_METHODS"))]
+    configured = [canonical_method(m) for m in listed(_security_setting(params, "AUTHENTICATION_METHODS"))]
     missing = [m for m in dict.fromkeys(configured) if m not in IMPLEMENTED_METHODS]
     explicit = any(params.changed(f"SEC_{scope}_AUTHENTICATION_METHODS") for scope in ("CLIENT", "DEFAULT"))
     if not explicit:
@@ -95,7 +82,7 @@ def read_pool_settings(params: _Params, config_dir: Path, warnings: list[str]) -
         warnings.append(f"SEC_CLIENT_AUTHENTICATION_METHODS lists {', '.join(missing)}, which negotiatord "
                         f"does not implement; it authenticates with "
                         f"{', '.join(m for m in configured if m in IMPLEMENTED_METHODS) or 'nothing'}")
-    crypto = [m.upper() for m in _list(_security_setting(params, "CRYPTO_METHODS") or "AES")]
+    crypto = [m.upper() for m in listed(_security_setting(params, "CRYPTO_METHODS") or "AES")]
     if "AES" not in crypto:
         raise ConfigError(f"SEC_CLIENT_CRYPTO_METHODS = {', '.join(crypto)}: negotiatord speaks only AES "
                           "(AES-256-GCM, every HTCondor since 9.0 does)")
@@ -146,7 +133,7 @@ def daemon_name(configured: str | None) -> str:
     return f"{name}@{host}"
 
 
-def _seconds(params: _Params, knob: str, default: float) -> float:
+def _seconds(params: ConfigParams, knob: str, default: float) -> float:
     for name in (f"SEC_CLIENT_{knob}", f"SEC_DEFAULT_{knob}"):
         if params.raw(name) is not None:
             return params.number(name, 0, above=True)

@@ -353,6 +353,57 @@ def test_reset_usage_zeroes_accumulated_usage_and_keeps_what_a_running_cycle_add
         assert record.real_priority == pytest.approx(0.5 * 0.25 + 2.0 * 0.75)  # priority untouched
 
 
+def test_an_administrators_priority_and_last_usage_time_outlast_a_cycle_loaded_before_them() -> None:
+    """HTCondor's negotiator serves no command while it negotiates; negotiatord does, and a commit
+    keeps the edits made since its cycle loaded (negotiatord.accountant.edits)."""
+    with AccountantStore(":memory:") as store:
+        assert store.commit_cycle(1, 0.0, cycle_state(store.load(), 0.0, {ALICE: 2.0}), {})
+        mark, loaded = store.edit_mark(), store.load()
+        store.set_priority(ALICE, 42.0)          # condor_userprio -setprio, while cycle 2 runs
+        store.set_last_time(ALICE, 1000.0)       # -setlast
+        assert store.commit_cycle(2, HOUR, cycle_state(loaded, HOUR, {ALICE: 2.0}), {}, edit_mark=mark)
+        record = store.load().record(ALICE)
+        assert (record.real_priority, record.last_usage_time) == (42.0, 1000.0)
+        assert record.last_update_time == HOUR                 # the cycle's own figures still land
+        # the next cycle, loaded after the edits, computes from them
+        assert store.commit_cycle(3, 2 * HOUR, cycle_state(store.load(), 2 * HOUR, {ALICE: 2.0}), {},
+                                  edit_mark=store.edit_mark())
+        assert store.load().record(ALICE).real_priority == pytest.approx(42.0 * 0.5 + 2.0 * 0.5)
+
+
+def test_a_customer_deleted_while_a_cycle_runs_stays_deleted_until_the_next() -> None:
+    with AccountantStore(":memory:") as store:
+        assert store.commit_cycle(1, 0.0, cycle_state(store.load(), 0.0, {ALICE: 2.0}), {})
+        mark, loaded = store.edit_mark(), store.load()
+        store.delete_customer(ALICE)             # -delete
+        assert store.commit_cycle(2, HOUR, cycle_state(loaded, HOUR, {ALICE: 2.0}), {}, edit_mark=mark)
+        assert store.load().customers() == []
+        # its next cycle makes it afresh, as HTCondor's next update does
+        assert store.commit_cycle(3, 2 * HOUR, cycle_state(store.load(), 2 * HOUR, {ALICE: 2.0}), {},
+                                  edit_mark=store.edit_mark())
+        assert store.load().record(ALICE).real_priority == MIN_PRIORITY
+        with pytest.raises(UnknownCustomer):
+            store.delete_customer("nobody@site")
+
+
+def test_ceilings_and_floors_are_the_administrators_and_follow_accountant_cpp() -> None:
+    """SetCeiling/SetFloor, read back as GetCeiling (below 0: none) and GetFloor (0 or below: none)."""
+    with AccountantStore(":memory:") as store:
+        store.set_ceiling(ALICE, 4)
+        store.set_floor(ALICE, 2)
+        assert store.commit_cycle(1, 0.0, cycle_state(store.load(), 0.0, {ALICE: 2.0}), {})
+        record = store.load().record(ALICE)
+        assert (record.ceiling, record.floor) == (4.0, 2.0)    # a cycle never writes them
+        store.set_ceiling(ALICE, -1)
+        store.set_floor(ALICE, 0)
+        assert (store.load().record(ALICE).ceiling, store.load().record(ALICE).floor) == (None, None)
+        store.set_accumulated_usage(ALICE, 7200)
+        store.set_begin_time(ALICE, 100)
+        names = store.reset_all_usage(now=500.0)
+        assert names == [ALICE] and store.load().record(ALICE).accumulated_usage == 0.0
+        assert store.load().record(ALICE).begin_usage_time == 500.0
+
+
 @pytest.mark.parametrize("bad", [0.5, 0.0, -3.0, math.nan, math.inf])
 def test_set_factor_refuses_factors_condor_userprio_refuses(bad: float) -> None:
     with AccountantStore(":memory:") as store:
@@ -400,7 +451,7 @@ def test_a_corrupt_record_is_reported_with_the_file_and_customer(tmp_path: Path)
     path = tmp_path / "accountant.sqlite"
     AccountantStore(path).close()
     with sqlite3.connect(path) as raw:
-        raw.execute("INSERT INTO customers VALUES ('bob@site', 0.1, NULL, 0, 0, NULL, NULL, NULL)")
+        raw.execute("INSERT INTO customers VALUES ('bob@site', 0.1, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL)")
     with AccountantStore(path) as store:
         with pytest.raises(AccountantStoreError, match="accountant.sqlite.*bob@site"):
             store.load()

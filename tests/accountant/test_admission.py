@@ -108,14 +108,18 @@ def test_admission_usage_and_quota_timers_survive_reopen(tmp_path: Path):
     assert loaded.quota_timers == {"group_a": QuotaTimer("group_a", {"cpus": 8.0}, 600.0, T0)}
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_an_older_database_is_upgraded_in_place(tmp_path: Path, version: int):
     path = tmp_path / "accountant.sqlite"
     with AccountantStore(path) as store:
         store.commit_cycle(1, T0, AccountantState([CustomerRecord.fresh("alice@site")]), {"alice@site": 1.0})
     raw = sqlite3.connect(path)
     with raw:       # what each later version added, taken away again
-        raw.execute("ALTER TABLE cycles DROP COLUMN match_seq")
+        raw.execute("DROP TABLE admin_edits")
+        for column in ("ceiling", "floor"):
+            raw.execute(f"ALTER TABLE customers DROP COLUMN {column}")
+        if version <= 3:
+            raw.execute("ALTER TABLE cycles DROP COLUMN match_seq")
         if version <= 2:
             raw.execute("ALTER TABLE quota_timers DROP COLUMN enforced")
         if version == 1:
@@ -131,3 +135,6 @@ def test_an_older_database_is_upgraded_in_place(tmp_path: Path, version: int):
             quota_timers={"g": QuotaTimer("g", {"cpus": 1.0}, 5.0, T0)}), {}, match_seq=7)
         assert store.load().quota_timers["g"].due == T0 + 5
         assert store.last_match_seq() == 7
+        assert store.load().record("alice@site").ceiling is None     # none before version 5
+        store.set_ceiling("alice@site", 4)
+        assert store.load().record("alice@site").ceiling == 4

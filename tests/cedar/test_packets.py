@@ -48,8 +48,8 @@ def test_encrypted_packets_round_trip_and_only_the_first_carries_the_iv():
         await a.send_message(b"clear handshake")
         assert await b.receive_message() == b"clear handshake"
         key = os.urandom(32)
-        a.set_session_key(key, encrypt=True)
-        b.set_session_key(key, encrypt=True)
+        a.set_session_key(key)
+        b.set_session_key(key)
         a.write_message(b"x" * 10)
         a.write_message(b"y" * 10)
         await a.drain()
@@ -68,8 +68,8 @@ def test_both_ends_agree_in_both_directions():
         await b.send_message(b"pong")
         await a.receive_message()
         key = os.urandom(32)
-        a.set_session_key(key, encrypt=True)
-        b.set_session_key(key, encrypt=True)
+        a.set_session_key(key)
+        b.set_session_key(key)
         for n in range(5):
             await a.send_message(b"a%d" % n)
             await b.send_message(b"b%d" % n)
@@ -87,8 +87,8 @@ def test_an_altered_handshake_fails_the_first_decryption():
         await b.receive_message()
         b._received.reset()        # b now believes it saw nothing in clear
         key = os.urandom(32)
-        a.set_session_key(key, encrypt=True)
-        b.set_session_key(key, encrypt=True)
+        a.set_session_key(key)
+        b.set_session_key(key)
         await a.send_message(b"secret")
         with pytest.raises(PacketError, match="authentication"):
             await b.receive_message()
@@ -98,8 +98,8 @@ def test_an_altered_handshake_fails_the_first_decryption():
 def test_a_wrong_key_is_refused():
     async def scenario():
         a, b = await _pair()
-        a.set_session_key(os.urandom(32), encrypt=True)
-        b.set_session_key(os.urandom(32), encrypt=True)
+        a.set_session_key(os.urandom(32))
+        b.set_session_key(os.urandom(32))
         await a.send_message(b"secret")
         with pytest.raises(PacketError):
             await b.receive_message()

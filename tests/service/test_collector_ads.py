@@ -12,6 +12,8 @@ ads go through negotiatord's CEDAR encoding and back, as the collector reads the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import classad2
 
 from negotiatord.accountant import AccountantState, CustomerRecord
@@ -63,6 +65,10 @@ def test_each_customer_and_group_is_an_accounting_ad_with_htcondors_names():
     bob = ads["bob@site"]          # never used anything: 0, as HTCondor's unset usage times read
     assert (bob["Priority"], bob["ResourcesUsed"], bob["LastUsageTime"]) == (20.0, 0, 0)
     assert bob["AccountingGroup"] == "<none>"
+    # a submitter's ad carries its ceiling and floor (forwardAccountingData: -1 and 0 for none),
+    # a group's none (forwardGroupAccounting)
+    assert (alice["Ceiling"], alice["Floor"]) == (-1, 0)
+    assert "Ceiling" not in ads["physics"] and "Floor" not in ads["<none>"]
 
     physics = ads["physics"]
     assert (physics["IsAccountingGroup"], physics["AccountingGroup"]) == (True, "<none>")
@@ -87,8 +93,13 @@ def test_slots_in_use_are_claims_plus_matches_less_preemptions():
 
 
 def test_the_negotiator_ad_and_the_invalidations():
-    identity = DaemonIdentity("shard_one@cm", "cm", "http://127.0.0.1:9680", "0.1", NOW - 100)
+    identity = DaemonIdentity("shard_one@cm", "cm", "http://127.0.0.1:9680", "<127.0.0.1:9618?sock=n>", "0.1",
+                              NOW - 100)
     ad = _on_the_wire(negotiator_ad(identity, {"LastNegotiationCycleMatches0": 4}, NOW, 7))
+    # where HTCondor's tools find the negotiator's command port (Matchmaker::init_public_ad)
+    assert ad["MyAddress"] == ad["NegotiatorIpAddr"] == "<127.0.0.1:9618?sock=n>"
+    without_port = replace(identity, address="")
+    assert "MyAddress" not in negotiator_ad(without_port, {}, NOW, 7)
     assert (ad["MyType"], ad["Name"], ad["Machine"], ad["DaemonStartTime"], ad["MyCurrentTime"]) == (
         "Negotiator", "shard_one@cm", "cm", NOW - 100, NOW)
     assert (ad["UpdateSequenceNumber"], ad["LastNegotiationCycleMatches0"]) == (7, 4)

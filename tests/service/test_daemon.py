@@ -237,6 +237,44 @@ def test_userprio_shows_the_accountant_and_edits_it_through_the_daemon(daemon):
     assert refused.returncode == 1 and "must be >= 1" in refused.stderr
 
 
+def test_userprio_makes_condor_userprios_other_writes_through_the_daemon(daemon):
+    """-setprio, -setaccum, -setbegin, -setlast, -setceiling, -setfloor, -resetall and -delete, each
+    printing what condor_userprio prints (user_prio.cpp), each read back from the accountant."""
+    def userprio(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "negotiatord", "userprio", "--url", daemon.url, "--token-file",
+                               str(daemon.state / "token"), *args], capture_output=True, text=True, cwd=ROOT,
+                              timeout=60)
+
+    def carol() -> dict:
+        return next(c for c in daemon.get("/v1/accountant")["customers"] if c["name"] == "carol@site")
+
+    said = [userprio(*args).stdout.strip() for args in (
+        ("-setprio", "carol@site", "7"), ("-setaccum", "carol@site", "3600"),
+        ("-setbegin", "carol@site", "1700000000"), ("-setlast", "carol@site", "1700000600"),
+        ("-setceiling", "carol@site", "4"), ("-setfloor", "carol@site", "2"))]
+    assert said == ["The priority of carol@site was set to 7.000000",
+                    "The Accumulated Usage of carol@site was set to 3600.000000",
+                    "The Begin Usage Time of carol@site was set to 1700000000",
+                    "The Last Usage Time of carol@site was set to 1700000600",
+                    "The ceiling of carol@site was set to 4", "The floor of carol@site was set to 2"]
+    record = carol()
+    assert (record["real_priority"], record["accumulated_usage_s"], record["begin_usage_time"],
+            record["last_usage_time"], record["ceiling"], record["floor"]) == (7.0, 3600.0, 1.7e9, 1.7e9 + 600, 4, 2)
+    table = userprio("-allusers").stdout
+    row = next(line for line in table.splitlines() if line.lstrip().startswith("carol@site"))
+    assert row.split()[-2:] == ["2.00", "4.00"]                   # Submitter Floor, Submitter Ceiling
+    # -1 clears a ceiling, 0 a floor (condor_userprio's man page)
+    assert userprio("-setceiling", "carol@site", "-1").returncode == 0
+    assert userprio("-setfloor", "carol@site", "0").returncode == 0
+    assert (carol()["ceiling"], carol()["floor"]) == (None, None)
+    assert userprio("-resetall").stdout.strip() == "The accumulated usage was reset for all users"
+    assert all(c["accumulated_usage_s"] == 0 for c in daemon.get("/v1/accountant")["customers"])
+    assert userprio("-delete", "carol@site").stdout.strip() == "The accountant record named carol@site was deleted"
+    assert "carol@site" not in {c["name"] for c in daemon.get("/v1/accountant")["customers"]}
+    refused = userprio("-setprio", "carol@site", "-3")
+    assert refused.returncode == 1 and "must be >= 0" in refused.stderr and "Traceback" not in refused.stderr
+
+
 def test_resetting_the_usage_of_an_unknown_customer_is_refused_and_adds_none(daemon):
     before = {c["name"] for c in daemon.get("/v1/accountant")["customers"]}
     refused = daemon.request("POST", "/v1/accountant/reset-usage", {"customer": "nobody@nowhere"})

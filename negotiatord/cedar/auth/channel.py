@@ -10,6 +10,11 @@ class MethodFailed(Exception):
     """This method did not authenticate; the message says why. Another method may still."""
 
 
+class OutOfStep(MethodFailed):
+    """The method failed on this side after the peer took it to have succeeded: the two sides no
+    longer agree on what comes next, and the connection cannot go on."""
+
+
 class Channel:
     """Messages to and from one daemon before the session is encrypted."""
 

@@ -153,7 +153,8 @@ def choose_token(security: ClientSecurity, trust_domain: str, issuer_keys: str) 
         "; " + "; ".join(passed_over) if passed_over else ": none found") + ")"
 
 
-def _mac(key: bytes, *parts: bytes) -> bytes:
+def mac(key: bytes, *parts: bytes) -> bytes:
+    """HMAC-SHA1 of ``parts`` under ``key`` (``Condor_Auth_Passwd::hmac``)."""
     return hmac.new(key, b"".join(parts), hashlib.sha1).digest()
 
 
@@ -188,7 +189,7 @@ async def authenticate_token(channel: Channel, security: ClientSecurity, facts: 
     if not failure and (echoed_name != name or echoed_nonce != nonce or len(server_nonce) != NONCE_BYTES):
         failure = "the daemon's answer does not echo what we sent"
     if not failure and not hmac.compare_digest(
-            server_mac, _mac(key, f"{name} {server_name}".encode(), b"\0", nonce, server_nonce)):
+            server_mac, mac(key, f"{name} {server_name}".encode(), b"\0", nonce, server_nonce)):
         failure = ("the token's signature and the daemon's signing key disagree: a token signed by another "
                    "pool or key, or a damaged token")
 
@@ -196,7 +197,7 @@ async def authenticate_token(channel: Channel, security: ClientSecurity, facts: 
     if failure:
         last.put_int(STATUS_ERROR).put_int(0).put_string("").put_int(0).put_int(0)
     else:
-        proof = _mac(key, name.encode(), b"\0", server_nonce)
+        proof = mac(key, name.encode(), b"\0", server_nonce)
         last.put_int(STATUS_OK).put_int(len(name.encode())).put_string(name)
         last.put_int(len(server_nonce)).put_bytes(server_nonce).put_int(len(proof)).put_bytes(proof)
     await channel.send(last)
