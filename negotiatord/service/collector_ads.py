@@ -2,7 +2,8 @@
 
 * **The Negotiator ad** (``Matchmaker::init_public_ad``, ``updateCollector``): ``MyType``
   ``Negotiator``, ``Name`` (``NEGOTIATOR_NAME``), the attributes DaemonCore publishes of any daemon
-  (``Machine``, ``DaemonStartTime``, ``MyCurrentTime``, ``RealUid``, ``UpdateSequenceNumber``),
+  (``Machine``, ``DaemonStartTime``, ``MyCurrentTime``, ``RealUid``, ``UpdateSequenceNumber``,
+  ``CondorVersion`` and ``CondorPlatform``, without which ``Daemon::locate`` finds no daemon),
   and the cycle figures ``LastNegotiationCycle*<n>`` (:mod:`~negotiatord.service.stats`), which
   ``condor_status -negotiator`` shows, and the command port (``MyAddress``, ``NegotiatorIpAddr``),
   where ``condor_userprio``, ``condor_reschedule`` and a schedd's ``RESCHEDULE`` find it; also its
@@ -35,7 +36,9 @@ from typing import Any
 import classad2
 
 from negotiatord.classad.values import quote_string
+from negotiatord.cedar.policy import REMOTE_VERSION
 from negotiatord.service.accounting_ads import customer_attributes, groups_by_name
+from negotiatord.service.command_port import PLATFORM
 from negotiatord.settings import ROOT_GROUP
 from negotiatord.settings.groups import GroupTree
 
@@ -61,7 +64,7 @@ def negotiator_ad(identity: DaemonIdentity, cycles: Mapping[str, Any], now: floa
     return {"MyType": NEGOTIATOR, "Name": identity.name, "Machine": identity.machine,
             "NegotiatordURL": identity.url, "NegotiatordVersion": identity.version,
             "DaemonStartTime": int(identity.started), "MyCurrentTime": int(now), "RealUid": os.getuid(),
-            "UpdateSequenceNumber": sequence, **cycles,
+            "UpdateSequenceNumber": sequence, "CondorVersion": REMOTE_VERSION, "CondorPlatform": PLATFORM, **cycles,
             **({"MyAddress": identity.address, "NegotiatorIpAddr": identity.address} if identity.address else {})}
 
 

@@ -8,7 +8,9 @@ Under ``condor_master`` it serves on what the master made for it (:mod:`negotiat
 its TCP command socket (``NEGOTIATOR_ARGS = -p PORT ...``, or ``USE_SHARED_PORT = False``), or,
 behind ``condor_shared_port``, its named socket, reached as the shared port's address (read from
 ``SHARED_PORT_DAEMON_AD_FILE``, as ``SharedPortEndpoint::InitRemoteAddress`` does) with
-``sock=<id>``. The UDP socket the master also makes is closed: negotiatord serves TCP only.
+``sock=<id>``. The UDP socket the master also makes is closed: negotiatord serves TCP only, and
+its address says so (``noUDP``), so that a schedd sends it ``RESCHEDULE`` over TCP
+(``Daemon::hasUDPCommandPort``; a shared port's address says so already).
 The address is written to ``NEGOTIATOR_ADDRESS_FILE`` (``$(LOG)/.negotiator_address``), as
 DaemonCore's ``drop_addr_file`` writes it (address, version and platform lines), for the tools that
 look for a local daemon there; the file is removed at stop, as ``DC_Exit`` removes it.
@@ -82,13 +84,13 @@ class CommandPort:
         """Start serving; the daemon's address. ``port``: ``-p``, over the config's."""
         if inherited is None:
             host, bound = await self.server.listen(settings.bind_address, settings.port if port is None else port)
-            self.address = f"<{self._named(host, settings)}:{bound}>"
+            self.address = f"<{self._named(host, settings)}:{bound}?noUDP>"
             return self.address
         for descriptor in inherited.udp_sockets:
             os.close(descriptor)
         for descriptor in inherited.command_sockets:
             host, bound = await self.server.adopt(socket.socket(fileno=descriptor))
-            self.address = self.address or f"<{self._named(host, settings)}:{bound}>"
+            self.address = self.address or f"<{self._named(host, settings)}:{bound}?noUDP>"
         if inherited.shared_port_socket is not None and inherited.shared_port_id:
             shared_port_id = inherited.shared_port_id
             self._endpoint = SharedPortEndpoint(socket.socket(fileno=inherited.shared_port_socket),

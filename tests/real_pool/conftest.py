@@ -27,6 +27,9 @@ CLAIM_WORKLIFE = 0
 # nor does a schedd start a job on what a p-slot it claimed has left ("Received match from startd,
 # leftover slot ad"): every job that runs here was matched by the negotiator under test
 CLAIM_PARTITIONABLE_LEFTOVERS = False
+# and a cycle runs when a test asks for it, not also when a schedd's RESCHEDULE after a submit
+# finds negotiatord through its ad (test_found_through_the_collector has a pool that sends it)
+SCHEDD_SEND_RESCHEDULE = False
 SCHEDD2 = $(SCHEDD)
 SCHEDD2_ARGS = -local-name schedd2
 SCHEDD2.SCHEDD_NAME = schedd2

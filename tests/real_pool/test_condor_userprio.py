@@ -2,7 +2,8 @@
 on the minipool: reads, writes, refusals, and a ceiling that takes effect in the next cycle.
 
 ``condor_userprio`` finds the negotiator as ``Daemon::locate`` does (``src/condor_daemon_client/
-daemon.cpp``): here through ``NEGOTIATOR_HOST``, set to the daemon's ``host:port``. Its queries are
+daemon.cpp``): here through ``NEGOTIATOR_HOST``, set to the daemon's ``host:port`` (through the
+collector: ``test_found_through_the_collector``). Its queries are
 ``QUERY_ACCOUNTING_ADS`` (``-negotiator``, ``-allusers``, named users), ``GET_PRIORITY`` (with
 ``USERPRIO_USE_NEGOTIATOR_MODULAR_QUERY`` false), ``GET_PRIORITY_ROLLUP`` (``-grouprollup``) and
 ``GET_RESLIST``; its writes the commands ``matchmaker.cpp`` registers at ADMINISTRATOR
@@ -47,7 +48,8 @@ def tool(pool: MiniPool, daemon: DaemonProcess, *args: str, identity: Path | Non
     """One of HTCondor's tools, pointed at the daemon by ``NEGOTIATOR_HOST``; as ``identity``'s
     token when given, else as root through FS."""
     address = daemon.status()["command_port"]["address"]
-    env = {**pool.env(), "_CONDOR_NEGOTIATOR_HOST": address.strip("<>"),
+    host_and_port = address.strip("<>").split("?")[0]
+    env = {**pool.env(), "_CONDOR_NEGOTIATOR_HOST": host_and_port,
            **{f"_CONDOR_{name}": value for name, value in knobs.items()}}
     if identity is not None:
         env.update(_CONDOR_SEC_TOKEN_DIRECTORY=str(identity), _CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS="IDTOKENS")
