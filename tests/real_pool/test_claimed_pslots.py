@@ -30,6 +30,9 @@ SLOT_TYPE_2 = cpus=6, memory=25%, disk=25%, swap=25%
 NUM_SLOTS_TYPE_2 = 1
 START = SlotTypeID =!= 2
 SCHEDD_INTERVAL = 2
+# cycles run when the test asks, not also on the schedd's RESCHEDULE, which finds negotiatord
+# through its ad once the first cycle advertised it
+SCHEDD_SEND_RESCHEDULE = False
 """
 
 
