@@ -7,7 +7,8 @@ count n becomes n jobs: its own ad, and n - 1 copies that differ only in ``Globa
 HTCondor's negotiator likewise offers one request up to n times (``ResourceRequestList::getRequest``).
 
 Each job carries what the cycle needs and the request may lack: ``JobStatus`` idle, and ``User``
-set to the submitter's name, which the cycle charges (the session is the submitter's, as
+(and, for a submitter the ``GROUP_PREFIX`` map renamed, ``AccountingGroup``) set to the
+submitter's name, which the cycle charges (the session is the submitter's, as
 ``Matchmaker::negotiate`` is per submitter). The schedd picks which of its jobs each match starts,
 from the request's job id in the offer (``schedd_negotiate.cpp``, ``FindRunnableJob``).
 """
@@ -59,6 +60,10 @@ class RequestJobs:
                           int(evaluate_number(ad, "WantMatchDiagnostics") or 0), count)
         ad["JobStatus"] = IDLE
         ad["User"] = submitter.name
+        if submitter.owner != submitter.name and "AccountingGroup" in ad:
+            # a submitter GROUP_PREFIX renamed is charged under its new name, which the job's own
+            # AccountingGroup would otherwise decide (pool.jobs.submitter_of)
+            ad["AccountingGroup"] = submitter.name
         keys = [global_id] + [f"{global_id}/{copy}" for copy in range(1, min(count, max_count))]
         shared = ClusterAd(ad) if len(keys) > 1 and not expressions_read_identity(ad) else None
         for key in keys:

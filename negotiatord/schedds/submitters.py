@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import classad2
 
 from negotiatord.classad.conversion import evaluate_string
+from negotiatord.classad.user_maps import map_user
 
 # schedds built since 8.3.0 send resource request lists (protocol 1, matchmaker.cpp
 # startNegotiateProtocol); anything older is asked one job at a time
@@ -49,6 +50,24 @@ def submitter_from_ad(ad: classad2.ClassAd) -> Submitter:
     return Submitter(name=name, schedd_name=evaluate_string(ad, "ScheddName") or address,
                      schedd_address=address, tag=tag, owner=evaluate_string(ad, "OriginalName") or name,
                      request_lists=_version(evaluate_string(ad, "CondorVersion")) >= REQUEST_LISTS_SINCE)
+
+
+def with_group_prefix(ad: classad2.ClassAd) -> classad2.ClassAd:
+    """The submitter ``ad`` renamed by the ``GROUP_PREFIX`` user map, as
+    ``Matchmaker::TransformSubmitterAd`` renames it: the map takes the accounting domain (what
+    follows the last ``@`` of ``Name``), and a prefix P makes the submitter ``P.<Name>``, charged in
+    group P, while its schedd is still asked about ``OriginalName``. An ad the map leaves alone
+    comes back as it is; a renamed one is a copy, the feed's ad untouched."""
+    name = evaluate_string(ad, "Name")
+    if not name or "@" not in name:
+        return ad
+    prefix = map_user("GROUP_PREFIX", name.rpartition("@")[2])
+    if prefix is None:
+        return ad
+    renamed = classad2.ClassAd({attribute: ad.lookup(attribute) for attribute in ad.keys()})
+    renamed["OriginalName"] = name
+    renamed["Name"] = f"{prefix}.{name}"
+    return renamed
 
 
 def _version(text: str | None) -> tuple[int, ...]:

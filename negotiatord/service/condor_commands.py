@@ -8,8 +8,9 @@ reads and answers what its handler there does:
 * READ: ``GET_PRIORITY``, ``GET_PRIORITY_ROLLUP`` (the accountant in one ad), ``GET_RESLIST`` (a
   submitter's slots), ``QUERY_ACCOUNTING_ADS`` (one ad per customer, for ``condor_userprio
   -negotiator``, ``-allusers`` or named users);
-* WRITE: ``SET_PRIORITYFACTOR``, which then also requires ADMINISTRATOR (HTCondor's alternative,
-  a ``PRIORITY_FACTOR_AUTHORIZATION`` user map, is not applied) and answers with an error ad;
+* WRITE: ``SET_PRIORITYFACTOR``, which then also requires ADMINISTRATOR, or a
+  ``PRIORITY_FACTOR_AUTHORIZATION`` user map that lets the client's identity set that submitter's
+  factor, and answers with an error ad;
 * ADMINISTRATOR: ``SET_PRIORITY``, ``SET_ACCUMUSAGE``, ``SET_BEGINTIME``, ``SET_LASTTIME``,
   ``SET_CEILING``, ``SET_FLOOR``, ``RESET_USAGE``, ``RESET_ALL_USAGE``, ``DELETE_USER`` (no answer:
   ``condor_userprio`` expects none), and DaemonCore's ``DC_RECONFIG_FULL`` (read the config again,
@@ -35,6 +36,7 @@ from negotiatord.cedar.authorization import Level
 from negotiatord.cedar.classads import get_classad, put_classad
 from negotiatord.cedar.server import Command, CommandServer
 from negotiatord.cedar.wire import MessageReader
+from negotiatord.classad.user_maps import map_user
 from negotiatord.service.accounting_ads import accounting_ads, answer_query, priority_report, resource_list
 
 if TYPE_CHECKING:
@@ -123,12 +125,8 @@ class NegotiatorCommands:
         reader = await command.receive()
         submitter, factor = reader.get_string(), reader.get_double()
         answer = classad2.ClassAd({"ErrorCode": 0})
-        administrator = command.holds(Level.ADMINISTRATOR)
         try:
-            if not administrator.allowed:
-                raise PermissionError(
-                    f"{command.who} may not set priority factors: that takes the ADMINISTRATOR level "
-                    f"({administrator.reason}); negotiatord does not apply PRIORITY_FACTOR_AUTHORIZATION")
+            self._may_set_factor(command, submitter)
             await asyncio.to_thread(self.daemon.accountant.set_factor, submitter, factor)
         except (PermissionError, ValueError) as error:
             answer = classad2.ClassAd({"ErrorCode": 4 if isinstance(error, PermissionError) else 1,
@@ -138,6 +136,25 @@ class NegotiatorCommands:
         else:
             self.log.info("priority factor set", submitter=submitter, factor=factor, by=command.who)
         await command.send_ad(answer)
+
+    def _may_set_factor(self, command: Command, submitter: str) -> None:
+        """Raise PermissionError unless the client is an administrator, or the
+        ``PRIORITY_FACTOR_AUTHORIZATION`` map gives its identity a comma list of prefixes one of
+        which starts ``submitter``'s name (``SET_PRIORITYFACTOR_commandHandler``)."""
+        administrator = command.holds(Level.ADMINISTRATOR)
+        if administrator.allowed:
+            return
+        refused = f"{command.who} may not set the priority factor of {submitter}: not an administrator " \
+                  f"({administrator.reason})"
+        if not self.daemon.settings.service.pool.has_user_map("PRIORITY_FACTOR_AUTHORIZATION"):
+            raise PermissionError(f"{refused}, and no PRIORITY_FACTOR_AUTHORIZATION map is configured "
+                                  "(NEGOTIATOR_CLASSAD_USER_MAP_NAMES)")
+        if not command.user:
+            raise PermissionError(f"{refused}, and not authenticated")
+        prefixes = map_user("PRIORITY_FACTOR_AUTHORIZATION", command.user) or ""
+        if not any(prefix.strip() and submitter.startswith(prefix.strip()) for prefix in prefixes.split(",")):
+            raise PermissionError(f"{refused}, and PRIORITY_FACTOR_AUTHORIZATION maps {command.user} to "
+                                  f"{prefixes or 'nothing'}, no prefix of {submitter}")
 
     def _setter(self, what: str, read: Callable[[MessageReader], float], write: Write) -> Callable[
             [Command], Awaitable[None]]:

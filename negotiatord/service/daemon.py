@@ -40,6 +40,7 @@ from negotiatord.ads import AdBatch
 from negotiatord.cedar.inherit import Inheritance
 from negotiatord.cedar.parent import ParentDaemon
 from negotiatord.cedar.server import CommandServer
+from negotiatord.classad.user_maps import UserMapError, install_user_maps
 from negotiatord.cycle.quota_enforcement import PROBLEM_PREFIX
 from negotiatord.feed.api import FeedApi, FeedTotals
 from negotiatord.feed.intake import take_in
@@ -167,6 +168,7 @@ class Daemon:
         self.paths = StatePaths.resolve(settings.service)
         # the TLS files are read now, so that a missing one stops the start before any work
         self.tls = tls_context(settings.service) if settings.service.tls_certificate is not None else None
+        install_user_maps(settings.service.pool.user_maps)
         self.paths.make_state_dir()
         self.state_lock = StateDirLock.take(self.paths.state_dir)
         with contextlib.ExitStack() as opened:     # what is open so far, closed if the rest fails
@@ -656,7 +658,8 @@ class Daemon:
             try:
                 new = await asyncio.to_thread(load_settings, self.config)
                 token = load_token(self.paths.token_file)
-            except (ConfigError, TokenError) as error:
+                self._install_user_maps(new)
+            except (ConfigError, TokenError, UserMapError) as error:
                 self.counters.reload_failures += 1
                 self.reload_state = {"ok": False, "time": self.clock.now(), "error": str(error)}
                 self.log.error("config reload refused; the previous config stays in force", error=str(error))
@@ -688,6 +691,15 @@ class Daemon:
                 self.notifier.ready(f"serving {self._url}")
                 self._poke.set()  # the timing knobs may have changed
                 self._advertise_now.set()   # as HTCondor's negotiator advertises on a reconfig
+
+    def _install_user_maps(self, new: Settings) -> None:
+        """The new config's user maps, as a negotiator's reconfig reloads them; if one cannot be
+        loaded, the running config's stay."""
+        try:
+            install_user_maps(new.service.pool.user_maps)
+        except UserMapError:
+            install_user_maps(self.settings.service.pool.user_maps)
+            raise
 
     # -- status ---------------------------------------------------------------------------------
 

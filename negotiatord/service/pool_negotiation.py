@@ -23,7 +23,7 @@ from negotiatord.feed.pull import SlotClaims
 from negotiatord.feed.store import AdStore, JobAds, PoolView
 from negotiatord.schedds.attributes import significant_attributes
 from negotiatord.schedds.negotiations import HandOut, Prefetched, ScheddFailure, ScheddOptions, Schedds
-from negotiatord.schedds.submitters import NotNegotiable, submitter_from_ad
+from negotiatord.schedds.submitters import NotNegotiable, submitter_from_ad, with_group_prefix
 from negotiatord.settings import Settings
 
 
@@ -68,12 +68,13 @@ class PoolNegotiation:
         """Every pulled submitter's requests."""
         submitters, problems = [], []
         constraint = settings.submitter_constraint
+        prefixed = settings.service.pool.has_user_map("GROUP_PREFIX")
         for key in sorted(store.table(AdKind.SUBMITTER).view()):
             ad = store.table(AdKind.SUBMITTER).get(key)
             if ad is None or (constraint is not None and not satisfies(ad, constraint)):
                 continue
             try:
-                submitters.append(submitter_from_ad(ad))
+                submitters.append(submitter_from_ad(with_group_prefix(ad) if prefixed else ad))
             except NotNegotiable as error:
                 problems.append(str(error))
         self.attributes = significant_attributes(store.view().slots.values(), settings)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from negotiatord.cedar.policy import IMPLEMENTED_METHODS, ClientSecurity, Requirement, SslFiles, canonical_method
+from negotiatord.classad.user_maps import UserMap
 from negotiatord.settings.errors import ConfigError
 from negotiatord.settings.params import ConfigParams, listed
 
@@ -32,6 +33,11 @@ class PoolSettings:
     prefetch_timeout_s: float = 30.0         # NEGOTIATOR_PREFETCH_REQUESTS_TIMEOUT
     prefetch_max_time_s: float = 60.0        # NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME (0: no limit)
     request_list_size: int = 200             # NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE
+    user_maps: tuple[UserMap, ...] = ()       # NEGOTIATOR_CLASSAD_USER_MAP_NAMES
+
+    def has_user_map(self, name: str) -> bool:
+        """Whether the map ``name`` (``GROUP_PREFIX``, ``PRIORITY_FACTOR_AUTHORIZATION``) is loaded."""
+        return any(user_map.name == name for user_map in self.user_maps)
 
 
 def _security_setting(params: ConfigParams, knob: str) -> str | None:
@@ -118,7 +124,30 @@ def read_pool_settings(params: ConfigParams, config_dir: Path, warnings: list[st
         prefetch_timeout_s=params.number("NEGOTIATOR_PREFETCH_REQUESTS_TIMEOUT", 0, above=True, fallback=timeout),
         prefetch_max_time_s=params.number("NEGOTIATOR_PREFETCH_REQUESTS_MAX_TIME", 0, fallback=60.0),
         request_list_size=int(params.number("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", 1, fallback=200)),
+        user_maps=_user_maps(params, config_dir, warnings),
     )
+
+
+def _user_maps(params: ConfigParams, config_dir: Path, warnings: list[str]) -> tuple[UserMap, ...]:
+    """The maps ``NEGOTIATOR_CLASSAD_USER_MAP_NAMES`` names, each from ``CLASSAD_USER_MAPFILE_<name>``
+    or else ``CLASSAD_USER_MAPDATA_<name>`` (``reconfig_user_maps``). HTCondor skips a name with
+    neither without a word; negotiatord says so. Of the maps, the negotiator itself applies
+    ``GROUP_PREFIX`` and ``PRIORITY_FACTOR_AUTHORIZATION``; the others serve ``userMap`` calls."""
+    maps = []
+    for name in dict.fromkeys(listed(params.raw("NEGOTIATOR_CLASSAD_USER_MAP_NAMES"))):
+        file = _path(params, f"CLASSAD_USER_MAPFILE_{name}", config_dir)
+        data = params.raw(f"CLASSAD_USER_MAPDATA_{name}")
+        if file is not None:
+            if not file.is_file():
+                raise ConfigError(f"CLASSAD_USER_MAPFILE_{name} = {file}: no such file "
+                                  f"(NEGOTIATOR_CLASSAD_USER_MAP_NAMES names the map {name})")
+            maps.append(UserMap(name, file=file))
+        elif data is not None:
+            maps.append(UserMap(name, data=data))
+        else:
+            warnings.append(f"NEGOTIATOR_CLASSAD_USER_MAP_NAMES names {name}, but neither "
+                            f"CLASSAD_USER_MAPFILE_{name} nor CLASSAD_USER_MAPDATA_{name} is set: the map is empty")
+    return tuple(maps)
 
 
 def daemon_name(configured: str | None) -> str:

@@ -43,10 +43,6 @@ UNREAD: dict[str, str] = {
     "MAX_ACCOUNTANT_DATABASE_SIZE": "the accountant is an SQLite file, which is not compacted by size",
     "NEGOTIATOR_DEBUG": "negotiatord logs with structlog (its level is --log-level) to its standard error, "
                         "or under condor_master to NEGOTIATOR_LOG",
-    "NEGOTIATOR_CLASSAD_USER_MAP_NAMES": (
-        "the GROUP_PREFIX map is not applied (submitter names are not prefixed by their accounting domain), "
-        "nor PRIORITY_FACTOR_AUTHORIZATION (condor_userprio -setfactor takes the ADMINISTRATOR level, the HTTP "
-        "API its bearer token)"),
     "REMOVE_SIGNIFICANT_ATTRIBUTES": "every job attribute a slot's expressions can reach is significant",
     "REMOVE_SIGNIFICANT_ATTRIBUTES_REGEX": "every job attribute a slot's expressions can reach is significant",
 }

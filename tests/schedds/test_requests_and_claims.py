@@ -7,6 +7,7 @@ from dataclasses import replace
 import classad2
 
 from negotiatord.pool.job_ads import ProcAd, whole_ad
+from negotiatord.pool.jobs import submitter_of
 from negotiatord.schedds.attributes import significant_attributes, trimmed
 from negotiatord.schedds.claims import ClaimIds
 from negotiatord.schedds.requests import RequestJobs
@@ -38,6 +39,23 @@ def test_a_request_of_count_n_is_n_idle_jobs_of_the_submitter():
     assert (request.cluster, request.proc, request.autocluster, request.diagnostics, request.count) == (7, 2, 3, 2, 3)
     # the copies share one ad, as the feed keeps a cluster's jobs
     assert all(isinstance(record, ProcAd) for record in list(jobs.records.values())[1:])
+
+
+def test_a_submitter_group_prefix_renamed_is_charged_under_its_new_name_whatever_its_accounting_group():
+    # matchmaker.cpp charges the session's submitter, which TransformSubmitterAd renamed; the
+    # job's own AccountingGroup would name the submitter before the renaming (pool.jobs.submitter_of)
+    renamed = replace(SUBMITTER, name="group_p.group_x.alice@pool")
+    jobs = RequestJobs()
+    jobs.add(renamed, _request(1, AccountingGroup="group_x.alice"), max_count=100)
+    [record] = jobs.records.values()
+    assert submitter_of(whole_ad(record)) == "group_p.group_x.alice@pool"
+    # a submitter left as it was keeps its job's AccountingGroup
+    jobs = RequestJobs()
+    jobs.add(replace(SUBMITTER, name="group_x.alice@pool", owner="group_x.alice@pool"),
+             _request(1, AccountingGroup="group_x.alice"), max_count=100)
+    [record] = jobs.records.values()
+    assert whole_ad(record)["AccountingGroup"] == "group_x.alice"
+    assert submitter_of(whole_ad(record)) == "group_x.alice@pool"
 
 
 def test_a_request_whose_expressions_read_its_identity_keeps_whole_copies():

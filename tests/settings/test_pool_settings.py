@@ -82,3 +82,27 @@ def test_the_negotiator_name_is_made_as_htcondor_makes_a_daemons(tmp_path, confi
     """get_daemon_name.cpp ``build_valid_daemon_name``: a name with an @ is kept, the host's own
     name is kept, any other name gets @ and the host's name."""
     assert _load(tmp_path, configured + "\n").negotiator_name == named
+
+
+def test_the_negotiators_user_maps_come_from_their_file_or_data_knobs(tmp_path):
+    # reconfig_user_maps (classad_usermap.cpp): CLASSAD_USER_MAPFILE_<name>, else ..._MAPDATA_<name>
+    (tmp_path / "prefix.map").write_text("* example.org group_a\n")
+    pool = _load(tmp_path, """
+NEGOTIATOR_CLASSAD_USER_MAP_NAMES = GROUP_PREFIX, PRIORITY_FACTOR_AUTHORIZATION
+CLASSAD_USER_MAPFILE_GROUP_PREFIX = prefix.map
+CLASSAD_USER_MAPDATA_PRIORITY_FACTOR_AUTHORIZATION = * bob@example.org group_a.
+""")
+    prefix, authorization = pool.user_maps
+    assert (prefix.name, prefix.file, prefix.data) == ("GROUP_PREFIX", tmp_path / "prefix.map", None)
+    assert (authorization.name, authorization.data) == ("PRIORITY_FACTOR_AUTHORIZATION", "* bob@example.org group_a.")
+    assert pool.has_user_map("GROUP_PREFIX") and not pool.has_user_map("OTHER")
+
+
+def test_a_user_map_with_no_file_is_an_error_and_one_with_no_knob_a_warning(tmp_path):
+    with pytest.raises(ConfigError, match=r"CLASSAD_USER_MAPFILE_GROUP_PREFIX = .*nosuch.map: no such file"):
+        _load(tmp_path, "NEGOTIATOR_CLASSAD_USER_MAP_NAMES = GROUP_PREFIX\n"
+                        "CLASSAD_USER_MAPFILE_GROUP_PREFIX = nosuch.map\n")
+    warnings = _warnings(tmp_path, "NEGOTIATOR_CLASSAD_USER_MAP_NAMES = GROUP_PREFIX\n")
+    assert any("neither CLASSAD_USER_MAPFILE_GROUP_PREFIX nor CLASSAD_USER_MAPDATA_GROUP_PREFIX" in warning
+               for warning in warnings)
+    assert not any("NEGOTIATOR_CLASSAD_USER_MAP_NAMES = " in warning for warning in warnings)
