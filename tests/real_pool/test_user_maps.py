@@ -12,6 +12,7 @@ schedd and HTCondor 25.14's own ``condor_userprio``.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -65,3 +66,18 @@ def test_priority_factor_authorization_lets_bob_set_the_factors_of_his_groups_on
     refused = tool(pool, daemon, "condor_userprio", "-setfactor", "dave@minipool", "7", identity=bob)
     assert refused.returncode == 1 and "PRIORITY_FACTOR_AUTHORIZATION maps bob@minipool" in refused.stderr
     assert "dave@minipool" not in userprio_ads(pool, daemon)
+
+
+def test_a_reload_replaces_the_maps(pool, daemon):
+    """A reconfig loads the maps again (``reconfig_user_maps``): bob's prefixes, changed in the
+    config, decide from the reload on."""
+    bob = pool.token_directory("bob@minipool")
+    daemon.write_config("CLASSAD_USER_MAPDATA_PRIORITY_FACTOR_AUTHORIZATION = * bob@minipool group_chemistry.")
+    seen = len(daemon.messages)
+    daemon.signal(signal.SIGHUP)
+    daemon.wait_for_message("READY=1", since=daemon.wait_for_message("RELOADING=1", since=seen))
+    assert daemon.status()["reload"]["ok"] is True
+    refused = tool(pool, daemon, "condor_userprio", "-setfactor", "group_physics.erin@minipool", "3", identity=bob)
+    assert refused.returncode == 1 and "maps bob@minipool to group_chemistry." in refused.stderr
+    allowed = tool(pool, daemon, "condor_userprio", "-setfactor", "group_chemistry.erin@minipool", "3", identity=bob)
+    assert allowed.returncode == 0, allowed.stderr
