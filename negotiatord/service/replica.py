@@ -92,6 +92,7 @@ def write_replica(path: Path, accountant: AccountantStore, matchlog: MatchLog, t
             temporary.unlink()
         raise
     connection.close()
+    _give_to_directory_owner(temporary)
     _fsync(temporary)
     os.replace(temporary, path)
     _fsync(path.parent)
@@ -134,6 +135,17 @@ def read_replica(path: Path) -> Replica | None:
         raise ReplicaRefused(f"{path}: a replica of format {None if row is None else row[0]!r}, not {FORMAT}; "
                              f"{advice}")
     return Replica(path, *row[1:])
+
+
+def _give_to_directory_owner(path: Path) -> None:
+    """A daemon run as root gives the file to the owner of its directory (SPOOL, the condor user's):
+    condor_replication reads it with the condor user's effective uid, as DaemonCore daemons
+    started by root do everything they need no privilege for."""
+    if os.geteuid() != 0:
+        return
+    directory = path.parent.stat()
+    if directory.st_uid != 0:
+        os.chown(path, directory.st_uid, directory.st_gid)
 
 
 def _open(path: Path) -> sqlite3.Connection:
