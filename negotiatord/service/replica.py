@@ -25,13 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from negotiatord.accountant import AccountantStore
+from negotiatord.accountant.store import SCHEMA_VERSION as ACCOUNTANT_SCHEMA
+from negotiatord.publish.matchlog import SCHEMA_VERSION as MATCH_LOG_SCHEMA
 from negotiatord.publish.matchlog import MatchLog
 
+# the replica's layout, with the accountant's and the match log's schema versions: a daemon adopts
+# only a replica written by one of the same versions (upgrade the central managers alike)
 FORMAT = 1
 META = "negotiatord_replica"                 # one row: what the copy stands at
 MATCHES = "negotiatord_replica_matches"      # the match log's rows that hold jobs and slots
 FOREIGN_TABLES = (META, MATCHES)             # what the copy carries beside the accountant's tables
 _SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+_VERSIONS = (FORMAT, ACCOUNTANT_SCHEMA, MATCH_LOG_SCHEMA)
 
 
 class ReplicaRefused(Exception):
@@ -80,10 +87,11 @@ def write_replica(path: Path, accountant: AccountantStore, matchlog: MatchLog, t
             "FROM cycles").fetchone()
         replica = Replica(path, cycle_id, cycle_time, matchlog.sequence(), held, taken, socket.gethostname(),
                           os.getpid())
-        connection.execute(f"CREATE TABLE {META} (format INTEGER, cycle_id INTEGER, cycle_time REAL, "
-                           "match_seq INTEGER, held_rows INTEGER, taken REAL, host TEXT, pid INTEGER)")
-        connection.execute(f"INSERT INTO {META} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (FORMAT, cycle_id, cycle_time, replica.match_seq, held, taken, replica.host,
+        connection.execute(f"CREATE TABLE {META} (format INTEGER, accountant_schema INTEGER, "
+                           "match_log_schema INTEGER, cycle_id INTEGER, cycle_time REAL, match_seq INTEGER, "
+                           "held_rows INTEGER, taken REAL, host TEXT, pid INTEGER)")
+        connection.execute(f"INSERT INTO {META} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (*_VERSIONS, cycle_id, cycle_time, replica.match_seq, held, taken, replica.host,
                             replica.pid))
         connection.execute("COMMIT")
     except BaseException:
@@ -125,16 +133,18 @@ def read_replica(path: Path) -> Replica | None:
         if problems:
             raise ReplicaRefused(f"{path}: the replica is damaged or half-written (PRAGMA quick_check: "
                                  f"{'; '.join(problems)}); {advice}")
-        row = connection.execute(f"SELECT format, cycle_id, cycle_time, match_seq, held_rows, taken, host, pid "
-                                 f"FROM {META}").fetchone()
+        row = connection.execute(f"SELECT format, accountant_schema, match_log_schema, cycle_id, cycle_time, "
+                                 f"match_seq, held_rows, taken, host, pid FROM {META}").fetchone()
     except sqlite3.Error as error:
         raise ReplicaRefused(f"{path}: the replica is damaged or half-written ({error}); {advice}") from None
     finally:
         connection.close()
-    if row is None or row[0] != FORMAT:
-        raise ReplicaRefused(f"{path}: a replica of format {None if row is None else row[0]!r}, not {FORMAT}; "
-                             f"{advice}")
-    return Replica(path, *row[1:])
+    versions = None if row is None else tuple(row[:3])
+    if versions != _VERSIONS:
+        raise ReplicaRefused(f"{path}: a replica of format, accountant and match log schemas {versions}, not "
+                             f"{_VERSIONS}: written by another version of negotiatord (run one version on every "
+                             f"central manager); {advice}")
+    return Replica(path, *row[3:])
 
 
 def _give_to_directory_owner(path: Path) -> None:

@@ -204,3 +204,15 @@ def test_the_daemon_writes_its_replica_after_a_cycle_and_the_next_one_adopts_it(
     shipped.write_bytes(whole[: len(whole) // 2])
     refused(DaemonProcess(tmp_path / "third", settings={**HA, "STATE_FILE": str(shipped)}), str(shipped),
             "half-written")
+
+
+def test_a_replica_of_another_negotiatord_version_is_refused_before_anything_is_taken(tmp_path, leader, standby):
+    leader.cycle(1, 1000.0, 10.0, "s#1.0")
+    path = tmp_path / "replica"
+    write_replica(path, leader.accountant, leader.matchlog, 1001.0)
+    with sqlite3.connect(path) as replica:
+        replica.execute("UPDATE negotiatord_replica SET accountant_schema = accountant_schema + 1")
+    with pytest.raises(ReplicaRefused, match="another version of negotiatord") as refused:
+        adopt(standby, path)
+    assert str(path) in str(refused.value)
+    assert standby.accountant.last_cycle_id() == 0
