@@ -58,9 +58,9 @@ from negotiatord.service.advertising import Advertiser
 from negotiatord.service.collector_ads import DaemonIdentity, accounting_ads, negotiator_ad
 from negotiatord.service.command_port import CommandPort
 from negotiatord.service.condor_commands import NegotiatorCommands
-from negotiatord.service.high_availability import ReplicaKeeper
 from negotiatord.service.connections import AcceptFailures, ConnectionLimit, raise_file_limit
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming, Negotiated
+from negotiatord.service.high_availability import ReplicaKeeper
 from negotiatord.service.http import build_app
 from negotiatord.service.master import UnderMaster
 from negotiatord.service.metrics import ServiceMetrics
