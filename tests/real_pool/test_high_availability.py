@@ -207,6 +207,7 @@ def test_the_standby_takes_over_with_the_usage_it_had_and_matches_nothing_twice(
             print(f"\nfailover: negotiatord ready on the standby {took_over_s:.1f} s after the kill "
                   f"(HAD interval 10 s), first cycle {first_cycle['cycle']}; usage carried {carried:.1f} s")
             assert took_over_s < 60
+            assert first_cycle["cycle"] == adopted[0]["next_cycle"] > adopted[0]["replica_cycle"]
 
             # no job was matched twice: the leader's matches and the standby's own are apart, and
             # no job started twice
