@@ -69,6 +69,8 @@ NEGOTIATOR_ARGS = run --config $(LOCAL_DIR)/negotiatord.conf
 NEGOTIATOR_INTERVAL = 2
 NEGOTIATOR_MIN_INTERVAL = 0
 NEGOTIATOR_CYCLE_DELAY = 0
+# one name on both: the collector keys Negotiator ads by Name, so the new leader's replaces the dead one's
+NEGOTIATOR_NAME = negotiatord@minipool
 """
 NEGOTIATORD_CONFIG = """
 include : $(CONFIG_ROOT)/condor_config
@@ -208,6 +210,11 @@ def test_the_standby_takes_over_with_the_usage_it_had_and_matches_nothing_twice(
                   f"(HAD interval 10 s), first cycle {first_cycle['cycle']}; usage carried {carried:.1f} s")
             assert took_over_s < 60
             assert first_cycle["cycle"] == adopted[0]["next_cycle"] > adopted[0]["replica_cycle"]
+            address = standby.events("negotiatord ready")[-1]["command_address"]
+            wait_for(lambda: pool.condor("condor_status", "-negotiator", "-af", "MyAddress").split() == [address],
+                     30, "the standby's Negotiator ad to replace the leader's in the collector")
+            # and HTCondor's condor_userprio, which finds it there, shows the usage carried over
+            assert SUBMITTER in pool.condor("condor_userprio", "-allusers", "-usage")
 
             # no job was matched twice: the leader's matches and the standby's own are apart, and
             # no job started twice
