@@ -13,7 +13,7 @@ import threading
 from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from negotiatord.accountant.admission import AdmissionUsage
 from negotiatord.accountant.edits import DELETED, AdministratorEdits
@@ -261,9 +261,32 @@ class AccountantStore(AdministratorEdits):
         with self._reading("reading the match log's sequence number"):
             return self._db.execute("SELECT COALESCE(MAX(match_seq), 0) FROM cycles").fetchone()[0]
 
+    def last_cycle_time(self) -> float | None:
+        """The time of the last committed cycle (by the daemon's clock); None before the first."""
+        with self._reading("reading the last cycle's time"):
+            row = self._db.execute("SELECT time FROM cycles ORDER BY cycle_id DESC LIMIT 1").fetchone()
+        return None if row is None else row[0]
+
     def quick_check(self) -> list[str]:
         """What SQLite's ``PRAGMA quick_check`` finds wrong with the database file."""
         return quick_check(self._db, self._lock)
+
+    def back_up_into(self, target: sqlite3.Connection) -> None:
+        """Copy the whole database into ``target`` with SQLite's online backup: a consistent copy as
+        of one moment, taken while edits go on (they wait for the copy, which reads a few pages)."""
+        with self._reading("copying the accountant"):
+            self._db.backup(target)
+
+    def adopt(self, source: sqlite3.Connection, foreign_tables: Iterable[str] = ()) -> None:
+        """Replace the whole database by ``source``'s (another daemon's copy, taken by
+        :meth:`back_up_into`), dropping the ``foreign_tables`` the copy carried beside the
+        accountant's; the schema is then checked (and upgraded) as at opening."""
+        with self._reading("adopting another accountant's copy"):
+            source.backup(self._db)
+            self._db.execute("PRAGMA journal_mode = WAL")
+            for table in foreign_tables:
+                self._db.execute(f'DROP TABLE IF EXISTS "{table}"')
+        self._prepare_schema()
 
     def continue_after(self, cycle_id: int, match_seq: int, now: float) -> None:
         """Take ``cycle_id`` as committed, with nothing charged, so that the next cycle has a

@@ -35,6 +35,7 @@ from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.matchlog import MatchLogError
 from negotiatord.service.daemon import Daemon, DaemonClock, TlsError, cycle_thread_alive
 from negotiatord.service.paths import StateDirError
+from negotiatord.service.replica import ReplicaRefused
 from negotiatord.service.state_check import START_OVER, StateMismatch
 from negotiatord.service.state_dir import StateDirInUse
 from negotiatord.service.token import TokenError
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                         args.accept_state_mismatch, inherited=inherited, command_port=args.command_port,
                         local_name=args.local_name)
     except (ConfigError, AdFormatError, StateDirError, TokenError, TlsError, AccountantStoreError, MatchLogError,
-            StateMismatch, StateDirInUse, InheritError, OSError, ValueError) as error:
+            StateMismatch, ReplicaRefused, StateDirInUse, InheritError, OSError, ValueError) as error:
         print(f"negotiatord: {error}", file=sys.stderr)
         if inherited is not None and not logging_to_file:
             _tell_the_masters_log(f"negotiatord: {error}")

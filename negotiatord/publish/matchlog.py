@@ -82,6 +82,13 @@ _INDEX = "CREATE INDEX matches_by_cycle ON matches (cycle_id, job)"   # a hand-o
 _STORED = ("seq", "cycle_id", "time", "job", "slot", "submitter", "grp", "cost", "consumed", "published",
            "job_version", "slot_version", "preemption", "handed")
 _COLUMNS = "seq, cycle_id, time, job, slot, submitter, grp, cost, consumed, preemption"
+# The published matches that may still hold their job or slot: each job's last match (``last_job``),
+# and each slot's matches against the version of that slot its last match saw (``last_slot``).
+_HOLDING = """
+    WITH kept AS (SELECT * FROM matches WHERE published = 1 AND job IS NOT NULL),
+         last_job AS (SELECT MAX(seq) AS seq FROM kept WHERE job_version IS NOT NULL GROUP BY job),
+         last_slot AS (SELECT slot, slot_version FROM kept WHERE seq IN (
+             SELECT MAX(seq) FROM kept WHERE slot_version IS NOT NULL GROUP BY slot))"""
 
 
 class MatchLogError(Exception):
@@ -295,11 +302,7 @@ class MatchLog:
         :class:`~negotiatord.publish.holds.RestoredHolds`, at start-up): each job's last match, and
         each slot's matches against the version of that slot its last match saw."""
         with self._reading("reading the matches that hold their job or slot"):
-            rows = self._writer.execute("""
-                WITH kept AS (SELECT * FROM matches WHERE published = 1 AND job IS NOT NULL),
-                     last_job AS (SELECT MAX(seq) AS seq FROM kept WHERE job_version IS NOT NULL GROUP BY job),
-                     last_slot AS (SELECT slot, slot_version FROM kept WHERE seq IN (
-                         SELECT MAX(seq) FROM kept WHERE slot_version IS NOT NULL GROUP BY slot))
+            rows = self._writer.execute(_HOLDING + """
                 SELECT job, slot, submitter, grp, cost, consumed, preemption,
                        CASE WHEN seq IN (SELECT seq FROM last_job) THEN job_version END,
                        CASE WHEN (slot, slot_version) IN (SELECT slot, slot_version FROM last_slot)
@@ -310,6 +313,45 @@ class MatchLog:
                 ORDER BY seq""").fetchall()
         return [(_match(job, slot, submitter, group, cost, consumed, preemption), job_version, slot_version)
                 for job, slot, submitter, group, cost, consumed, preemption, job_version, slot_version in rows]
+
+    # -- another central manager's copy (HTCondor's high availability) ---------------------------
+
+    def export_held(self, target: sqlite3.Connection, table: str) -> int:
+        """Copy into a new ``table`` of ``target`` what a daemon taking over from this one needs to
+        hold what this one matched: the published rows :meth:`held_matches` and
+        :meth:`quota_preemptions` read; returns how many. The history readers page through stays
+        here: their cursors are this daemon's."""
+        columns = ", ".join(_STORED)
+        with self._reading("copying the matches that hold their job or slot"):
+            rows = self._writer.execute(_HOLDING + f"""
+                SELECT {columns} FROM matches
+                WHERE published = 1 AND (job IS NULL OR seq IN (SELECT seq FROM last_job)
+                   OR (slot, slot_version) IN (SELECT slot, slot_version FROM last_slot))
+                ORDER BY seq""").fetchall()
+        target.execute(f'CREATE TABLE "{table}" ({columns})')
+        target.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" for _ in _STORED)})', rows)
+        return len(rows)
+
+    def adopt(self, source: sqlite3.Connection, table: str, seen: int) -> tuple[int, int]:
+        """Take in the rows another daemon exported (:meth:`export_held`) into ``table`` of
+        ``source``, as published matches, after dropping this log's unpublished ones (a cycle of
+        its own that the adopted accountant never committed). The rows get new sequence numbers,
+        above every number this log gave and above ``seen`` (the other daemon's), so that this
+        log's readers are never handed a number twice. Returns (dropped, taken in)."""
+        names = [column for column in _STORED if column != "seq"]
+        columns = ", ".join(names)
+        taken = ", ".join("1" if column == "published" else column for column in names)
+        try:
+            rows = source.execute(f'SELECT {taken} FROM "{table}" ORDER BY seq').fetchall()
+        except sqlite3.Error as error:
+            raise MatchLogError(f"{self.path}: reading the matches to adopt failed: {error}") from error
+        with self._transaction("adopting another daemon's matches"):
+            dropped = self._writer.execute("DELETE FROM matches WHERE published = 0").rowcount
+            if seen > self._sequence():
+                self._give_after(seen)
+            self._writer.executemany(
+                f"INSERT INTO matches ({columns}) VALUES ({', '.join('?' for _ in names)})", rows)
+        return dropped, len(rows)
 
     def quota_preemptions(self) -> list[tuple[float, Preemption]]:
         """The published preemptions no job took the slot for, with their cycle's time, oldest

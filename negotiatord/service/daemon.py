@@ -61,6 +61,7 @@ from negotiatord.service.command_port import CommandPort
 from negotiatord.service.condor_commands import NegotiatorCommands
 from negotiatord.service.connections import AcceptFailures, ConnectionLimit, raise_file_limit
 from negotiatord.service.cycles import CycleAbandoned, CycleRunner, CycleTiming, Negotiated
+from negotiatord.service.high_availability import ReplicaKeeper
 from negotiatord.service.http import build_app
 from negotiatord.service.master import UnderMaster
 from negotiatord.service.metrics import ServiceMetrics
@@ -179,6 +180,9 @@ class Daemon:
             opened.callback(self.accountant.close)
             self.matchlog = MatchLog(self.paths.match_log)
             opened.callback(self.matchlog.close)
+            # under HAD, the previous leader's replica first: then its state is checked like any other
+            self.replica = ReplicaKeeper(settings.service.replica_file)
+            self.replica.adopt(self.accountant, self.matchlog, clock.now())
             accepted = check_state(self.accountant, self.matchlog, accept_state_mismatch, clock.now())
             self.quota_timers: Mapping[str, QuotaTimer] = self.accountant.quota_timers()   # as of the last commit
             opened.pop_all()
@@ -462,6 +466,8 @@ class Daemon:
             self._publication_failed(self.publication)
         else:
             self._published(outcome.cycle_id, matches, outcome.last_seq)
+            await asyncio.to_thread(self.replica.write, self.settings.service.replica_file, self.accountant,
+                                    self.matchlog, self.clock.now())
         stats = outcome.result.stats
         # the whole cycle's duration and phases (pull, snapshot, holds, commit, publication too),
         # not only negotiation's
@@ -749,6 +755,7 @@ class Daemon:
             "advertising": self.advertiser.status(),
             "quota_timers": [timer_document(timer, self.clock.now()) for timer in self.quota_timers.values()],
             "quota_victims_being_preempted": len(self.preempting),
+            "replica": self.replica.status(),
         }
 
 

@@ -26,6 +26,7 @@ import structlog
 
 from negotiatord.settings.errors import ConfigError
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings
+from negotiatord.settings.high_availability import read_replica_file
 from negotiatord.settings.pool import read_pool_settings
 from negotiatord.settings.serving import read_command_port_settings
 from negotiatord.settings.spelling import check_per_group_knobs, misspelling_warnings
@@ -415,6 +416,7 @@ def _service(params: _Params, config_dir: Path, warnings: list[str]) -> ServiceS
         tls_key=key,
         state_dir=path("NEGOTIATORD_STATE_DIR"),
         accountant_db=path("NEGOTIATORD_ACCOUNTANT_DB"),
+        replica_file=read_replica_file(params, config_dir, warnings),
         max_body_bytes=whole("NEGOTIATORD_MAX_BODY_BYTES", defaults.max_body_bytes, 1, 2**40),
         max_connections=whole("NEGOTIATORD_MAX_CONNECTIONS", defaults.max_connections, 1, 2**20),
         max_connections_per_client=whole("NEGOTIATORD_MAX_CONNECTIONS_PER_CLIENT",

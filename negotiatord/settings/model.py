@@ -93,6 +93,7 @@ class ServiceSettings:
     tls_key: Path | None = None                 # NEGOTIATORD_TLS_KEY
     state_dir: Path | None = None               # NEGOTIATORD_STATE_DIR: accountant, match log, token
     accountant_db: Path | None = None           # NEGOTIATORD_ACCOUNTANT_DB
+    replica_file: Path | None = None            # STATE_FILE, under HAD with replication (settings.high_availability)
     max_body_bytes: int = 64 * 1024 * 1024      # NEGOTIATORD_MAX_BODY_BYTES: larger bodies get 413
     max_connections: int = 1000                 # NEGOTIATORD_MAX_CONNECTIONS: more are refused (503)
     max_connections_per_client: int = 100       # NEGOTIATORD_MAX_CONNECTIONS_PER_CLIENT: from one address
