@@ -312,7 +312,7 @@ def _build(path: Path, params: _Params) -> Settings:
 
     accept_surplus = params.boolean("GROUP_ACCEPT_SURPLUS")
     autoregroup = params.boolean("GROUP_AUTOREGROUP")
-    warnings = unread_warnings(params.raw, params.default)
+    warnings = unread_warnings(params.raw, params.default, lambda name: bool(_where(path, name).get("where")))
     settings = Settings(
         source=path,
         consumption_policy=params.boolean("CONSUMPTION_POLICY"),

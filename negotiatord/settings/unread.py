@@ -63,13 +63,16 @@ def legacy_in_force(name: str, raw: Lookup) -> bool:
     return raw(LEGACY[name]) is None
 
 
-def unread_warnings(raw: Lookup, default: Lookup) -> list[str]:
-    """One warning for each knob of :data:`UNREAD` set to anything but HTCondor's default, and for
-    each legacy spelling HTCondor would ignore (or read in place of an unread knob)."""
+def unread_warnings(raw: Lookup, default: Lookup, assigned: Callable[[str], bool]) -> list[str]:
+    """One warning for each knob of :data:`UNREAD` the config sets to anything but HTCondor's
+    default, and for each legacy spelling HTCondor would ignore (or read in place of an unread
+    knob). ``assigned`` tells whether the config's files set a knob themselves: a default that
+    differs only through the macros it expands (``ACCOUNTANT_DATABASE_FILE``'s ``$(SPOOL)``) is
+    no setting of the admin's."""
     warnings = []
     for name, instead in UNREAD.items():
         value = raw(name)
-        if value is not None and value != default(name):
+        if value is not None and value != default(name) and assigned(name):
             warnings.append(f"{name} = {value!r} is not read: {instead}")
     for name, modern in LEGACY.items():
         value = raw(name)

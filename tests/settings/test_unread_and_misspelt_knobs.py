@@ -57,6 +57,17 @@ def test_an_unread_knob_gets_one_warning_naming_it_and_what_is_done_instead(tmp_
     assert [entry["warning"] for entry in logs if entry["log_level"] == "warning"] == [warning]
 
 
+def test_an_unread_knobs_default_that_a_macro_moved_is_no_setting(tmp_path):
+    """ACCOUNTANT_DATABASE_FILE defaults to $(SPOOL)/Accountantnew.log (param_info.in): a config
+    that sets SPOOL, as every central manager's does, changes its value, but sets nothing of it."""
+    spool = _write(tmp_path, f"SPOOL = {tmp_path}/spool\n")
+    assert not any("ACCOUNTANT_DATABASE_FILE" in warning for warning in load_settings(spool).warnings)
+    (tmp_path / "local").write_text(f"ACCOUNTANT_DATABASE_FILE = {tmp_path}/accountant.log\n")
+    included = _write(tmp_path, f"SPOOL = {tmp_path}/spool\ninclude : {tmp_path}/local\n")
+    [warning] = [w for w in load_settings(included).warnings if "ACCOUNTANT_DATABASE_FILE" in w]
+    assert warning.startswith(f"ACCOUNTANT_DATABASE_FILE = '{tmp_path}/accountant.log' is not read")
+
+
 def test_the_knobs_that_split_a_pool_between_negotiators_are_read(tmp_path):
     """matchmaker.cpp ``Matchmaker::reinitialize``: each constraint as configured (a slot or
     submitter constraint that does not parse stops HTCondor's negotiator, ``EXCEPT``); the pool
