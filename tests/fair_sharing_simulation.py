@@ -135,17 +135,3 @@ class Simulation:
 
 def _arrival(job_id: str) -> int:
     return int(job_id.lstrip("j"))
-
-
-def reaches(edges: Sequence[tuple[str, str]], start: str, goal: str) -> bool:
-    """Whether ``goal`` can be reached from ``start`` along ``edges``."""
-    seen, walk = {start}, [start]
-    while walk:
-        here = walk.pop()
-        for tail, head in edges:
-            if tail == here and head not in seen:
-                if head == goal:
-                    return True
-                seen.add(head)
-                walk.append(head)
-    return start == goal

@@ -14,9 +14,9 @@ Cases left out: those whose expected victims come from the preemptor's own Clust
 (``InClusterQueueReason``: inside a group, HTCondor's priority rule decides, not this one),
 and ``forced to preempt within clusterqueue because borrowing workload too important``, which
 rests on ``ReclaimWithinCohort: LowerPriority`` (JobPrio is a per-user knob in HTCondor and
-does not order jobs of different groups). Cases where Kueue's victims hold more than a borrowing
-preemptor takes are kept apart (``LARGER_VICTIMS``): the no-loop rule refuses them
-(``docs/fair-sharing.md``); reclaiming within one's nominal share is allowed whatever the size.
+does not order jobs of different groups). Cases where Kueue's victims hold more than the
+preemptor takes, a reclaim within its nominal share included, are kept apart
+(``LARGER_VICTIMS``): the no-loop rule refuses them (``docs/fair-sharing.md``).
 """
 
 from __future__ import annotations
@@ -124,19 +124,18 @@ CASES = {
         units("b", "b1", "b2", "b3"), ("a", 2), BOTH, {"b1": S2A}),
     "non-zero weight borrowing preemptor preempts from a borrowing CQ": (
         [fair_group("a", 1), fair_group("b", 0)], 4, units("b", "b1", "b2", "b3"), ("a", 2), BOTH, {"b1": S2A}),
-    # The victim holds more than the preemptor takes: allowed because a reclaims within its
-    # nominal share (a holds 2 of its 3 after), which the property tests of
-    # test_fair_sharing_loops find no loop with (docs/fair-sharing.md)
-    "preempt huge workload if there is no other option, as long as the target CQ gets a lower share": (
-        BASE, 9, [job("b1", "b", 9)], ("a", 2), BOTH, {"b1": "reclaim"}),
 }
 
 
-# Kueue preempts here, and the victims hold more than the preemptor takes, which a borrowing
-# preemptor may not do (the first no-loop condition, docs/fair-sharing.md): the room left over
-# can be refilled by the preemptor's group, which is how the three-job loop in
-# test_fair_sharing_loops goes round.
+# Kueue preempts here, and the victims hold more than the preemptor takes, which no preemptor
+# may do (the first no-loop condition, docs/fair-sharing.md): the room left over can be refilled
+# by the preemptor's group, which is how the three-job loop and the reclaim's chain in
+# test_fair_sharing_loops go round.
 LARGER_VICTIMS = {
+    # a reclaim within a's nominal share (a holds 2 of its 3 after) is refused too: the room it
+    # would leave over makes chains (test_fair_sharing_loops)
+    "preempt huge workload if there is no other option, as long as the target CQ gets a lower share": (
+        BASE, 9, [job("b1", "b", 9)], ("a", 2), BOTH, {"b1": "reclaim"}),
     "preempt from different cluster queues if the end result has a smaller max share": (
         BASE, 9, [job("b1", "b", 2), job("b2", "b", 2.5), job("c1", "c", 2), job("c2", "c", 2.5)],
         ("a", 3.5), BOTH, {"b1": S2B, "c1": S2B}),

@@ -210,10 +210,9 @@ class _Attempt:
         resource shares, read level by level from the root, strictly smaller: neither can go
         on for ever, so a pool whose jobs stay the same settles.
         """
-        if not self._reclaims_within_nominal(victims):
-            for r in self.usage.resources:
-                if above(sum(victim.job.resources.get(r, 0.0) for victim in victims), self.request.get(r, 0.0)):
-                    return False
+        for r in self.usage.resources:
+            if above(sum(victim.job.resources.get(r, 0.0) for victim in victims), self.request.get(r, 0.0)):
+                return False
         path = list(self.leaf.lineage())
         sides: dict[UsageNode, set[UsageNode]] = {}          # lowest common ancestor -> touched children
         for victim in victims:
@@ -239,13 +238,6 @@ class _Attempt:
         changed = [(node, r) for node in touched for r in before[node]
                    if _below(after[node][r], before[node][r]) or _below(before[node][r], after[node][r])]
         return bool(changed) and _below(max(after[n][r] for n, r in changed), max(before[n][r] for n, r in changed))
-
-    def _reclaims_within_nominal(self, victims: Sequence[Victim]) -> bool:
-        """Whether every victim is reclaimed (``reclaim``) and the preemptor's leaf, after
-        admission, borrows on no accounted resource: taking back one's nominal share is allowed
-        whatever the victims' size."""
-        return (all(victim.strategy == RECLAIM for victim in victims)
-                and not borrowing_on(self.leaf, self.usage.resources))
 
     def fill_back(self) -> tuple[Victim, ...]:
         """Put victims back, last-but-one first, while the preemptor still fits."""
