@@ -82,7 +82,7 @@ def load_settings(path: Path) -> Settings:
         byte = f" (0x{where['byte']:02x})" if where.get("byte") is not None else ""
         raise ConfigError(f"{_location(path, where)}: {name}'s value holds a byte that is not UTF-8{byte}; "
                           f"write the config in UTF-8")
-    params = _Params(dump["params"], dump["defaults"])
+    params = _Params(dump["params"], dump["defaults"], dump["assigned"])
     try:
         settings = _build(path, params)
     except ConfigError as err:
@@ -157,7 +157,7 @@ def _read_with_htcondor(path: Path) -> dict[str, Any]:
     try:
         dump = json.loads(done.stdout)
         return {"params": dict(dump["params"]), "defaults": dict(dump["defaults"]),
-                "undecodable": list(dump["undecodable"])}
+                "undecodable": list(dump["undecodable"]), "assigned": list(dump["assigned"])}
     except (ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"{path}: unreadable output from the config reader ({err}): "
                           f"{done.stderr.strip()}") from None
@@ -166,8 +166,9 @@ def _read_with_htcondor(path: Path) -> dict[str, Any]:
 class _Params:
     """Case-insensitive view of the dumped config (HTCondor param names are case-insensitive)."""
 
-    def __init__(self, params: dict[str, str], defaults: dict[str, str]) -> None:
+    def __init__(self, params: dict[str, str], defaults: dict[str, str], assigned: list[str]) -> None:
         self._values = {name.upper(): (name, text) for name, text in params.items()}
+        self._assigned = set(assigned)      # upper case, as sources.assignments folds them
         builtin = {name.upper(): text for name, text in defaults.items()}
         self._defaults = {**_DOCUMENTED_DEFAULTS, **builtin}
         self.asked: set[str] = set()        # every name read, upper case
@@ -205,6 +206,10 @@ class _Params:
     def default(self, name: str) -> str | None:
         """HTCondor's built-in value of ``name`` (None if it has none)."""
         return self._defaults.get(name.upper())
+
+    def assigned(self, name: str) -> bool:
+        """Whether the config's files assign ``name`` themselves (not a default a macro moved)."""
+        return name.upper() in self._assigned
 
     def changed(self, name: str) -> bool:
         """Whether the config gives ``name`` a value other than HTCondor's built-in one."""
@@ -312,7 +317,7 @@ def _build(path: Path, params: _Params) -> Settings:
 
     accept_surplus = params.boolean("GROUP_ACCEPT_SURPLUS")
     autoregroup = params.boolean("GROUP_AUTOREGROUP")
-    warnings = unread_warnings(params.raw, params.default, lambda name: bool(_where(path, name).get("where")))
+    warnings = unread_warnings(params.raw, params.default, params.assigned)
     settings = Settings(
         source=path,
         consumption_policy=params.boolean("CONSUMPTION_POLICY"),

@@ -7,7 +7,8 @@ stderr) on a bad file, and the daemon must survive a bad reload with its old con
 The output is one JSON object on stdout::
 
     {"params":   {name: value, ...},   # the config as the negotiator sees it
-     "defaults": {name: value, ...}}   # HTCondor's built-in values (an empty config)
+     "defaults": {name: value, ...},   # HTCondor's built-in values (an empty config)
+     "assigned": [NAME, ...]}          # the names the config's files assign themselves
 
 Every value is the macro-expanded text, exactly what ``$(name)`` gives inside the config:
 ``htcondor2.param`` itself converts known params to int/float/bool and silently falls back to
@@ -33,7 +34,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
-from negotiatord.settings.sources import locate
+from negotiatord.settings.sources import assignments, locate
 
 # Read the config as the negotiator daemon does: ``NEGOTIATOR.<NAME>`` overrides ``<NAME>``
 # (HTCondor manual, "Introduction to Configuration", subsystem-prefixed names).
@@ -105,8 +106,10 @@ def _main() -> int:
         return _where(htcondor2.param, Path(config), sys.argv[2])
     undecodable: list[str] = []
     params = _dump(htcondor2.param, undecodable)
+    expand = lambda text: _expanded(htcondor2.param, text)  # noqa: E731
+    assigned = sorted({found.name for found in assignments(Path(config), expand)})
 
-    json.dump({"params": params, "defaults": defaults, "undecodable": undecodable}, sys.stdout)
+    json.dump({"params": params, "defaults": defaults, "undecodable": undecodable, "assigned": assigned}, sys.stdout)
     return 0
 
 
