@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from negotiatord.accountant import AccountantStore
 from negotiatord.accountant.store import SCHEMA_VERSION as ACCOUNTANT_SCHEMA
 from negotiatord.publish.matchlog import SCHEMA_VERSION as MATCH_LOG_SCHEMA
 from negotiatord.publish.matchlog import MatchLog
+from negotiatord.storage import quick_check
 
 # the replica's layout, with the accountant's and the match log's schema versions: a daemon adopts
 # only a replica written by one of the same versions (upgrade the central managers alike)
@@ -129,7 +131,7 @@ def read_replica(path: Path) -> Replica | None:
     except sqlite3.Error as error:
         raise ReplicaRefused(f"{path}: the replica cannot be opened ({error}); {advice}") from None
     try:
-        problems = [row[0] for row in connection.execute("PRAGMA quick_check(5)").fetchall() if row[0] != "ok"]
+        problems = quick_check(connection, threading.Lock())    # the connection is this function's alone
         if problems:
             raise ReplicaRefused(f"{path}: the replica is damaged or half-written (PRAGMA quick_check: "
                                  f"{'; '.join(problems)}); {advice}")
