@@ -22,10 +22,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 if TYPE_CHECKING:
     from negotiatord.service.daemon import Daemon
@@ -146,6 +147,15 @@ class DaemonProcess:
     def signal(self, number: int) -> None:
         assert self.process is not None
         self.process.send_signal(number)
+
+    @contextmanager
+    def running(self) -> Iterator[DaemonProcess]:
+        """The daemon started for the block's life (a module's fixture), stopped after it."""
+        self.start()
+        try:
+            yield self
+        finally:
+            self.stop()
 
     def stop(self, timeout: float = 15.0) -> int:
         """SIGTERM and wait; returns the exit status."""

@@ -23,9 +23,8 @@ EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE: what the shell reports for `cat big | 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     process = DaemonProcess(tmp_path_factory.mktemp("daemon"), settings={"NEGOTIATOR_INTERVAL": "3600"})
-    process.start()
-    yield process
-    process.stop()
+    with process.running():
+        yield process
 
 
 def with_reader_gone(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:

@@ -36,9 +36,8 @@ def daemon(tmp_path_factory):
     process = DaemonProcess(tmp_path_factory.mktemp("connections"),
                             settings={**SHORT, "NEGOTIATORD_MAX_CONNECTIONS": "40",
                                       "NEGOTIATORD_MAX_CONNECTIONS_PER_CLIENT": "10"})
-    process.start()
-    yield process
-    process.stop()
+    with process.running():
+        yield process
 
 
 def connect(daemon: DaemonProcess, source: str = "127.0.0.1") -> socket.socket:

@@ -37,9 +37,8 @@ def daemon(tmp_path_factory):
                                       "NEGOTIATOR_MIN_INTERVAL": "0",
                                       "NEGOTIATORD_MAX_BODY_BYTES": str(MAX_BODY)},
                             args=["--now", str(NOW)], watchdog_usec=300_000)
-    process.start()
-    yield process
-    process.stop()
+    with process.running():
+        yield process
 
 
 @pytest.fixture(scope="module")

@@ -48,9 +48,8 @@ def daemon(tmp_path_factory):
     home = tmp_path_factory.mktemp("pages")
     a_state_with_many_matches(home / "state")
     process = DaemonProcess(home, settings={"NEGOTIATOR_INTERVAL": "3600"})
-    process.start()
-    yield process
-    process.stop()
+    with process.running():
+        yield process
 
 
 def test_a_page_is_capped_and_the_cursor_reaches_every_match(daemon):

@@ -20,9 +20,8 @@ INT64_MAX = 2**63 - 1
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     process = DaemonProcess(tmp_path_factory.mktemp("odd"), settings={"NEGOTIATOR_INTERVAL": "3600"})
-    process.start()
-    yield process
-    process.stop()
+    with process.running():
+        yield process
 
 
 def send(daemon: DaemonProcess, method: str, path: str, body: bytes = b"",
