@@ -112,7 +112,10 @@ def test_condor_off_on_restart_and_a_fast_stop(pool):
 
     pool.condor("condor_off", "-fast", "-negotiator")                   # SIGQUIT
     stopped(pool, 3)
-    # each stop was a clean exit, as the master saw it
-    master_log = (pool.directory / "log" / "MasterLog").read_text()
+    # each stop was a clean exit, as the master saw it (it reaps the last one a moment after its
+    # log's last line)
+    log = pool.directory / "log" / "MasterLog"
+    exited = f"The NEGOTIATOR (pid {third['pid']}) exited"
+    master_log = wait_for(lambda: exited in log.read_text() and log.read_text(), 30, "the master to reap it")
     for ready in (first, second, third):
         assert f"The NEGOTIATOR (pid {ready['pid']}) exited with status 0" in master_log
