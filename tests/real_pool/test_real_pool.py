@@ -74,14 +74,22 @@ def test_jobs_run_and_a_pslot_takes_several_in_one_cycle(pool, tmp_path):
 
 def test_a_second_cycle_matches_what_the_first_left(pool, tmp_path):
     """Claim ids and assets are not handed out twice: a cycle right after the first one, before
-    the startd has reported, matches only into what is left."""
+    the startd has reported, matches only into what is left. The startd is stopped (SIGSTOP) for
+    the two cycles, so that it cannot report in between: a p-slot it reports after one claim of
+    several shows the others' cpus free, and any negotiator, HTCondor's too, may match them again
+    (the startd then refuses the extra claim)."""
     daemon = negotiatord(pool, tmp_path / "negotiatord")
+    startd = pool.daemon_pid_of("condor_startd")
     try:
         daemon.wait_for_cycle(0)
         cluster = pool.submit(10, arguments="20", **JOB)
         pool.wait_until_advertised("minipool@minipool", idle=10)
-        first = daemon.reschedule()
-        second = daemon.reschedule()
+        os.kill(startd, signal.SIGSTOP)
+        try:
+            first = daemon.reschedule()
+            second = daemon.reschedule()
+        finally:
+            os.kill(startd, signal.SIGCONT)
         matches = daemon.get("/v1/matches")["matches"]
         made = [m for m in matches if m["cycle"] in (first, second)]
         assert len(made) == 8          # the pool's 8 cpus, once each
