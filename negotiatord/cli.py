@@ -13,6 +13,7 @@ import os
 import sys
 
 from negotiatord import __version__
+from negotiatord.classad.interrupts import caused_by_interrupt
 
 COMMANDS = {
     "negotiate": "run one negotiation cycle over ad files and print the result",
@@ -30,9 +31,11 @@ EXIT_INTERRUPTED = 130
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as error:
         # A command with something to save on Ctrl-C (replay, the daemon) handles it itself; here
         # nothing was finished, and a traceback would tell the user nothing.
+        if not caused_by_interrupt(error):
+            raise
         print("negotiatord: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 

@@ -47,6 +47,7 @@ import classad2
 
 from negotiatord.accountant import AccountantState
 from negotiatord.accountant.after_cycle import after_cycle
+from negotiatord.classad.interrupts import caused_by_interrupt
 from negotiatord.cycle.result import PREEMPTION_RULES, CycleResult, Match, Preemption
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
@@ -218,7 +219,9 @@ class _Replay:
                     if following > index + 1:
                         state = self._held_for(state, int(self.trace.start_epoch + origin + (following - 1) * interval))
                     index = following
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemError) as error:
+            if not caused_by_interrupt(error):
+                raise
             interrupted = True
         finally:
             heap.release()
