@@ -127,7 +127,11 @@ def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Setting
     ``evaluator`` answers the cycle's job-slot questions; by default the fast path, built here for
     the snapshot, inside the pause (building it reads the slots' attributes into columns), with
     ``descriptions`` as what it knows of the ads already and ``compilations`` as what it compiled
-    in earlier cycles (a daemon or a replay keeps both across cycles)."""
+    in earlier cycles (a daemon or a replay keeps both across cycles). With
+    ``NEGOTIATORD_INCREMENTAL_CYCLE = False`` both are left out: the cycle reads, compiles and
+    weighs everything afresh, the reference the kept state is tested against."""
+    if not settings.incremental_cycle:
+        descriptions = compilations = None
     with garbage_collection_paused():
         if evaluator is None:
             evaluator = FastEvaluator(snapshot.table, settings, now, descriptions, compilations)

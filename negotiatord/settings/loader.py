@@ -327,6 +327,7 @@ def _build(path: Path, params: _Params) -> Settings:
         # Filling one p-slot before the next is negotiatord's default; HTCondor in effect spreads
         # an autocluster's jobs (see PslotLoading).
         pslot_loading=params.choice("NEGOTIATORD_PSLOT_LOADING", PslotLoading.DEPTH_FIRST),
+        incremental_cycle=params.boolean("NEGOTIATORD_INCREMENTAL_CYCLE", True),
         pre_job_rank=optional_expression("NEGOTIATOR_PRE_JOB_RANK"),
         post_job_rank=optional_expression("NEGOTIATOR_POST_JOB_RANK"),
         groups=_groups(params, accept_surplus, autoregroup),

@@ -147,6 +147,10 @@ class Settings:
     # Not a config knob: True makes the cycle offer a request's jobs one at a time in Python (the
     # reference loop the tests hold the evaluator's whole-request loading to); the same matches.
     job_by_job: bool = False
+    # NEGOTIATORD_INCREMENTAL_CYCLE: what a daemon or a replay worked out of unchanged slots in
+    # earlier cycles (attributes read, compilations, slot weights) is kept; False starts each
+    # cycle from scratch, the reference the kept state is tested against
+    incremental_cycle: bool = True
 
     # Preemption between groups (ours)
     fair_sharing: bool = False                  # NEGOTIATORD_FAIR_SHARING: DRS fair sharing

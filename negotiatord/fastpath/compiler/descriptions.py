@@ -11,25 +11,30 @@ pool lets go takes its descriptions with it, and one cache may serve every cycle
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 Description = tuple[str, Any]     # (ABSENT, None), (EXPR, text), (OTHER, why) or (LITERAL, Value)
 
+Kept = TypeVar("Kept")
 
-class AdDescriptions:
-    """Descriptions by attribute name, per record (a Slot, a MatchmakingAd: anything that can
-    be referenced weakly and stands for one unchanging ad)."""
 
-    def __init__(self) -> None:
-        self._by_record: dict[int, tuple[weakref.ref, dict[str, Description]]] = {}
+class RecordMemo(Generic[Kept]):
+    """Something worked out of each record (a Slot, a MatchmakingAd: anything that can be
+    referenced weakly and stands for one unchanging ad), kept for as long as the record lives.
+    Records are told apart by identity: a record is no key (its dataclass compares by value)."""
 
-    def of(self, record: object) -> dict[str, Description]:
-        """The descriptions read so far of ``record``'s ad; the caller adds what it reads."""
+    def __init__(self, make: Callable[[], Kept]) -> None:
+        self._make = make
+        self._by_record: dict[int, tuple[weakref.ref, Kept]] = {}
+
+    def of(self, record: object) -> Kept:
+        """What is kept for ``record``, made empty the first time it is asked for."""
         key = id(record)
         found = self._by_record.get(key)
         if found is not None and found[0]() is record:
             return found[1]
-        described: dict[str, Description] = {}
+        kept = self._make()
         # The callback reaches this cache weakly: a strong reference would close a loop (cache,
         # entry, weak reference, callback, cache), and a cache let go while its records live on
         # (an evaluator's own, over a builder's records) would wait for the cyclic collector.
@@ -40,10 +45,16 @@ class AdDescriptions:
             if cache is not None and cache._by_record.get(key, (None,))[0] is reference:
                 del cache._by_record[key]
 
-        self._by_record[key] = (weakref.ref(record, forget), described)
-        return described
+        self._by_record[key] = (weakref.ref(record, forget), kept)
+        return kept
 
     def __len__(self) -> int:
-        """Records described and still alive."""
+        """Records with something kept, and still alive."""
         return len(self._by_record)
 
+
+class AdDescriptions(RecordMemo[dict[str, Description]]):
+    """Descriptions by attribute name, per record; the caller adds what it reads."""
+
+    def __init__(self) -> None:
+        super().__init__(dict)

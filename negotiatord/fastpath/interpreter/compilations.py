@@ -24,6 +24,7 @@ from negotiatord.fastpath.compiler.cells import CellTable
 from negotiatord.fastpath.compiler.groups import Resolutions
 from negotiatord.fastpath.compiler.ir import IRGraph
 from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
+from negotiatord.fastpath.interpreter.kept_weights import KeptSlotWeights
 from negotiatord.fastpath.strings import StringTable
 
 # Past any of these the compilations start over: each entry is a few hundred bytes, and the
@@ -58,6 +59,7 @@ class Compiled:
     scalar_inputs: dict = field(default_factory=dict)   # node -> the job and clock nodes it reads
     static_rows: dict[int, int] = field(default_factory=dict)   # slot-only node -> its static store row
     python_rows: dict[int, int] = field(default_factory=dict)   # classad2-step node -> its dynamic input row
+    slot_weights: KeptSlotWeights = field(default_factory=KeptSlotWeights)   # by slot record, see kept_weights.py
     _leaves: dict[tuple[int | None, int, str], Leaf] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

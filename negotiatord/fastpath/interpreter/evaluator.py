@@ -75,9 +75,17 @@ class FastEvaluator:
     # -- PairEvaluator ------------------------------------------------------------------------------
 
     def slot_weights(self, rows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
+        """Each slot's weight: kept from an earlier cycle for an unchanged slot at the same
+        amounts (kept_weights.py), else worked out and kept."""
         rows = np.asarray(rows, dtype=np.int64)
         self._start_call()
-        return self._stages.slot_weights(rows, amounts)
+        kept = self._context.compiled.slot_weights
+        weights, missing = kept.known(self._table.slots, rows, amounts)
+        if len(missing):
+            worked_out = self._stages.slot_weights(rows[missing], amounts[missing])
+            weights[missing] = worked_out
+            kept.keep(self._table.slots, rows[missing], amounts[missing], worked_out)
+        return weights
 
     def assess(self, autocluster: Autocluster, rows: np.ndarray, amounts: np.ndarray) -> Assessment:
         rows = np.asarray(rows, dtype=np.int64)

@@ -1,0 +1,110 @@
+"""Slot weights kept by slot record across cycles (fastpath/interpreter/kept_weights.py).
+
+A weight is kept only where it cannot read the clock, so cycles negotiated with the kept
+weights decide what cycles negotiated from scratch decide, and what classad2 decides
+(tests/fastpath/test_compilations.py's ``negotiate_both_ways``), while the clock moves under
+weights that read it: ``time()`` in ``SlotWeight``, ``CurrentTime`` the ad does not define read
+through another attribute, ``eval()``. Weights that cannot read the clock are not worked out
+again: the second cycle's evaluator weighs only the slots that may.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from negotiatord.accountant import AccountantState
+from negotiatord.evaluation import ClassAdEvaluator
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.interpreter.compilations import Compilations
+from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
+from negotiatord.pool.builder import SnapshotBuilder
+from negotiatord.runtime import run_cycle
+from tests.builders import expr, jobs, pslot, settings, static_slot
+from tests.fastpath.test_compilations import NOW, negotiate_both_ways
+
+# name -> the slot's SlotWeight and what else the slot advertises, and whether the weight may
+# read the clock (CurrentTime is the clock only where the ad does not define it: classad2's
+# rule, which classad/cycle_time.py freezes for the cycle)
+WEIGHTS = {
+    "plain": ("Cpus", {}, False),
+    "own-clock": ("Cpus + CurrentTime % 3", {"CurrentTime": NOW}, False),
+    "ticking": ("Cpus * (1 + (time() - Started) / 120)", {"Started": NOW - 60}, True),
+    "aging": ("Cpus + Age", {"Age": expr("(CurrentTime - EnteredCurrentState) / 60"),
+                             "EnteredCurrentState": NOW - 600}, True),
+    "evaluated": ('Cpus + eval("Started") % 2', {"Started": NOW}, True),
+}
+
+
+def weighted_slots() -> list:
+    """A p-slot per weight, and a claimed static slot per weight (its weight is the usage its
+    customer is charged)."""
+    made = []
+    for name, (weight, attrs, _clock) in WEIGHTS.items():
+        made.append(pslot(name, cpus=4, SlotWeight=expr(weight), **attrs))
+        made.append(static_slot(f"{name}-claimed", State="Claimed", Activity="Busy", RemoteUser="carol@site",
+                                AccountingGroup="carol@site", SlotWeight=expr(weight), **attrs))
+    return made
+
+
+def test_cycles_with_kept_weights_decide_as_from_scratch_and_as_classad2_while_the_clock_moves():
+    config = settings()
+    slot_ads = weighted_slots()
+    job_ads = jobs("alice", 12, Requirements=expr("TARGET.Cpus >= RequestCpus"))
+    cycles = [(slot_ads, job_ads, NOW + 90 * step) for step in range(4)]
+    results = negotiate_both_ways(cycles, config, reference=True)
+    # the clock moves the weights that read it: the costs and the usage charged change
+    costs = [sorted(match.cost for match in result.matches) for result in results]
+    assert costs[0] != costs[-1]
+    assert results[0].usage != results[-1].usage
+
+
+def test_a_weight_that_cannot_read_the_clock_is_not_worked_out_again():
+    config = settings()
+    slot_ads = weighted_slots()
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    snapshot = builder.build(slot_ads, [], config)
+    rows = np.arange(len(snapshot.table))
+    first = FastEvaluator(snapshot.table, config, NOW, descriptions, compilations)
+    first.slot_weights(rows, snapshot.table.amounts)
+    assert first.stats.weight_rows == len(slot_ads)
+
+    later = NOW + 600
+    snapshot = builder.build(slot_ads, [], config)          # the same records: the ads are unchanged
+    second = FastEvaluator(snapshot.table, config, later, descriptions, compilations)
+    weights = second.slot_weights(rows, snapshot.table.amounts)
+    reads_clock = {name for name, (_weight, _attrs, clock) in WEIGHTS.items() if clock}
+    weighed_again = [slot.name for slot in snapshot.table.slots if slot.name.removesuffix("-claimed") in reads_clock]
+    assert second.stats.weight_rows == len(weighed_again)
+    reference = ClassAdEvaluator(snapshot.table, config, later).slot_weights(rows, snapshot.table.amounts)
+    np.testing.assert_array_equal(weights, reference)
+
+
+def test_other_amounts_of_a_kept_slot_are_weighed_at_those_amounts():
+    """A caller may weigh a slot at amounts it does not advertise; the weight kept for its own
+    amounts is not the answer then."""
+    config = settings()
+    snapshot = SnapshotBuilder().build([pslot("p", cpus=8, SlotWeight=expr("Cpus * 2"))], [], config)
+    rows = np.zeros(1, dtype=np.int64)
+    evaluator = FastEvaluator(snapshot.table, config, NOW, AdDescriptions(), Compilations())
+    own = evaluator.slot_weights(rows, snapshot.table.amounts)
+    fewer = snapshot.table.amounts.copy()
+    fewer[0, snapshot.table.assets.index("Cpus")] = 3
+    assert own.tolist() == [16.0]
+    assert evaluator.slot_weights(rows, fewer).tolist() == [6.0]
+    assert evaluator.slot_weights(rows, snapshot.table.amounts).tolist() == [16.0]
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_negotiatord_incremental_cycle_false_keeps_nothing_across_cycles(incremental: bool):
+    """``NEGOTIATORD_INCREMENTAL_CYCLE = False``: the compilations and descriptions a caller
+    hands run_cycle are left alone; every cycle starts from scratch."""
+    config = replace(settings(), incremental_cycle=incremental)
+    descriptions, compilations = AdDescriptions(), Compilations()
+    snapshot = SnapshotBuilder().build(weighted_slots(), jobs("alice", 2), config)
+    result = run_cycle(snapshot, AccountantState(), config, NOW, descriptions=descriptions, compilations=compilations)
+    assert len(result.matches) == 2
+    assert (compilations.kept is not None) == incremental
+    assert (len(descriptions) > 0) == incremental
