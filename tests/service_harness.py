@@ -163,7 +163,13 @@ class DaemonProcess:
             return 0
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            # where it stopped stopping: the daemon logs each step of its stop, then "stopped"
+            self.kill()
+            raise AssertionError(f"negotiatord did not stop within {timeout} s of SIGTERM:\n"
+                                 f"{self.log_text()[-6000:]}") from None
         self._closed()
         return code
 
