@@ -9,6 +9,7 @@ cycle's time and defines ``CurrentTime`` in ads that read it.
 
 from __future__ import annotations
 
+import copy
 import re
 
 import classad2
@@ -66,13 +67,30 @@ def frozen_ad(ad: classad2.ClassAd, now: int) -> classad2.ClassAd:
     """``ad`` itself when it reads no clock, else a copy whose expressions use ``now``."""
     text = ad.printOld()
     reads_current_time = "CurrentTime" not in ad and mentions_current_time(text)
-    if not (mentions_time(text) or reads_current_time):
+    calls_time = mentions_time(text)
+    if not (calls_time or reads_current_time):
         return ad
-    copy = classad2.ClassAd()
-    for name in ad.keys():
-        expr = ad.lookup(name)
-        text = str(expr)
-        copy[name] = classad2.ExprTree(freeze_time(text, now)) if mentions_time(text) else expr
+    return _frozen_copy(ad, now, calls_time, reads_current_time)
+
+
+def private_frozen_ad(ad: classad2.ClassAd, now: int) -> classad2.ClassAd:
+    """A copy of ``ad`` the caller may change, its expressions using ``now``: the frozen copy
+    when the ad reads the clock (one copy, not a copy of a copy), else a plain copy."""
+    text = ad.printOld()
+    reads_current_time = "CurrentTime" not in ad and mentions_current_time(text)
+    return _frozen_copy(ad, now, mentions_time(text), reads_current_time)
+
+
+def _frozen_copy(ad: classad2.ClassAd, now: int, calls_time: bool, reads_current_time: bool) -> classad2.ClassAd:
+    """A copy of ``ad`` (classad2's own, whole) with ``time()`` replaced by ``now`` in the
+    expressions that call it, and ``CurrentTime = now`` where the ad reads it undefined. Only
+    the expressions of an ad whose text calls ``time()`` are looked at one by one."""
+    frozen = copy.deepcopy(ad)
+    if calls_time:
+        for name in ad.keys():
+            text = str(ad.lookup(name))
+            if mentions_time(text):
+                frozen[name] = classad2.ExprTree(freeze_time(text, now))
     if reads_current_time:
-        copy["CurrentTime"] = now
-    return copy
+        frozen["CurrentTime"] = now
+    return frozen

@@ -21,7 +21,6 @@ are left to classad2 (counted as fallback evaluations).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Collection, Mapping
 from functools import lru_cache
 
@@ -29,7 +28,7 @@ import classad2
 import numpy as np
 
 from negotiatord.classad.conversion import as_number, evaluated
-from negotiatord.classad.cycle_time import frozen_ad, frozen_expr
+from negotiatord.classad.cycle_time import frozen_expr, private_frozen_ad
 from negotiatord.classad.parser import ParseError, parse
 from negotiatord.evaluation.protocol import UNRANKED, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
@@ -174,7 +173,7 @@ class PreemptionQuestions:
     def _job_ad(self, autocluster: Autocluster, inserted: Mapping[str, object]) -> classad2.ClassAd:
         ad = self._job_ads.get(autocluster.id)
         if ad is None:
-            ad = self._job_ads[autocluster.id] = copy.deepcopy(frozen_ad(autocluster.ad, self._now))
+            ad = self._job_ads[autocluster.id] = private_frozen_ad(autocluster.ad, self._now)
         ad.update(inserted)
         return ad
 
@@ -182,7 +181,7 @@ class PreemptionQuestions:
         """The slot's private copy carrying ``inserted`` (assigned only when they changed)."""
         found = self._slot_ads.get(row)
         if found is None:
-            found = self._slot_ads[row] = (copy.deepcopy(frozen_ad(self._table.slots[row].ad, self._now)), {})
+            found = self._slot_ads[row] = (private_frozen_ad(self._table.slots[row].ad, self._now), {})
         ad, current = found
         if current != inserted:
             ad.update(inserted)
