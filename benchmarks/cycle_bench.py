@@ -12,10 +12,13 @@ pool, its peak memory is its own and a run over budget is stopped, not waited fo
   whether any job left unmatched would still match them;
 * legacy: the same cycle with CONSUMPTION_POLICY off, HTCondor's one match per p-slot per cycle:
   the baseline measured in the same run;
-* daemon: two cycles as the daemon runs them, the ads filed in its AdStore and snapshots from a
-  SnapshotBuilder that keeps per-ad work, with 5% of the ads updated in between: the steady-state
-  cycle of a running daemon and its peak memory, with the store keeping the jobs of a cluster as
-  ProcAds that share one ad, against the baseline of a store keeping every job ad whole (same run);
+* daemon: cycles as the daemon runs them, the ads filed in its AdStore and snapshots from a
+  SnapshotBuilder that keeps per-ad work: a first cycle, one over the same ads (unchanged ads),
+  then cycles each after 5% of the ads were updated (changing ads): the steady-state cycle of a
+  running daemon and its peak memory, with the store keeping the jobs of a cluster as ProcAds that
+  share one ad, against the baseline of a store keeping every job ad whole, and the same cycles
+  from scratch (NEGOTIATORD_INCREMENTAL_CYCLE = False: nothing kept from one cycle to the next
+  but the snapshot builder's records), all in the same run;
 * pairs: (autocluster, slot) assessments per second of the fast path and of the classad2
   reference evaluator on the same ads, and the ratio;
 * job by job: the first cycle again with the cycle's reference loop (Settings.job_by_job: each
@@ -215,14 +218,15 @@ def describe_repeated(figures: Result) -> list[str]:
 
 
 def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, share_cluster_ads: bool,
-                    cycles: int = 2) -> Result:
+                    cycles: int = 3) -> Result:
     """``cycles`` cycles as the daemon runs them: the ads filed in an AdStore
     (``share_cluster_ads``: the jobs of a cluster kept as ProcAds sharing one ad; else every job ad
     whole), its SnapshotBuilder keeping per-ad work between cycles and the fast path what it read
-    of the ads and compiled (the daemon's thread worker), and before each next one CHURN
-    of the slot and job ads re-advertised as new ad objects (a collector update; the content is the
-    same, so every cycle negotiates the same pool). The RSS after each cycle shows whether a
-    running daemon's memory stays level."""
+    of the ads and compiled (the daemon's thread worker; unless ``settings`` start every cycle
+    from scratch). The second cycle negotiates the very same ads (unchanged ads); before each
+    later one CHURN of the slot and job ads are re-advertised as new ad objects (a collector
+    update; the content is the same, so every cycle negotiates the same pool). The RSS after each
+    cycle shows whether a running daemon's memory stays level."""
     # imported here, not at the top: --repeat also runs over checkouts from before these
     from negotiatord.fastpath.compiler.descriptions import AdDescriptions
     from negotiatord.fastpath.interpreter.compilations import Compilations
@@ -243,32 +247,39 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
     del records
     builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
     figures["rss_after_mib"] = []
+    figures["cycles"] = []
+    rng = random.Random(2)
     for number in range(cycles):
-        label = "first" if number == 0 else "next"
-        started = time.perf_counter()
+        if number >= 2:
+            _churn(store, pool, rng)
+        started, cpu = time.perf_counter(), time.thread_time()
         view = store.view()
         snapshot = builder.build(view.slots.values(), view.jobs.records(), settings)
-        built = time.perf_counter()
+        built, built_cpu = time.perf_counter(), time.thread_time()
         if evaluator_kind == "fast":     # what was read of the ads and compiled, kept as the daemon keeps it
             result = run_cycle(snapshot, AccountantState(), settings, pool.now, descriptions=descriptions,
                                compilations=compilations)
         else:
             result = run_cycle(snapshot, AccountantState(), settings, pool.now,
                                make_evaluator(evaluator_kind, snapshot, settings, pool.now))
-        figures[label] = {"snapshot_s": built - started, "negotiate_s": time.perf_counter() - built,
-                          "matches": result.stats.matches}
+        figures["cycles"].append({"snapshot_s": built - started, "negotiate_s": time.perf_counter() - built,
+                                  "snapshot_cpu_s": built_cpu - cpu, "negotiate_cpu_s": time.thread_time() - built_cpu,
+                                  "matches": result.stats.matches})
         del view, snapshot, result
         figures["rss_after_mib"].append(_status_kib("VmRSS") / 1024)
-        rng = random.Random(2)
-        slot_ads = list(pool.slot_ads)
-        picked = rng.sample(range(len(slot_ads)), int(CHURN * len(slot_ads)))
-        store.update(AdKind.SLOT, [(ad_key(AdKind.SLOT, slot_ads[i]), classad2.parseOne(
-            slot_ads[i].printOld(), classad2.ParserType.Old)) for i in picked], 1.0, LIFETIME)
-        picked = rng.sample(range(len(pool.job_ads)), int(CHURN * len(pool.job_ads)))
-        store.update(AdKind.JOB, [(ad_key(AdKind.JOB, ad), ad) for ad in map(pool.job_ads.__getitem__, picked)],
-                     1.0, LIFETIME)
-        store.take_graveyard()
     return figures
+
+
+def _churn(store: AdStore, pool: GeneratedPool, rng: random.Random) -> None:
+    """CHURN of the slot and job ads re-advertised as new ad objects of the same content."""
+    slot_ads = list(pool.slot_ads)
+    picked = rng.sample(range(len(slot_ads)), int(CHURN * len(slot_ads)))
+    store.update(AdKind.SLOT, [(ad_key(AdKind.SLOT, slot_ads[i]), classad2.parseOne(
+        slot_ads[i].printOld(), classad2.ParserType.Old)) for i in picked], 1.0, LIFETIME)
+    picked = rng.sample(range(len(pool.job_ads)), int(CHURN * len(pool.job_ads)))
+    store.update(AdKind.JOB, [(ad_key(AdKind.JOB, ad), ad) for ad in map(pool.job_ads.__getitem__, picked)],
+                 1.0, LIFETIME)
+    store.take_graveyard()
 
 
 def unfilled_matchable(snapshot: Snapshot, result, evaluator: PairEvaluator) -> Result:
@@ -385,22 +396,30 @@ def describe_cycle(name: str, figures: Result) -> list[str]:
     return lines
 
 
-def describe_daemon(label: str, figures: Result, baseline: Result | None = None) -> list[str]:
+def describe_daemon(label: str, figures: Result, baseline: Result | None = None,
+                    from_scratch: Result | None = None) -> list[str]:
     if "timeout" in figures or "error" in figures:
         return [f"  daemon cycles, {label}: {figures.get('error') or 'not finished within the budget'}"]
-
-    def cycle(f: Result) -> str:
-        return (f"snapshot {f['snapshot_s']:.2f} s + negotiate {f['negotiate_s']:.2f} s = "
-                f"{f['snapshot_s'] + f['negotiate_s']:.2f} s, {f['matches']} matches")
     ratio = ""
     if baseline is not None and "rss_peak_mib" in baseline:
         ratio = f" ({figures['rss_peak_mib'] / baseline['rss_peak_mib']:.2f}x the store keeping every job ad)"
-    return [f"  daemon cycles, {label}: {figures['job_records']} jobs filed as {figures['cluster_ads']} "
-            f"shared cluster ads + {figures['whole_job_ads']} whole ads; RSS once filed "
-            f"{figures['rss_filed_mib']:.0f} MiB (slot ads at start {figures['rss_start_mib']:.0f} MiB)",
-            f"      first {cycle(figures['first'])}; next, after {CHURN:.0%} of the ads were updated: "
-            f"{cycle(figures['next'])}",
-            f"      peak RSS {figures['rss_peak_mib']:.0f} MiB{ratio}", *_rss_by_cycle(figures["rss_after_mib"])]
+    lines = [f"  daemon cycles, {label}: {figures['job_records']} jobs filed as {figures['cluster_ads']} "
+             f"shared cluster ads + {figures['whole_job_ads']} whole ads; RSS once filed "
+             f"{figures['rss_filed_mib']:.0f} MiB (slot ads at start {figures['rss_start_mib']:.0f} MiB)"]
+    scratch = from_scratch["cycles"] if from_scratch and "cycles" in from_scratch else None
+    for number, cycle in enumerate(figures["cycles"]):
+        kind = ("first" if number == 0 else "unchanged ads" if number == 1
+                else f"after {CHURN:.0%} of the ads were updated")
+        cpu = cycle["snapshot_cpu_s"] + cycle["negotiate_cpu_s"]
+        line = (f"      cycle {number + 1} ({kind}): snapshot {cycle['snapshot_s']:.2f} s + negotiate "
+                f"{cycle['negotiate_s']:.2f} s = {cycle['snapshot_s'] + cycle['negotiate_s']:.2f} s "
+                f"(CPU {cpu:.2f} s), {cycle['matches']} matches")
+        if scratch is not None and number < len(scratch):
+            other = scratch[number]["snapshot_cpu_s"] + scratch[number]["negotiate_cpu_s"]
+            line += f"; from scratch CPU {other:.2f} s, this {cpu / other:.2f}x of it"
+        lines.append(line)
+    lines.append(f"      peak RSS {figures['rss_peak_mib']:.0f} MiB{ratio}")
+    return [*lines, *_rss_by_cycle(figures["rss_after_mib"])]
 
 
 def _rss_by_cycle(after: list[float]) -> list[str]:
@@ -487,8 +506,11 @@ def bench_size(name: str, slots: int, jobs: int, args: argparse.Namespace, setti
     cycles = args.daemon_cycles
     whole = isolated(lambda: daemon_scenario(pool, settings, evaluator, False, cycles), cycles * args.budget)
     print("\n".join(describe_daemon("store keeping every job ad whole (baseline)", whole)))
+    scratch = isolated(lambda: daemon_scenario(pool, replace(settings, incremental_cycle=False), evaluator, True,
+                                               cycles), cycles * args.budget)
+    print("\n".join(describe_daemon("from scratch, NEGOTIATORD_INCREMENTAL_CYCLE = False (baseline)", scratch)))
     shared = isolated(lambda: daemon_scenario(pool, settings, evaluator, True, cycles), cycles * args.budget)
-    print("\n".join(describe_daemon("store sharing one ad per cluster", shared, whole)))
+    print("\n".join(describe_daemon("store sharing one ad per cluster", shared, whole, scratch)))
     if args.daemon_only:
         return
     kinds = ["fast", "classad"]
@@ -509,14 +531,14 @@ def main(argv: list[str] | None = None) -> int:
                              "mixed: steady with 10%% of the pool arriving empty")
     parser.add_argument("--daemon-only", action="store_true",
                         help="only the daemon's cycles over its store, compact against every job ad kept")
-    parser.add_argument("--daemon-cycles", type=int, default=2, metavar="N",
+    parser.add_argument("--daemon-cycles", type=int, default=3, metavar="N",
                         help="cycles of the daemon scenarios, with 5%% of the ads updated before each "
                              "next one; from 3 the RSS after each is printed (default 2)")
     parser.add_argument("--repeat", type=int, default=0, metavar="N",
                         help="only negotiate one snapshot N times, printing each cycle's CPU time by phase")
     args = parser.parse_args(argv)
-    if args.daemon_cycles < 2:
-        parser.error("--daemon-cycles: at least 2 (a first cycle and a next one)")
+    if args.daemon_cycles < 3:
+        parser.error("--daemon-cycles: at least 3 (a first cycle, one over unchanged ads, one over changed ads)")
     settings = load_settings(CONFIG_PATH)
     print("\n".join(describe_real(real_ospool())))
     for name in (SIZES if args.size == "all" else [args.size]):
