@@ -22,7 +22,7 @@ are left to classad2 (counted as fallback evaluations).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import classad2
 import numpy as np
@@ -60,19 +60,31 @@ class PreemptionQuestions:
 
     def __init__(self, table: SlotTable, settings: Settings, now: int) -> None:
         self._table = table
+        self._settings = settings
         self._now = now
-        self._requirements = _frozen(settings.preemption_requirements, now)
-        self._rank = _frozen(settings.preemption_rank, now)
         self._slot_ads: dict[int, tuple[classad2.ClassAd, dict[str, object]]] = {}   # row -> copy, inserted
         self._job_ads: dict[int, classad2.ClassAd] = {}
-        # every expression the questions evaluate, as one, for the job attributes they can read
-        self._all = classad2.ExprTree(" && ".join(
-            f"({expr})" for expr in (RANK_ABOVE, self._requirements, self._rank) if expr is not None))
         self._reads: dict[int, tuple[str, ...] | None] = {}      # row -> job attributes read (None: any)
         self._answers: dict[tuple, _Answer] = {}
         self._priority = considers_priority_preemption(settings)
         self._job_ranks: dict[int, classad2.ExprTree | None] = {}   # row -> its Rank, if it reads only TARGET
         self.evaluations = 0                                       # classad2 evaluations made
+
+    # The expressions are made when first asked for: most cycles consider no claimed slot.
+
+    @cached_property
+    def _requirements(self) -> classad2.ExprTree | None:
+        return _frozen(self._settings.preemption_requirements, self._now)
+
+    @cached_property
+    def _rank(self) -> classad2.ExprTree | None:
+        return _frozen(self._settings.preemption_rank, self._now)
+
+    @cached_property
+    def _all(self) -> classad2.ExprTree:
+        """Every expression the questions evaluate, as one, for the job attributes they can read."""
+        return classad2.ExprTree(" && ".join(
+            f"({expr})" for expr in (RANK_ABOVE, self._requirements, self._rank) if expr is not None))
 
     def assess(self, autocluster: Autocluster, rows: np.ndarray, inserts: PreemptionInserts) -> PreemptionAssessment:
         job: classad2.ClassAd | None = None

@@ -8,6 +8,7 @@ way the reference evaluator converts classad2's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import classad2
 
@@ -43,17 +44,23 @@ class CycleRoots:
 
     @classmethod
     def of(cls, assets: tuple[str, ...], settings: Settings) -> CycleRoots:
-        consumption = tuple(RootSpec(f"consumption_{a.lower()}", SLOT, CONSUMPTION_PREFIX + a.lower(), None,
-                                     Mode(consume=a.lower()), SINK_CONSUME) for a in assets)
-        job_rank = IGNORED_JOB_RANK if settings.ignore_job_ranks else JOB_RANK
-        return cls(consumption, (_rank("pre_rank", settings.pre_job_rank), job_rank,
-                                 _rank("post_rank", settings.post_job_rank)))
+        return _cycle_roots(assets, settings.pre_job_rank, settings.post_job_rank, settings.ignore_job_ranks)
 
     @property
     def in_kernel_order(self) -> list[RootSpec | None]:
         """Every root, in the order kernels.assess_rows reads them."""
         return [*self.consumption, REQUIREMENTS[SLOT, False], REQUIREMENTS[SLOT, True], REQUIREMENTS[JOB, False],
                 REQUIREMENTS[JOB, True], WEIGHT, *self.ranks]
+
+
+@lru_cache(maxsize=16)
+def _cycle_roots(assets: tuple[str, ...], pre_job_rank: str | None, post_job_rank: str | None,
+                 ignore_job_ranks: bool) -> CycleRoots:
+    """The roots of every cycle with these assets and ranks, made (and the ranks parsed) once."""
+    consumption = tuple(RootSpec(f"consumption_{a.lower()}", SLOT, CONSUMPTION_PREFIX + a.lower(), None,
+                                 Mode(consume=a.lower()), SINK_CONSUME) for a in assets)
+    job_rank = IGNORED_JOB_RANK if ignore_job_ranks else JOB_RANK
+    return CycleRoots(consumption, (_rank("pre_rank", pre_job_rank), job_rank, _rank("post_rank", post_job_rank)))
 
 
 def _rank(name: str, text: str | None) -> RootSpec | None:
