@@ -32,7 +32,7 @@ from negotiatord.classad.cycle_time import frozen_expr, private_frozen_ad
 from negotiatord.classad.parser import ParseError, parse
 from negotiatord.evaluation.protocol import UNRANKED, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
-from negotiatord.pool.significance import ANY_ATTRIBUTE, job_reads
+from negotiatord.pool.significance import ANY_ATTRIBUTE, job_reads, own_references
 from negotiatord.pool.slots import considers_priority_preemption
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
@@ -65,6 +65,10 @@ class PreemptionQuestions:
         self._slot_ads: dict[int, tuple[classad2.ClassAd, dict[str, object]]] = {}   # row -> copy, inserted
         self._job_ads: dict[int, classad2.ClassAd] = {}
         self._reads: dict[int, tuple[str, ...] | None] = {}      # row -> job attributes read (None: any)
+        # row -> what the rank conditions read: the slot's names (inserted ones among them) and
+        # the job attributes (None: any); and the conditions by what they read
+        self._rank_reads: dict[int, tuple[frozenset[str], tuple[str, ...] | None]] = {}
+        self._conditions: dict[tuple, tuple[bool, bool]] = {}
         self._answers: dict[tuple, _Answer] = {}
         self._priority = considers_priority_preemption(settings)
         self._job_ranks: dict[int, classad2.ExprTree | None] = {}   # row -> its Rank, if it reads only TARGET
@@ -115,21 +119,56 @@ class PreemptionQuestions:
             if answer is None:
                 if job is None:
                     job = self._job_ad(autocluster, inserts.submitter)
-                answer = self._answers[key] = self._ask(self._slot_ad(row, remote), job, other_customer)
+                conditions = self._conditions_of(row, remote, autocluster, inserted, job)
+                answer = self._answers[key] = self._ask(row, remote, job, other_customer, conditions)
             rank_above[i], rank_at_least[i], requirements[i], preemption_rank[i] = answer
         return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
 
-    def _ask(self, slot: classad2.ClassAd, job: classad2.ClassAd, other_customer: bool) -> _Answer:
-        above, at_least = self._rank_conditions(slot, job)
+    def _conditions_of(self, row: int, remote: Mapping[str, object], autocluster: Autocluster,
+                       inserted: Mapping[str, object], job: classad2.ClassAd) -> tuple[bool, bool]:
+        """The two rank conditions, remembered by what they read: the slot, the inserted figures
+        among the slot's names they read, and the job's values of the attributes they read. The
+        requests of a cycle ask them of the same claimed slots over and over, with the figures
+        the conditions rarely read (RemoteUserResourcesInUse, ...) changing as jobs match."""
+        slot_names, job_attributes = self._rank_reads[row] if row in self._rank_reads else self._rank_read_by(row)
+        key = (row, tuple((name, value) for name, value in remote.items() if name.lower() in slot_names),
+               _job_values(job_attributes, autocluster, inserted))
+        found = self._conditions.get(key)
+        if found is None:
+            found = self._conditions[key] = self._rank_conditions(self._slot_ad(row, remote), job)
+        return found
+
+    def _rank_read_by(self, row: int) -> tuple[frozenset[str], tuple[str, ...] | None]:
+        """What ``MY.Rank > MY.CurrentRank`` reads on ``row``: the names it reads in the slot (folded;
+        followed through the slot's attributes, iteratively, and counting names the slot lacks,
+        which an insert may supply), and the job attributes (None: any)."""
+        ad = self._table.slots[row].ad
+        names: set[str] = set()
+        pending = [str(RANK_ABOVE)]
+        while pending:
+            for name in own_references(pending.pop()):
+                folded = name.lower()
+                if folded not in names:
+                    names.add(folded)
+                    if name in ad:
+                        pending.append(str(ad.lookup(name)))
+        attributes = {read.attribute.lower() for read in job_reads(RANK_ABOVE, ad)}
+        found = self._rank_reads[row] = (frozenset(names),
+                                         None if ANY_ATTRIBUTE in attributes else tuple(sorted(attributes)))
+        return found
+
+    def _ask(self, row: int, remote: Mapping[str, object], job: classad2.ClassAd, other_customer: bool,
+             conditions: tuple[bool, bool]) -> _Answer:
+        above, at_least = conditions
         holds = False
         if other_customer and not above and at_least:
             # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
             self.evaluations += 1
-            holds = self._requirements is None or evaluated(self._requirements, slot, job) is True
+            holds = self._requirements is None or evaluated(self._requirements, self._slot_ad(row, remote), job) is True
         rank = UNRANKED
         if (above or holds) and self._rank is not None:
             self.evaluations += 1
-            value = evaluated(self._rank, slot, job)
+            value = evaluated(self._rank, self._slot_ad(row, remote), job)
             number = float(value) if isinstance(value, bool) else as_number(value)
             rank = UNRANKED if number is None else number
         return above, at_least, holds, rank
@@ -190,9 +229,11 @@ class PreemptionQuestions:
         return ad
 
     def _slot_ad(self, row: int, inserted: Mapping[str, object]) -> classad2.ClassAd:
-        """The slot's private copy carrying ``inserted`` (assigned only when they changed)."""
+        """The slot's private copy carrying ``inserted`` (assigned only when they changed; copied
+        afresh when a name inserted before is not inserted now, as the ad's own value is then
+        the one to read)."""
         found = self._slot_ads.get(row)
-        if found is None:
+        if found is None or found[1].keys() - inserted.keys():
             found = self._slot_ads[row] = (private_frozen_ad(self._table.slots[row].ad, self._now), {})
         ad, current = found
         if current != inserted:
