@@ -64,11 +64,10 @@ class PreemptionQuestions:
         self._now = now
         self._slot_ads: dict[int, tuple[classad2.ClassAd, dict[str, object]]] = {}   # row -> copy, inserted
         self._job_ads: dict[int, classad2.ClassAd] = {}
-        self._reads: dict[int, tuple[str, ...] | None] = {}      # row -> job attributes read (None: any)
-        # row -> what the rank conditions read: the slot's names (inserted ones among them) and
-        # the job attributes (None: any); and the conditions by what they read
-        self._rank_reads: dict[int, tuple[frozenset[str], tuple[str, ...] | None]] = {}
-        self._conditions: dict[tuple, tuple[bool, bool]] = {}
+        # row -> what every question reads, and what the rank conditions alone read (_Reads)
+        self._reads: dict[int, _Reads] = {}
+        self._rank_reads: dict[int, _Reads] = {}
+        self._conditions: dict[tuple, tuple[bool, bool]] = {}     # the rank conditions, by what they read
         self._answers: dict[tuple, _Answer] = {}
         self._priority = considers_priority_preemption(settings)
         self._job_ranks: dict[int, classad2.ExprTree | None] = {}   # row -> its Rank, if it reads only TARGET
@@ -110,11 +109,11 @@ class PreemptionQuestions:
                     rank_above[i], rank_at_least[i] = settled
                     if not settled[0]:
                         continue     # neither rule can preempt: nothing else is asked
-            read = self._reads[row] if row in self._reads else self._read_by(row)
+            slot_names, read = self._reads[row] if row in self._reads else self._read_by(row)
             values = values_of.get(read)
             if values is None:
                 values = values_of[read] = _job_values(read, autocluster, inserted)
-            key = (row, other_customer, tuple(remote.items()), values)
+            key = (row, other_customer, _read_inserts(remote, slot_names), values)
             answer = self._answers.get(key)
             if answer is None:
                 if job is None:
@@ -130,31 +129,13 @@ class PreemptionQuestions:
         among the slot's names they read, and the job's values of the attributes they read. The
         requests of a cycle ask them of the same claimed slots over and over, with the figures
         the conditions rarely read (RemoteUserResourcesInUse, ...) changing as jobs match."""
-        slot_names, job_attributes = self._rank_reads[row] if row in self._rank_reads else self._rank_read_by(row)
-        key = (row, tuple((name, value) for name, value in remote.items() if name.lower() in slot_names),
-               _job_values(job_attributes, autocluster, inserted))
+        if row not in self._rank_reads:
+            self._rank_reads[row] = _reads(RANK_ABOVE, self._table.slots[row].ad)
+        slot_names, job_attributes = self._rank_reads[row]
+        key = (row, _read_inserts(remote, slot_names), _job_values(job_attributes, autocluster, inserted))
         found = self._conditions.get(key)
         if found is None:
             found = self._conditions[key] = self._rank_conditions(self._slot_ad(row, remote), job)
-        return found
-
-    def _rank_read_by(self, row: int) -> tuple[frozenset[str], tuple[str, ...] | None]:
-        """What ``MY.Rank > MY.CurrentRank`` reads on ``row``: the names it reads in the slot (folded;
-        followed through the slot's attributes, iteratively, and counting names the slot lacks,
-        which an insert may supply), and the job attributes (None: any)."""
-        ad = self._table.slots[row].ad
-        names: set[str] = set()
-        pending = [str(RANK_ABOVE)]
-        while pending:
-            for name in own_references(pending.pop()):
-                folded = name.lower()
-                if folded not in names:
-                    names.add(folded)
-                    if name in ad:
-                        pending.append(str(ad.lookup(name)))
-        attributes = {read.attribute.lower() for read in job_reads(RANK_ABOVE, ad)}
-        found = self._rank_reads[row] = (frozenset(names),
-                                         None if ANY_ATTRIBUTE in attributes else tuple(sorted(attributes)))
         return found
 
     def _ask(self, row: int, remote: Mapping[str, object], job: classad2.ClassAd, other_customer: bool,
@@ -213,12 +194,11 @@ class PreemptionQuestions:
         self.evaluations += 2
         return evaluated(RANK_ABOVE, slot, job) is True, evaluated(RANK_AT_LEAST, slot, job) is True
 
-    def _read_by(self, row: int) -> tuple[str, ...] | None:
-        """The job attributes the questions can read on ``row`` (None: any of them). Read on the
-        slot's own ad: a name inserted into it is then counted as a job attribute too, which
-        only makes the answers' key longer."""
-        names = {read.attribute.lower() for read in job_reads(self._all, self._table.slots[row].ad)}
-        found = self._reads[row] = None if ANY_ATTRIBUTE in names else tuple(sorted(names))
+    def _read_by(self, row: int) -> _Reads:
+        """What the questions can read on ``row`` (:func:`_reads`). Read on the slot's own ad: a
+        name inserted into it is then counted as a job attribute too, which only makes the
+        answers' key longer."""
+        found = self._reads[row] = _reads(self._all, self._table.slots[row].ad)
         return found
 
     def _job_ad(self, autocluster: Autocluster, inserted: Mapping[str, object]) -> classad2.ClassAd:
@@ -244,6 +224,38 @@ class PreemptionQuestions:
 
 
 _Answer = tuple[bool, bool, bool, float]
+# what an expression reads with a slot as MY: the names it reads in the slot (folded, those the
+# slot lacks included: an insert may supply them; None: any), and the job's attributes (None: any)
+_Reads = tuple[frozenset[str] | None, tuple[str, ...] | None]
+
+
+def _reads(expression: classad2.ExprTree, slot: classad2.ClassAd) -> _Reads:
+    """What ``expression`` reads with ``slot`` as MY: its names followed through the slot's
+    attributes (iteratively: attributes may chain deep; ``eval()`` may read any name), and the
+    job attributes (:func:`~negotiatord.pool.significance.job_reads`)."""
+    names: set[str] | None = set()
+    pending = [str(expression)]
+    while pending and names is not None:
+        text = pending.pop()
+        if "eval" in text.lower():
+            names = None
+            break
+        for name in own_references(text):
+            folded = name.lower()
+            if folded not in names:
+                names.add(folded)
+                if name in slot:
+                    pending.append(str(slot.lookup(name)))
+    attributes = {read.attribute.lower() for read in job_reads(expression, slot)}
+    return (None if names is None else frozenset(names),
+            None if ANY_ATTRIBUTE in attributes else tuple(sorted(attributes)))
+
+
+def _read_inserts(inserted: Mapping[str, object], names: frozenset[str] | None) -> tuple:
+    """The inserted figures among ``names`` (None: all): all an answer depends on of what was
+    inserted. The others (``RemoteUserResourcesInUse`` moves with every match) would only make
+    answers miss."""
+    return tuple((name, value) for name, value in inserted.items() if names is None or name.lower() in names)
 # the slot's Rank for the job and its CurrentRank, whose comparisons are the two rank conditions
 RANK_OF_SLOT = classad2.ExprTree("MY.Rank")
 CURRENT_RANK = classad2.ExprTree("MY.CurrentRank")
