@@ -29,7 +29,9 @@ AMOUNTS_PER_SLOT = 4
 
 @dataclass
 class _Weights:
-    clock_free: bool | None = None                         # None: not worked out yet
+    # whether the slot's weight cannot read the clock; None: not asked yet. It is asked when a
+    # kept weight could first be used, so a cycle from scratch, which uses none, never asks it.
+    clock_free: bool | None = None
     at: dict[bytes, float] = field(default_factory=dict)   # amounts (their bytes) -> weight
 
 
@@ -45,23 +47,29 @@ class KeptSlotWeights:
         positions of ``rows`` whose weight must be worked out."""
         weights = np.full(len(rows), np.nan)
         missing: list[int] = []
+        memo = self._memo
         for position, (row, at) in enumerate(zip(rows.tolist(), amounts)):
-            kept = self._memo.of(slots[row]).at.get(at.tobytes())
-            if kept is None:
+            slot = slots[row]
+            kept = memo.of(slot)
+            weight = kept.at.get(at.tobytes()) if kept.at else None
+            if weight is not None and kept.clock_free is None:
+                kept.clock_free = not _reads_clock(str(slot.slot_weight), slot.ad)
+                if not kept.clock_free:
+                    kept.at.clear()
+                    weight = None
+            if weight is None:
                 missing.append(position)
             else:
-                weights[position] = kept
+                weights[position] = weight
         return weights, np.array(missing, dtype=np.int64)
 
     def keep(self, slots: Sequence[Slot], rows: np.ndarray, amounts: np.ndarray, weights: np.ndarray) -> None:
-        """File ``weights``, worked out for table ``rows`` at ``amounts``, where they cannot
-        depend on the clock."""
+        """File ``weights``, worked out for table ``rows`` at ``amounts``, unless the slot's
+        weight is known to read the clock."""
+        memo = self._memo
         for row, at, weight in zip(rows.tolist(), amounts, weights.tolist()):
-            slot = slots[row]
-            kept = self._memo.of(slot)
-            if kept.clock_free is None:
-                kept.clock_free = not _reads_clock(str(slot.slot_weight), slot.ad)
-            if kept.clock_free and len(kept.at) < AMOUNTS_PER_SLOT:
+            kept = memo.of(slots[row])
+            if kept.clock_free is not False and len(kept.at) < AMOUNTS_PER_SLOT:
                 kept.at[at.tobytes()] = weight
 
 
