@@ -124,9 +124,11 @@ class StagedAssessment:
         self._reported: set[tuple[int, int]] = set()
 
     def slot_weights(self, rows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
-        """SlotWeight of table ``rows`` at ``amounts`` (PairEvaluator.slot_weights)."""
+        """SlotWeight of table ``rows`` at ``amounts`` (PairEvaluator.slot_weights). The weight
+        space holds the rows first asked (a cycle asks for the slots whose weights were not kept
+        from the last: a daemon's changed slots, not its whole pool); others join it if asked."""
         if self._weight_space is None:
-            self._weight_space = Space(self._context, np.arange(len(self._table)), len(self._table))
+            self._weight_space = Space(self._context, np.unique(rows), len(self._table))
         space = self._weight_space
         self._stats.weight_rows += len(rows)
         frame = self._frame(space, rows, amounts, np.full(amounts.shape, np.nan), rows_out=1)
