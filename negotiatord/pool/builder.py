@@ -16,7 +16,7 @@ The rules depend on what the slots read, so jobs read under other rules are read
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
 from weakref import WeakKeyDictionary
 
@@ -362,8 +362,7 @@ class SnapshotBuilder:
         """Move an unchanged ad's job to ``position``, keeping what autoclustering learnt from it."""
         entry.position = position
         if entry.job is not None:
-            job = entry.job.job
-            entry.job.renumber(replace(job, queue_order=(*job.queue_order[:-1], position)))
+            entry.job.renumber(entry.job.job.at(position))
         elif entry.problem is not None:       # a problem may name the job by its position
             problem = prepare_job(entry.ad, position)
             if isinstance(problem, LeftOut):  # the same ad gives the same problem, named at its new place

@@ -27,6 +27,13 @@ class Job:
     schedd: str = ""                          # the schedd GlobalJobId names ("" without one)
     dag_prios: tuple[int, int, int, int] = NO_DAG_PRIOS   # PreJobPrio1/2, PostJobPrio1/2
 
+    def at(self, position: int) -> Job:
+        """This job at another position in the input (an earlier ad left or joined). Made
+        directly, not by dataclasses.replace: a daemon moves most of its queue's jobs a cycle."""
+        cluster, proc, _ = self.queue_order
+        return Job(self.id, self.submitter, self.prio, (cluster, proc, position), self.concurrency_limits,
+                   self.schedd, self.dag_prios)
+
     @property
     def order(self) -> tuple[int, ...]:
         """The schedd's order within a submitter (qmgmt.cpp ``prio_compar``): higher PreJobPrio1,
