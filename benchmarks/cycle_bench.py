@@ -73,7 +73,7 @@ from negotiatord.feed import AdKind, AdStore
 from negotiatord.feed.kinds import ad_key
 from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.pool.snapshot import Snapshot
-from negotiatord.runtime import run_cycle
+from negotiatord.runtime import garbage_collection_paused, run_cycle
 from negotiatord.settings import Settings, load_settings
 
 SIZES = {"small": (5_000, 25_000), "medium": (15_000, 85_000), "large": (45_000, 255_000)}
@@ -254,7 +254,8 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
             _churn(store, pool, rng)
         started, cpu = time.perf_counter(), time.thread_time()
         view = store.view()
-        snapshot = builder.build(view.slots.values(), view.jobs.records(), settings)
+        with garbage_collection_paused():       # as the daemon builds its snapshots
+            snapshot = builder.build(view.slots.values(), view.jobs.records(), settings)
         built, built_cpu = time.perf_counter(), time.thread_time()
         if evaluator_kind == "fast":     # what was read of the ads and compiled, kept as the daemon keeps it
             result = run_cycle(snapshot, AccountantState(), settings, pool.now, descriptions=descriptions,

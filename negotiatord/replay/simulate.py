@@ -55,7 +55,7 @@ from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.jobs import submitter_of
 from negotiatord.replay.pool import Offer, SimulatedPool, job_ad, job_key, may_preempt
 from negotiatord.replay.trace import Trace, TraceJob
-from negotiatord.runtime import HeapKeeper, run_cycle
+from negotiatord.runtime import HeapKeeper, garbage_collection_paused, run_cycle
 from negotiatord.settings import Settings
 from negotiatord.settings.groups import ROOT_GROUP
 
@@ -281,7 +281,8 @@ class _Replay:
         epoch = int(self.trace.start_epoch + now)
         offer = (self.pool.offered_ads(len(self.idle), self.settings) if self.stand_in_empty_nodes
                  else Offer(self.pool.slot_ads()))
-        snapshot = builder.build(offer.ads, [ad for _, ad in self.idle.values()], self.settings)
+        with garbage_collection_paused():       # as the daemon builds its snapshots
+            snapshot = builder.build(offer.ads, [ad for _, ad in self.idle.values()], self.settings)
         built = time.perf_counter() - wall
         result = run_cycle(snapshot, state, self.settings, epoch, descriptions=descriptions, compilations=compilations)
         duration = time.perf_counter() - wall

@@ -67,7 +67,7 @@ from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.publish.holds import Hold, holds_for
 from negotiatord.publish.matchlog import MatchLog, Retention
 from negotiatord.pool.snapshot import Snapshot
-from negotiatord.runtime import CycleProcessFailed, run_cycle, run_cycle_in_child
+from negotiatord.runtime import CycleProcessFailed, garbage_collection_paused, run_cycle, run_cycle_in_child
 from negotiatord.settings import CycleWorker, Settings
 
 
@@ -171,7 +171,10 @@ class CycleRunner:
                 edit_mark = self.accountant.edit_mark()
                 state = self.accountant.load()
                 cycle_id = self.accountant.last_cycle_id() + 1
-                snapshot = self.snapshots.build(view.slots.values(), view.jobs.records(), settings)
+                # collection paused as for the cycle: the build makes a job object per queued job,
+                # and a collection of the daemon's heap in the middle costs as much as the build
+                with garbage_collection_paused():
+                    snapshot = self.snapshots.build(view.slots.values(), view.jobs.records(), settings)
 
             self.phase = "negotiate"      # timed by the cycle itself, phase by phase
             result, child_private_bytes = self._negotiate(snapshot, state, settings, now, phases)
