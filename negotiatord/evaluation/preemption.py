@@ -50,12 +50,12 @@ class PreemptionQuestions:
     not prefer the job, and ranks it at least as well); PREEMPTION_RANK only where the slot can
     be preempted.
 
-    Answers are remembered by what they depend on: the slot, the figures inserted, and the
-    values of the job attributes the expressions can read with this slot as MY
-    (:func:`~negotiatord.pool.significance.job_reads`, the analysis that makes those attributes
+    Answers are remembered by what they depend on: the slot, the inserted figures the
+    expressions read in it, and the values of the job attributes they can read with this slot as
+    MY (:func:`~negotiatord.pool.significance.job_reads`, the analysis that makes those attributes
     significant for autoclusters), so the requests of a submitter that differ in other attributes
-    are answered once. Like autoclusters, this takes a job attribute's value as the text of its
-    expression.
+    are answered once; the rank conditions alone, by what they alone read. Like autoclusters,
+    this takes a job attribute's value as the text of its expression.
     """
 
     def __init__(self, table: SlotTable, settings: Settings, now: int) -> None:
