@@ -108,3 +108,45 @@ def test_negotiatord_incremental_cycle_false_keeps_nothing_across_cycles(increme
     assert len(result.matches) == 2
     assert (compilations.kept is not None) == incremental
     assert (len(descriptions) > 0) == incremental
+
+
+def _weighed(slot_ads: list, descriptions: AdDescriptions, compilations: Compilations) -> tuple[list[float], int]:
+    """The slots' weights through an evaluator keeping ``compilations`` (checked against
+    classad2's), and how many it worked out rather than found kept."""
+    config = settings()
+    snapshot = SnapshotBuilder().build(slot_ads, [], config)
+    rows = np.arange(len(snapshot.table))
+    evaluator = FastEvaluator(snapshot.table, config, NOW, descriptions, compilations)
+    weights = evaluator.slot_weights(rows, snapshot.table.amounts)
+    reference = ClassAdEvaluator(snapshot.table, config, NOW).slot_weights(rows, snapshot.table.amounts)
+    np.testing.assert_array_equal(weights, reference)
+    return weights.tolist(), evaluator.stats.weight_rows
+
+
+def test_a_new_record_whose_weight_reads_only_its_assets_finds_the_weight_at_its_amounts():
+    """A p-slot re-advertised (a new ad, a new record) with the amounts another slot was weighed
+    at: a weight that reads nothing but the slot's listed assets is the same, and is not worked
+    out again."""
+    descriptions, compilations = AdDescriptions(), Compilations()
+    weight = expr("Cpus * 2 + Memory / 1024")
+    _weighed([pslot("a", cpus=4, memory=2048, SlotWeight=weight)], descriptions, compilations)
+    weights, worked_out = _weighed([pslot("a-again", cpus=4, memory=2048, SlotWeight=weight),
+                                    pslot("b", cpus=3, memory=2048, SlotWeight=weight)], descriptions, compilations)
+    assert weights == [10, 8] and worked_out == 1
+
+
+@pytest.mark.parametrize("first, second", [
+    (pslot("int", cpus=4, SlotWeight=expr("Cpus / 3")), pslot("real", cpus=4.0, SlotWeight=expr("Cpus / 3"))),
+    (pslot("one", cpus=4, Factor=1, SlotWeight=expr("Cpus * Factor")),
+     pslot("two", cpus=4, Factor=2, SlotWeight=expr("Cpus * Factor"))),
+    (pslot("listed", cpus=4, SlotWeight=expr("Cpus + 1")),
+     pslot("unlisted", cpus=4, MachineResources="Memory Disk Swap", SlotWeight=expr("Cpus + 1"))),
+], ids=["an integer against a real", "an attribute besides the assets", "an asset the slot does not list"])
+def test_slots_at_the_same_amounts_whose_weights_read_otherwise_do_not_share(first, second):
+    """What the weight reads decides whether it is shared: the type of the asset's literal
+    (classad2 divides an integer as an integer), an attribute that is no asset, an asset the
+    slot does not list (then an ordinary attribute of its ad)."""
+    descriptions, compilations = AdDescriptions(), Compilations()
+    _weighed([first], descriptions, compilations)
+    _weights, worked_out = _weighed([second], descriptions, compilations)
+    assert worked_out == 1

@@ -51,6 +51,7 @@ class FastEvaluator:
         self._now = now
         self._descriptions = AdDescriptions() if descriptions is None else descriptions
         self._compilations = Compilations() if compilations is None else compilations
+        self._keeps_weights = compilations is not None     # for the caller's next cycles
         self.stats = FastPathStats()
         self._fallback = ReferenceFallback(table, settings, now)
         self._preemption = PreemptionQuestions(table, settings, now)
@@ -75,10 +76,12 @@ class FastEvaluator:
     # -- PairEvaluator ------------------------------------------------------------------------------
 
     def slot_weights(self, rows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
-        """Each slot's weight: kept from an earlier cycle for an unchanged slot at the same
-        amounts (kept_weights.py), else worked out and kept."""
+        """Each slot's weight: kept from an earlier cycle of the caller that keeps its
+        compilations (kept_weights.py), else worked out (and kept for its next cycles)."""
         rows = np.asarray(rows, dtype=np.int64)
         self._start_call()
+        if not self._keeps_weights:
+            return self._stages.slot_weights(rows, amounts)
         kept = self._context.compiled.slot_weights
         weights, missing = kept.known(self._table.slots, rows, amounts)
         if len(missing):

@@ -1,12 +1,19 @@
-"""Slot weights kept by slot record, so that an unchanged slot's weight is not worked out again.
+"""Slot weights kept across cycles, so that a slot weighed before is not weighed again.
 
 Every cycle weighs every slot of its table (``SlotWeight``, with no job: the pool size, the
 usage each claim charges, the match cost's starting point). A slot's weight depends on its ad,
 on the amounts of its assets and on nothing else, unless it reads the clock (``time()``, or a
-``CurrentTime`` its ad does not define, as classad/cycle_time.py freezes them). The records of a
-daemon's or a replay's unchanged ads outlive cycles (the snapshot builder keeps them), so a weight
-is kept under its record (weakly: it goes with the record) and the amounts it was worked out
-at; a weight that may read the clock is never kept.
+``CurrentTime`` its ad does not define, as classad/cycle_time.py freezes them). So a weight is
+kept:
+
+* under the slot's record (weakly: it goes with the record) and the amounts it was worked out
+  at: the records of a daemon's or a replay's unchanged ads outlive cycles (the snapshot builder
+  keeps them). A weight that may read the clock is not kept.
+* under what it reads, where it reads nothing but the slot's listed assets (HTCondor's default
+  ``SLOT_WEIGHT = Cpus``): the expression's text, the slot's assets and which of them are integer
+  literals (``Cpus / 3`` divides an integer), and the amounts. A p-slot re-advertised with what
+  its last match left, a new record, then finds the weight of any slot weighed before at those
+  amounts.
 """
 
 from __future__ import annotations
@@ -25,38 +32,49 @@ from negotiatord.pool.slots import Slot
 # Amounts kept per record: a record's own amounts are the ones every cycle asks for; others come
 # only from a caller weighing a slot at amounts it does not advertise.
 AMOUNTS_PER_SLOT = 4
+# Weights kept by what they read, at most; then they start over (a pool meets ever new amounts).
+MAX_BY_CONTENT = 100_000
+
+_UNASKED = ()       # a record's content before it is asked for
 
 
 @dataclass
 class _Weights:
     # whether the slot's weight cannot read the clock; None: not asked yet. It is asked when a
-    # kept weight could first be used, so a cycle from scratch, which uses none, never asks it.
+    # kept weight could first be used, so a cycle that uses none never asks it.
     clock_free: bool | None = None
     at: dict[bytes, float] = field(default_factory=dict)   # amounts (their bytes) -> weight
+    content: tuple | None = _UNASKED                       # what the weight reads (None: more than assets)
 
 
 class KeptSlotWeights:
-    """Slot weights by slot record and amounts, across the cycles of one ClassAd scoping mode
-    (the compilations that hold it start over when the mode changes)."""
+    """Slot weights by slot record and by what they read, across the cycles of one ClassAd
+    scoping mode and list of assets (the compilations that hold it start over when either
+    changes)."""
 
     def __init__(self) -> None:
         self._memo: RecordMemo[_Weights] = RecordMemo(_Weights)
+        self._by_content: dict[tuple[tuple, bytes], float] = {}
 
     def known(self, slots: Sequence[Slot], rows: np.ndarray, amounts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The weights kept for table ``rows`` at ``amounts`` (NaN where none is), and the
         positions of ``rows`` whose weight must be worked out."""
         weights = np.full(len(rows), np.nan)
         missing: list[int] = []
-        memo = self._memo
+        memo, by_content = self._memo, self._by_content
         for position, (row, at) in enumerate(zip(rows.tolist(), amounts)):
             slot = slots[row]
             kept = memo.of(slot)
-            weight = kept.at.get(at.tobytes()) if kept.at else None
+            key = at.tobytes()
+            weight = kept.at.get(key) if kept.at else None
             if weight is not None and kept.clock_free is None:
                 kept.clock_free = not _reads_clock(str(slot.slot_weight), slot.ad)
                 if not kept.clock_free:
                     kept.at.clear()
                     weight = None
+            if weight is None and by_content:
+                content = _content_of(kept, slot)
+                weight = None if content is None else by_content.get((content, key))
             if weight is None:
                 missing.append(position)
             else:
@@ -66,11 +84,31 @@ class KeptSlotWeights:
     def keep(self, slots: Sequence[Slot], rows: np.ndarray, amounts: np.ndarray, weights: np.ndarray) -> None:
         """File ``weights``, worked out for table ``rows`` at ``amounts``, unless the slot's
         weight is known to read the clock."""
-        memo = self._memo
+        memo, by_content = self._memo, self._by_content
+        if len(by_content) > MAX_BY_CONTENT:
+            by_content.clear()
         for row, at, weight in zip(rows.tolist(), amounts, weights.tolist()):
-            kept = memo.of(slots[row])
+            slot = slots[row]
+            kept = memo.of(slot)
+            key = at.tobytes()
             if kept.clock_free is not False and len(kept.at) < AMOUNTS_PER_SLOT:
-                kept.at[at.tobytes()] = weight
+                kept.at[key] = weight
+            content = _content_of(kept, slot)
+            if content is not None:
+                by_content[content, key] = weight
+
+
+def _content_of(kept: _Weights, slot: Slot) -> tuple | None:
+    """What ``slot``'s weight reads, asked once per record: its text, the slot's assets and
+    which are integer literals, where the weight names nothing but listed assets (then it reads
+    the amounts only, not the ad); None otherwise."""
+    if kept.content is _UNASKED:
+        text = str(slot.slot_weight)
+        listed = {asset.lower() for asset in slot.assets}
+        reads_assets_only = (not mentions_time(text) and "eval" not in text.lower()
+                             and all(name.lower() in listed for name in own_references(text)))
+        kept.content = (text, slot.assets, slot.integer_amounts) if reads_assets_only else None
+    return kept.content
 
 
 def _reads_clock(expression: str, ad: classad2.ClassAd) -> bool:
