@@ -67,7 +67,10 @@ def master_says(pool: MiniPool) -> str:
 
 
 def stopped(pool: MiniPool, count: int) -> None:
-    wait_for(lambda: len(events(pool, "stopped")) >= count, 30, f"negotiatord to stop ({count})")
+    try:
+        wait_for(lambda: len(events(pool, "stopped")) >= count, 30, f"negotiatord to stop ({count})")
+    except AssertionError as error:         # where the stop got to: the daemon logs its steps
+        raise AssertionError(f"{error}; its last events: {events(pool)[-8:]}") from None
     wait_for(lambda: master_says(pool) not in ("Alive", "Startup") or None, 30, "the master to see it exit")
 
 
