@@ -32,7 +32,7 @@ from negotiatord.classad.cycle_time import frozen_expr, private_frozen_ad
 from negotiatord.classad.parser import ParseError, parse
 from negotiatord.evaluation.protocol import UNRANKED, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
-from negotiatord.pool.significance import ANY_ATTRIBUTE, job_reads, own_references
+from negotiatord.pool.significance import ANY_ATTRIBUTE, job_reads, own_reads
 from negotiatord.pool.slots import considers_priority_preemption
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
@@ -230,24 +230,11 @@ _Reads = tuple[frozenset[str] | None, tuple[str, ...] | None]
 
 
 def _reads(expression: classad2.ExprTree, slot: classad2.ClassAd) -> _Reads:
-    """What ``expression`` reads with ``slot`` as MY: its names followed through the slot's
-    attributes (iteratively: attributes may chain deep; ``eval()`` may read any name), and the
-    job attributes (:func:`~negotiatord.pool.significance.job_reads`)."""
-    names: set[str] | None = set()
-    pending = [str(expression)]
-    while pending and names is not None:
-        text = pending.pop()
-        if "eval" in text.lower():
-            names = None
-            break
-        for name in own_references(text):
-            folded = name.lower()
-            if folded not in names:
-                names.add(folded)
-                if name in slot:
-                    pending.append(str(slot.lookup(name)))
+    """What ``expression`` reads with ``slot`` as MY: the names it reads in the slot
+    (:func:`~negotiatord.pool.significance.own_reads`), and the job attributes
+    (:func:`~negotiatord.pool.significance.job_reads`)."""
     attributes = {read.attribute.lower() for read in job_reads(expression, slot)}
-    return (None if names is None else frozenset(names),
+    return (own_reads(str(expression), slot).names,
             None if ANY_ATTRIBUTE in attributes else tuple(sorted(attributes)))
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import classad2
 
+from negotiatord.classad.cycle_time import mentions_time
 from negotiatord.classad.parser import Node, ParseError, parse, unparse
 
 ANY_ATTRIBUTE = "*"
@@ -127,6 +128,35 @@ def own_references(text: str) -> frozenset[str]:
         return frozenset(r.name for r in _analysis(text) if r.scope in (None, "my"))
     except ParseError:
         return frozenset(ref for ref in classad2.ClassAd().externalRefs(classad2.ExprTree(text)) if "." not in ref)
+
+
+@dataclass(frozen=True)
+class OwnReads:
+    """What an expression reads in its own ad, followed through the attributes it reads."""
+
+    names: frozenset[str] | None    # folded, names the ad lacks included; None: any (``eval()``)
+    calls_time: bool                 # it, or an attribute it reads, calls ``time()``
+
+
+def own_reads(expression: str, ad: classad2.ClassAd) -> OwnReads:
+    """What ``expression`` reads in ``ad`` (its MY): the names it reads, and through each name
+    the ad holds, what that attribute's expression reads, iteratively (attributes may chain
+    deep). ``eval()`` may build any name from a string, so it reads any."""
+    names: set[str] = set()
+    calls_time = False
+    pending = [expression]
+    while pending:
+        text = pending.pop()
+        if "eval" in text.lower():
+            return OwnReads(None, calls_time or mentions_time(text))
+        calls_time = calls_time or mentions_time(text)
+        for name in own_references(text):
+            folded = name.lower()
+            if folded not in names:
+                names.add(folded)
+                if name in ad:
+                    pending.append(str(ad.lookup(name)))
+    return OwnReads(frozenset(names), calls_time)
 
 
 def condition_reads(condition: str) -> frozenset[str]:

@@ -21,12 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import classad2
 import numpy as np
 
-from negotiatord.classad.cycle_time import mentions_time
 from negotiatord.fastpath.compiler.descriptions import RecordMemo
-from negotiatord.pool.significance import own_references
+from negotiatord.pool.significance import own_reads
 from negotiatord.pool.slots import Slot
 
 # Amounts kept per record: a record's own amounts are the ones every cycle asks for; others come
@@ -68,7 +66,7 @@ class KeptSlotWeights:
             key = at.tobytes()
             weight = kept.at.get(key) if kept.at else None
             if weight is not None and kept.clock_free is None:
-                kept.clock_free = not _reads_clock(str(slot.slot_weight), slot.ad)
+                kept.clock_free = not _reads_clock(slot)
                 if not kept.clock_free:
                     kept.at.clear()
                     weight = None
@@ -104,30 +102,17 @@ def _content_of(kept: _Weights, slot: Slot) -> tuple | None:
     the amounts only, not the ad); None otherwise."""
     if kept.content is _UNASKED:
         text = str(slot.slot_weight)
+        reads = own_reads(text, slot.ad)
         listed = {asset.lower() for asset in slot.assets}
-        reads_assets_only = (not mentions_time(text) and "eval" not in text.lower()
-                             and all(name.lower() in listed for name in own_references(text)))
+        reads_assets_only = reads.names is not None and not reads.calls_time and reads.names <= listed
         kept.content = (text, slot.assets, slot.integer_amounts) if reads_assets_only else None
     return kept.content
 
 
-def _reads_clock(expression: str, ad: classad2.ClassAd) -> bool:
-    """Whether ``expression``, evaluated in ``ad`` with no job, may read the clock: it or an
-    attribute it reads (followed through the ad, iteratively: attributes may chain deep) calls
-    ``time()``, or reads ``CurrentTime`` where the ad does not define it. ``eval()`` may build
-    either from a string, so any call to it counts as reading the clock."""
-    pending, seen = [expression], set()
-    while pending:
-        text = pending.pop()
-        if mentions_time(text) or "eval" in text.lower():
-            return True
-        for name in own_references(text):
-            folded = name.lower()
-            if folded in seen:
-                continue
-            seen.add(folded)
-            if name in ad:
-                pending.append(str(ad.lookup(name)))
-            elif folded == "currenttime":
-                return True
-    return False
+def _reads_clock(slot: Slot) -> bool:
+    """Whether the slot's weight, evaluated in its ad with no job, may read the clock: it or an
+    attribute it reads calls ``time()``, or reads ``CurrentTime`` where the ad does not define
+    it, or calls ``eval()``, which may build either from a string."""
+    reads = own_reads(str(slot.slot_weight), slot.ad)
+    return (reads.names is None or reads.calls_time
+            or ("currenttime" in reads.names and "CurrentTime" not in slot.ad))
