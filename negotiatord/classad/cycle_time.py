@@ -64,27 +64,15 @@ def frozen_expr(expr: classad2.ExprTree, now: int) -> classad2.ExprTree:
 
 
 def frozen_ad(ad: classad2.ClassAd, now: int) -> classad2.ClassAd:
-    """``ad`` itself when it reads no clock, else a copy whose expressions use ``now``."""
+    """``ad`` itself when it reads no clock, else a copy whose expressions use ``now``: classad2's
+    own whole copy, with ``time()`` replaced by ``now`` in the expressions that call it (looked
+    at one by one only when the ad's text calls it), and ``CurrentTime = now`` where the ad reads
+    it undefined."""
     text = ad.printOld()
     reads_current_time = "CurrentTime" not in ad and mentions_current_time(text)
     calls_time = mentions_time(text)
     if not (calls_time or reads_current_time):
         return ad
-    return _frozen_copy(ad, now, calls_time, reads_current_time)
-
-
-def private_frozen_ad(ad: classad2.ClassAd, now: int) -> classad2.ClassAd:
-    """A copy of ``ad`` the caller may change, its expressions using ``now``: the frozen copy
-    when the ad reads the clock (one copy, not a copy of a copy), else a plain copy."""
-    text = ad.printOld()
-    reads_current_time = "CurrentTime" not in ad and mentions_current_time(text)
-    return _frozen_copy(ad, now, mentions_time(text), reads_current_time)
-
-
-def _frozen_copy(ad: classad2.ClassAd, now: int, calls_time: bool, reads_current_time: bool) -> classad2.ClassAd:
-    """A copy of ``ad`` (classad2's own, whole) with ``time()`` replaced by ``now`` in the
-    expressions that call it, and ``CurrentTime = now`` where the ad reads it undefined. Only
-    the expressions of an ad whose text calls ``time()`` are looked at one by one."""
     frozen = copy.deepcopy(ad)
     if calls_time:
         for name in ad.keys():
@@ -94,3 +82,10 @@ def _frozen_copy(ad: classad2.ClassAd, now: int, calls_time: bool, reads_current
     if reads_current_time:
         frozen["CurrentTime"] = now
     return frozen
+
+
+def private_frozen_ad(ad: classad2.ClassAd, now: int) -> classad2.ClassAd:
+    """A copy of ``ad`` the caller may change, its expressions using ``now``: the frozen copy
+    when the ad reads the clock (one copy, not a copy of a copy), else a plain copy."""
+    frozen = frozen_ad(ad, now)
+    return copy.deepcopy(ad) if frozen is ad else frozen
