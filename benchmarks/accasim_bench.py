@@ -178,14 +178,14 @@ def write_system(path: Path, count: int, shape: NodeShape, start_epoch: int) -> 
 def run_accasim(python: Path, workdir: Path, start_epoch: int) -> tuple[Outcome | None, dict[str, object]]:
     """AccaSim run by ``python`` in a child process on the files in ``workdir``: its outcome and
     the child's report; None, with a line printed, when it cannot run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = _children_cpu()
     try:
         status = subprocess.run([str(python), str(Path(__file__).resolve()), "--accasim-child", str(workdir)],
                                 check=False).returncode
     except OSError as error:
         print(f"cannot run {python}: {error.strerror}", file=sys.stderr)
         return None, {}
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child_cpu = _children_cpu() - before
     report_file = workdir / RUN_FILE
     report = json.loads(report_file.read_text()) if report_file.exists() else {}
     if status == MISSING:
@@ -195,7 +195,7 @@ def run_accasim(python: Path, workdir: Path, start_epoch: int) -> tuple[Outcome 
     if status != 0:
         print(f"AccaSim stopped with status {status} (its output is above)", file=sys.stderr)
         return None, report
-    report["child_cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    report["child_cpu_s"] = child_cpu
     starts = {}
     for line in (workdir / RESULTS / f"sched-{WORKLOAD}").read_text().splitlines():
         job_id, _, start, _ = line.split(";")
