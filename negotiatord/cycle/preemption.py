@@ -404,17 +404,22 @@ class InsertedFigures:
             job.update(SubmitterGroup=group, SubmitterGroupResourcesInUse=self._own_usage.get(group, 0.0),
                        SubmitterGroupQuota=self._quotas.get(group, 0.0))
         claims = [self._table.slots[row].claim for row in rows.tolist()]
-        return PreemptionInserts(job, [self._remote(claim) for claim in claims],
-                                 [claim is not None and claim.remote_user != submitter for claim in claims])
+        # one mapping per customer and PreemptingRank: the figures are the same for its slots
+        remote: dict[tuple[str, float | None], dict[str, object]] = {}
+        for claim in claims:
+            assert claim is not None     # asked of claimed slots only
+            key = (claim.remote_user, claim.preempting_rank)
+            if key not in remote:
+                remote[key] = self._remote(*key)
+        return PreemptionInserts(job, [remote[claim.remote_user, claim.preempting_rank] for claim in claims],
+                                 [claim.remote_user != submitter for claim in claims])
 
-    def _remote(self, claim: Claim | None) -> dict[str, object]:
-        assert claim is not None     # asked of claimed slots only
-        user = claim.remote_user
+    def _remote(self, user: str, preempting_rank: float | None) -> dict[str, object]:
         inserted: dict[str, object] = {
             "RemoteUserPrio": self._priority(user), "RemoteUserResourcesInUse": self._usage.get(user, 0.0),
         }
-        if claim.preempting_rank is not None:
-            inserted["CurrentRank"] = claim.preempting_rank
+        if preempting_rank is not None:
+            inserted["CurrentRank"] = preempting_rank
         if self._groups:
             group = self._group_of(user)
             inserted.update(RemoteGroup=group, RemoteGroupResourcesInUse=self._own_usage.get(group, 0.0),

@@ -13,8 +13,9 @@ customer is not the submitter, and PREEMPTION_RANK only for a slot the job may p
 
 Before that, HTCondor inserts the submitter's figures into the job ad (``SubmitterUserPrio``,
 ``SubmitterGroup``, ...) and the running customer's into the slot ad (``RemoteUserPrio``,
-``RemoteGroup``, ...). Here they go into private copies, made once per claimed slot and per
-request, so the snapshot's ads are never changed. Both evaluators answer through this class:
+``RemoteGroup``, ...). Here they go into private ads, so the snapshot's ads are never changed:
+per request, a copy of its job ad; per claimed slot, the few attributes the questions read in it
+(or a whole copy, when ``eval()`` may read any). Both evaluators answer through this class:
 the fast path's kernels decide whether a claimed slot matches at all, and these three questions
 are left to classad2 (counted as fallback evaluations).
 """
@@ -63,6 +64,9 @@ class PreemptionQuestions:
         self._settings = settings
         self._now = now
         self._slot_ads: dict[int, tuple[classad2.ClassAd, dict[str, object]]] = {}   # row -> copy, inserted
+        # (row, names read, inserted figures read) -> those attributes alone, see _slot_view
+        self._probes: dict[tuple, classad2.ClassAd] = {}
+        self._own_attributes: dict[tuple[int, frozenset[str]], list[tuple[str, classad2.ExprTree]]] = {}
         self._job_ads: dict[int, classad2.ClassAd] = {}
         # row -> what every question reads, and what the rank conditions alone read (_Reads)
         self._reads: dict[int, _Reads] = {}
@@ -70,7 +74,10 @@ class PreemptionQuestions:
         self._conditions: dict[tuple, tuple[bool, bool]] = {}     # the rank conditions, by what they read
         self._answers: dict[tuple, _Answer] = {}
         self._priority = considers_priority_preemption(settings)
-        self._job_ranks: dict[int, classad2.ExprTree | None] = {}   # row -> its Rank, if it reads only TARGET
+        # row -> its Rank and the Rank's text, if it reads only TARGET
+        self._job_ranks: dict[int, tuple[classad2.ExprTree, str] | None] = {}
+        # (Rank text, the job's values of what it names) -> rank_for_every_slot
+        self._rank_values: dict[tuple, tuple[bool, float | None]] = {}
         self.evaluations = 0                                       # classad2 evaluations made
 
     # The expressions are made when first asked for: most cycles consider no claimed slot.
@@ -99,27 +106,31 @@ class PreemptionQuestions:
         requirements = np.zeros(n, dtype=bool)
         preemption_rank = np.full(n, UNRANKED)
         ranks_for_job: dict[str, tuple[bool, float | None]] = {}   # Rank text -> rank_for_every_slot
+        inserts_read: dict[tuple[int, frozenset[str] | None], tuple] = {}   # (figures, names) -> _read_inserts
         for i, row in enumerate(np.asarray(rows).tolist()):
             remote, other_customer = inserts.remote[i], bool(inserts.other_customer[i])
-            if not (self._priority and other_customer):
-                if job is None:
-                    job = self._job_ad(autocluster, inserts.submitter)
-                settled = self._rank_only(row, remote, job, ranks_for_job)
-                if settled is not None:
-                    rank_above[i], rank_at_least[i] = settled
-                    if not settled[0]:
-                        continue     # neither rule can preempt: nothing else is asked
+            if job is None:
+                job = self._job_ad(autocluster, inserts.submitter)
+            settled = self._rank_only(row, remote, autocluster, inserted, job, ranks_for_job)
+            if settled is not None:
+                rank_above[i], rank_at_least[i] = settled
+                if not settled[0] and not (self._priority and other_customer and settled[1]):
+                    continue     # neither rule can preempt: nothing else is asked
             slot_names, read = self._reads[row] if row in self._reads else self._read_by(row)
             values = values_of.get(read)
             if values is None:
                 values = values_of[read] = _job_values(read, autocluster, inserted)
-            key = (row, other_customer, _read_inserts(remote, slot_names), values)
+            # the rows of one customer share its mapping of figures (InsertedFigures), alive all call
+            inserts_key = (id(remote), slot_names)
+            read_inserts = inserts_read.get(inserts_key)
+            if read_inserts is None:
+                read_inserts = inserts_read[inserts_key] = _read_inserts(remote, slot_names)
+            key = (row, other_customer, read_inserts, values)
             answer = self._answers.get(key)
             if answer is None:
-                if job is None:
-                    job = self._job_ad(autocluster, inserts.submitter)
-                conditions = self._conditions_of(row, remote, autocluster, inserted, job)
-                answer = self._answers[key] = self._ask(row, remote, job, other_customer, conditions)
+                conditions = settled or self._conditions_of(row, remote, autocluster, inserted, job)
+                slot = self._slot_view(row, remote, slot_names, read_inserts)
+                answer = self._answers[key] = self._ask(slot, job, other_customer, conditions)
             rank_above[i], rank_at_least[i], requirements[i], preemption_rank[i] = answer
         return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
 
@@ -132,55 +143,68 @@ class PreemptionQuestions:
         if row not in self._rank_reads:
             self._rank_reads[row] = _reads(RANK_ABOVE, self._table.slots[row].ad)
         slot_names, job_attributes = self._rank_reads[row]
-        key = (row, _read_inserts(remote, slot_names), _job_values(job_attributes, autocluster, inserted))
+        read_inserts = _read_inserts(remote, slot_names)
+        key = (row, read_inserts, _job_values(job_attributes, autocluster, inserted))
         found = self._conditions.get(key)
         if found is None:
-            found = self._conditions[key] = self._rank_conditions(self._slot_ad(row, remote), job)
+            found = self._conditions[key] = self._rank_conditions(
+                self._slot_view(row, remote, slot_names, read_inserts), job)
         return found
 
-    def _ask(self, row: int, remote: Mapping[str, object], job: classad2.ClassAd, other_customer: bool,
+    def _ask(self, slot: classad2.ClassAd, job: classad2.ClassAd, other_customer: bool,
              conditions: tuple[bool, bool]) -> _Answer:
         above, at_least = conditions
         holds = False
         if other_customer and not above and at_least:
             # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
             self.evaluations += 1
-            holds = self._requirements is None or evaluated(self._requirements, self._slot_ad(row, remote), job) is True
+            holds = self._requirements is None or evaluated(self._requirements, slot, job) is True
         rank = UNRANKED
         if (above or holds) and self._rank is not None:
             self.evaluations += 1
-            value = evaluated(self._rank, self._slot_ad(row, remote), job)
+            value = evaluated(self._rank, slot, job)
             number = float(value) if isinstance(value, bool) else as_number(value)
             rank = UNRANKED if number is None else number
         return above, at_least, holds, rank
 
-    def _rank_only(self, row: int, remote: Mapping[str, object], job: classad2.ClassAd,
+    def _rank_only(self, row: int, remote: Mapping[str, object], autocluster: Autocluster,
+                   inserted: Mapping[str, object], job: classad2.ClassAd,
                    ranks_for_job: dict[str, tuple[bool, float | None]]) -> tuple[bool, bool] | None:
-        """The two rank conditions without the slot's ad, when only they can decide (no priority
-        preemption is possible for this slot), the slot's ``Rank`` has one value for the job on
-        every slot (:func:`rank_for_every_slot`: the OSPool's ``TARGET.RequestGPUs ?: 0``) and
-        its CurrentRank is a number: the Rank is then evaluated once per request and Rank text,
+        """The two rank conditions without the slot's ad, when the slot's ``Rank`` has one value
+        for the job on every slot (:func:`rank_for_every_slot`: the OSPool's
+        ``TARGET.RequestGPUs ?: 0``) and its CurrentRank is a number: the Rank is then evaluated
+        once per Rank text and values of the job attributes it names (remembered across calls),
         not once per slot. None when the slot's ad must be asked."""
-        rank = self._job_ranks[row] if row in self._job_ranks else self._job_rank(row)
+        found = self._job_ranks[row] if row in self._job_ranks else self._job_rank(row)
         claim = self._table.slots[row].claim
         current = remote.get("CurrentRank", None if claim is None else claim.current_rank)
-        if rank is None or isinstance(current, bool) or not isinstance(current, (int, float)):
+        if found is None or isinstance(current, bool) or not isinstance(current, (int, float)):
             return None
-        text = str(rank)
-        if text not in ranks_for_job:
-            self.evaluations += 1
-            ranks_for_job[text] = rank_for_every_slot(rank, job)
-        decidable, value = ranks_for_job[text]
+        rank, text = found
+        decided = ranks_for_job.get(text)
+        if decided is None:
+            names = _target_names(text)
+            assert names is not None      # _job_rank keeps only such Ranks
+            key = (text, _job_values(tuple(sorted({name.lower() for name in names})), autocluster, inserted))
+            decided = self._rank_values.get(key)
+            if decided is None:
+                self.evaluations += 1
+                decided = self._rank_values[key] = rank_for_every_slot(rank, job)
+            ranks_for_job[text] = decided
+        decidable, value = decided
         if not decidable:
             return None
         return (False, False) if value is None else (value > current, value >= current)
 
-    def _job_rank(self, row: int) -> classad2.ExprTree | None:
-        """``row``'s Rank, frozen, if it names only TARGET attributes (else None)."""
+    def _job_rank(self, row: int) -> tuple[classad2.ExprTree, str] | None:
+        """``row``'s Rank, frozen, and its text, if it names only TARGET attributes (else None)."""
         ad = self._table.slots[row].ad
         rank = ad.lookup("Rank") if "Rank" in ad else None
-        found = self._job_ranks[row] = (frozen_expr(rank, self._now)
-                                        if rank is not None and _target_names(str(rank)) is not None else None)
+        found = None
+        if rank is not None and _target_names(str(rank)) is not None:
+            frozen = frozen_expr(rank, self._now)
+            found = (frozen, str(frozen))
+        self._job_ranks[row] = found
         return found
 
     def _rank_conditions(self, slot: classad2.ClassAd, job: classad2.ClassAd) -> tuple[bool, bool]:
@@ -207,6 +231,33 @@ class PreemptionQuestions:
             ad = self._job_ads[autocluster.id] = private_frozen_ad(autocluster.ad, self._now)
         ad.update(inserted)
         return ad
+
+    def _slot_view(self, row: int, remote: Mapping[str, object], names: frozenset[str] | None,
+                   read_inserts: tuple) -> classad2.ClassAd:
+        """The slot as questions reading ``names`` in it see it, with ``read_inserts`` (the
+        inserted figures among them) put in. When the names are known, a small ad of those
+        attributes alone: an expression evaluated with it as MY reads what it would read in the
+        whole ad with the figures inserted, at a fraction of the cost of copying a slot ad of a
+        hundred attributes. Each attribute as :func:`frozen_ad` freezes it (``time()`` is the
+        cycle's), and ``CurrentTime``, which the questions read undefined, is the cycle's time.
+        With ``eval()`` any name may be read: the slot's private copy (:meth:`_slot_ad`)."""
+        if names is None:
+            return self._slot_ad(row, remote)
+        key = (row, names, read_inserts)
+        probe = self._probes.get(key)
+        if probe is None:
+            own = self._own_attributes.get((row, names))
+            if own is None:
+                ad = self._table.slots[row].ad
+                own = self._own_attributes[row, names] = [(name, frozen_expr(ad.lookup(name), self._now))
+                                                          for name in sorted(names) if name in ad]
+            probe = self._probes[key] = classad2.ClassAd()
+            for name, expression in own:
+                probe[name] = expression
+            probe.update(dict(read_inserts))
+            if "currenttime" in names and "CurrentTime" not in probe:
+                probe["CurrentTime"] = self._now
+        return probe
 
     def _slot_ad(self, row: int, inserted: Mapping[str, object]) -> classad2.ClassAd:
         """The slot's private copy carrying ``inserted`` (assigned only when they changed; copied

@@ -14,10 +14,13 @@ from __future__ import annotations
 import itertools
 import random
 
+import classad2
 import numpy as np
 
+from negotiatord.classad.conversion import as_number
+from negotiatord.classad.cycle_time import frozen_expr, private_frozen_ad
 from negotiatord.evaluation.preemption import PreemptionQuestions
-from negotiatord.evaluation.protocol import PreemptionInserts
+from negotiatord.evaluation.protocol import UNRANKED, PreemptionInserts
 from negotiatord.pool.builder import build_snapshot
 from tests.builders import expr, jobs, settings
 from tests.cycle.test_preemption import NOW, UWCS, claimed
@@ -58,3 +61,64 @@ def test_remembered_answers_are_the_fresh_ones():
             assert np.array_equal(getattr(got, field), getattr(fresh, field)), (calls, field)
         calls += 1
     assert remembering.evaluations < asked_afresh / 2     # answers were remembered, not asked again
+
+
+# What the questions read of a claimed slot, in the ways a slot ad and a policy can reach it: a
+# chain of the slot's own attributes, the clock through one of them (time() and an undefined
+# CurrentTime), names only the inserted figures supply, and an attribute the inserts override.
+POLICIES = [
+    (UWCS, "(RemoteUserPrio * 1000000) - TARGET.ImageSize"),     # condor_config.annotated's UWCS pair
+    ("MY.Age > 3600 && Shadowed > 1", "MY.Deep + RemoteUserResourcesInUse"),
+    ("RemoteGroupQuota =!= undefined || TARGET.SubmitterUserPrio < RemoteUserPrio", "Stale"),
+    ('eval(strcat("Remote", "UserPrio")) > 20', None),
+]
+
+
+def test_answers_are_classad2s_on_the_whole_slot_ad_with_the_figures_inserted():
+    """Each answer is what classad2 gives with the figures inserted into whole copies of the slot
+    and job ads, as HTCondor's matchmaker.cpp (``addRemoteUserPrios``, ``negotiate``) inserts
+    them: the questions may read a few of the slot's attributes instead, but not answer otherwise."""
+    rng = random.Random(11)
+    slot_ads = [claimed(f"s{i}", "carol@site", Memory=1024 * (1 + i % 3), Rank=RANKS[i % len(RANKS)],
+                        CurrentRank=float(i % 2 * 500), Age=expr("CurrentTime - EnteredCurrentState"),
+                        Stale=expr("time() - JobStart"), Deep=expr("Bonus * 2"), Bonus=expr("Cpus * 10 + Age"),
+                        Shadowed=-1, EnteredCurrentState=NOW - 1800 * (i % 4))
+                for i in range(12)]
+    job_ads = [*jobs("alice", 1, memory=512, ImageSize=100), *jobs("bob", 1, cluster=2, memory=2048)]
+    for requirements, rank in POLICIES:
+        config = settings(consider_preemption=True, preemption_requirements=requirements, preemption_rank=rank)
+        snapshot = build_snapshot(slot_ads, job_ads, config)
+        rows = np.arange(len(snapshot.table))
+        questions = PreemptionQuestions(snapshot.table, config, NOW)
+        for autocluster, _ in itertools.product(snapshot.autoclusters, range(3)):
+            submitter = {"SubmitterUserPrio": rng.choice([1.0, 50.0]), "SubmitterGroup": "<none>"}
+            remote = [{"RemoteUserPrio": rng.choice([5.0, 100.0]), "RemoteGroup": "<none>",
+                       "RemoteUserResourcesInUse": float(rng.randrange(4)),
+                       **({"Shadowed": 2} if rng.random() < 0.5 else {}),
+                       **({"CurrentRank": 2000.0} if rng.random() < 0.2 else {})} for _ in rows]
+            other = [rng.random() < 0.8 for _ in rows]
+            got = questions.assess(autocluster, rows, PreemptionInserts(submitter, remote, other))
+            job = private_frozen_ad(autocluster.ad, NOW)
+            job.update(submitter)
+            for i, row in enumerate(rows.tolist()):
+                slot = private_frozen_ad(snapshot.table.slots[row].ad, NOW)
+                slot.update(remote[i])
+                expected = _asked_of_whole_ads(slot, job, other[i], requirements, rank)
+                answered = (got.rank_above[i], got.rank_at_least[i], got.requirements[i], got.preemption_rank[i])
+                assert tuple(map(float, answered)) == tuple(map(float, expected)), (requirements, row)
+
+
+def _asked_of_whole_ads(slot: classad2.ClassAd, job: classad2.ClassAd, other_customer: bool,
+                        requirements: str, rank: str | None) -> tuple[bool, bool, bool, float]:
+    """matchmaker.cpp's questions with classad2, in its order: PREEMPTION_REQUIREMENTS where the
+    slot does not prefer the job and ranks it at least as well and its customer is another;
+    PREEMPTION_RANK where either rule may preempt."""
+    above = classad2.ExprTree("MY.Rank > MY.CurrentRank").eval(slot, job) is True
+    at_least = classad2.ExprTree("MY.Rank >= MY.CurrentRank").eval(slot, job) is True
+    holds = (other_customer and not above and at_least
+             and frozen_expr(classad2.ExprTree(requirements), NOW).eval(slot, job) is True)
+    value = UNRANKED
+    if (above or holds) and rank is not None:
+        number = as_number(frozen_expr(classad2.ExprTree(rank), NOW).eval(slot, job))
+        value = UNRANKED if number is None else number
+    return above, at_least, holds, value
