@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from functools import cached_property, lru_cache
+from typing import cast
 
 import classad2
 import numpy as np
@@ -51,12 +52,15 @@ class PreemptionQuestions:
     not prefer the job, and ranks it at least as well); PREEMPTION_RANK only where the slot can
     be preempted.
 
-    Answers are remembered by what they depend on: the slot, the inserted figures the
-    expressions read in it, and the values of the job attributes they can read with this slot as
-    MY (:func:`~negotiatord.pool.significance.job_reads`, the analysis that makes those attributes
-    significant for autoclusters), so the requests of a submitter that differ in other attributes
-    are answered once; the rank conditions alone, by what they alone read. Like autoclusters,
-    this takes a job attribute's value as the text of its expression.
+    Each question's answers are remembered by what it reads: the text of each of the slot's
+    attributes it reads, the inserted figures among them, and the values of the job attributes
+    it can read with the slot as MY (:func:`~negotiatord.pool.significance.job_reads`, the
+    analysis that makes those attributes significant for autoclusters). So the requests of a
+    submitter that differ in other attributes are answered once, and slots alike in what a
+    question reads share its answer: HTCondor's default PREEMPTION_RANK reads only
+    ``RemoteUserPrio`` of the slot, one answer per customer and ImageSize. Like autoclusters,
+    this takes a job attribute's value as the text of its expression, and a job attribute that
+    is an expression (it may read the slot's other attributes) keeps the answer to its slot.
     """
 
     def __init__(self, table: SlotTable, settings: Settings, now: int) -> None:
@@ -68,11 +72,10 @@ class PreemptionQuestions:
         self._probes: dict[tuple, classad2.ClassAd] = {}
         self._own_attributes: dict[tuple[int, frozenset[str]], list[tuple[str, classad2.ExprTree]]] = {}
         self._job_ads: dict[int, classad2.ClassAd] = {}
-        # row -> what every question reads, and what the rank conditions alone read (_Reads)
-        self._reads: dict[int, _Reads] = {}
-        self._rank_reads: dict[int, _Reads] = {}
-        self._conditions: dict[tuple, tuple[bool, bool]] = {}     # the rank conditions, by what they read
-        self._answers: dict[tuple, _Answer] = {}
+        self._reads: dict[tuple[int, int], _Reads] = {}              # (question, row) -> what it reads there
+        self._contents: dict[tuple[int, frozenset[str]], object] = {}  # (row, names) -> their texts' key
+        self._known_contents: dict[tuple, int] = {}                  # those texts -> a short key
+        self._answers: dict[tuple, object] = {}                      # (question, what it read) -> answer
         self._priority = considers_priority_preemption(settings)
         # row -> its Rank and the Rank's text, if it reads only TARGET
         self._job_ranks: dict[int, tuple[classad2.ExprTree, str] | None] = {}
@@ -90,86 +93,73 @@ class PreemptionQuestions:
     def _rank(self) -> classad2.ExprTree | None:
         return _frozen(self._settings.preemption_rank, self._now)
 
-    @cached_property
-    def _all(self) -> classad2.ExprTree:
-        """Every expression the questions evaluate, as one, for the job attributes they can read."""
-        return classad2.ExprTree(" && ".join(
-            f"({expr})" for expr in (RANK_ABOVE, self._requirements, self._rank) if expr is not None))
-
     def assess(self, autocluster: Autocluster, rows: np.ndarray, inserts: PreemptionInserts) -> PreemptionAssessment:
-        job: classad2.ClassAd | None = None
-        inserted = {name.lower(): value for name, value in inserts.submitter.items()}
-        values_of: dict[tuple[str, ...] | None, tuple] = {}     # read attributes -> this job's values
         n = len(rows)
         rank_above = np.zeros(n, dtype=bool)
         rank_at_least = np.zeros(n, dtype=bool)
         requirements = np.zeros(n, dtype=bool)
         preemption_rank = np.full(n, UNRANKED)
-        ranks_for_job: dict[str, tuple[bool, float | None]] = {}   # Rank text -> rank_for_every_slot
-        inserts_read: dict[tuple[int, frozenset[str] | None], tuple] = {}   # (figures, names) -> _read_inserts
+        if not n:
+            return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
+        call = _Call(autocluster, inserts, self._job_ad(autocluster, inserts.submitter))
         for i, row in enumerate(np.asarray(rows).tolist()):
             remote, other_customer = inserts.remote[i], bool(inserts.other_customer[i])
-            if job is None:
-                job = self._job_ad(autocluster, inserts.submitter)
-            settled = self._rank_only(row, remote, autocluster, inserted, job, ranks_for_job)
-            if settled is not None:
-                rank_above[i], rank_at_least[i] = settled
-                if not settled[0] and not (self._priority and other_customer and settled[1]):
-                    continue     # neither rule can preempt: nothing else is asked
-            slot_names, read = self._reads[row] if row in self._reads else self._read_by(row)
-            values = values_of.get(read)
-            if values is None:
-                values = values_of[read] = _job_values(read, autocluster, inserted)
-            # the rows of one customer share its mapping of figures (InsertedFigures), alive all call
-            inserts_key = (id(remote), slot_names)
-            read_inserts = inserts_read.get(inserts_key)
-            if read_inserts is None:
-                read_inserts = inserts_read[inserts_key] = _read_inserts(remote, slot_names)
-            key = (row, other_customer, read_inserts, values)
-            answer = self._answers.get(key)
-            if answer is None:
-                conditions = settled or self._conditions_of(row, remote, autocluster, inserted, job)
-                slot = self._slot_view(row, remote, slot_names, read_inserts)
-                answer = self._answers[key] = self._ask(slot, job, other_customer, conditions)
-            rank_above[i], rank_at_least[i], requirements[i], preemption_rank[i] = answer
+            settled = self._rank_only(row, remote, call)
+            above, at_least = settled or cast(tuple[bool, bool], self._asked(_CONDITIONS, row, remote, call))
+            rank_above[i], rank_at_least[i] = above, at_least
+            if other_customer and not above and at_least:
+                # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
+                requirements[i] = self._requirements is None or self._asked(_REQUIREMENTS, row, remote, call)
+            if (above or requirements[i]) and self._rank is not None:
+                preemption_rank[i] = cast(float, self._asked(_RANK, row, remote, call))
         return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
 
-    def _conditions_of(self, row: int, remote: Mapping[str, object], autocluster: Autocluster,
-                       inserted: Mapping[str, object], job: classad2.ClassAd) -> tuple[bool, bool]:
-        """The two rank conditions, remembered by what they read: the slot, the inserted figures
-        among the slot's names they read, and the job's values of the attributes they read. The
-        requests of a cycle ask them of the same claimed slots over and over, with the figures
-        the conditions rarely read (RemoteUserResourcesInUse, ...) changing as jobs match."""
-        if row not in self._rank_reads:
-            self._rank_reads[row] = _reads(RANK_ABOVE, self._table.slots[row].ad)
-        slot_names, job_attributes = self._rank_reads[row]
-        read_inserts = _read_inserts(remote, slot_names)
-        key = (row, read_inserts, _job_values(job_attributes, autocluster, inserted))
-        found = self._conditions.get(key)
+    def _asked(self, question: int, row: int, remote: Mapping[str, object], call: _Call) -> object:
+        """One question's answer for ``row``, remembered by what the question reads there."""
+        reads = self._reads.get((question, row))
+        if reads is None:
+            expression = RANK_ABOVE if question == _CONDITIONS else self._requirements if question == _REQUIREMENTS \
+                else self._rank
+            assert expression is not None      # asked only of expressions set
+            reads = self._reads[question, row] = _reads(expression, self._table.slots[row].ad)
+        names, attributes = reads
+        values, literal = call.job_values(attributes)
+        if not literal:
+            names = None      # a job attribute's expression may read any of the slot's, inserted ones too
+        read_inserts = call.read_inserts(remote, names)
+        key = (question, self._content(row, names), read_inserts, values)
+        found = self._answers.get(key)
         if found is None:
-            found = self._conditions[key] = self._rank_conditions(
-                self._slot_view(row, remote, slot_names, read_inserts), job)
+            found = self._answers[key] = self._evaluate(question, self._slot_view(row, remote, names, read_inserts),
+                                                        call.job)
         return found
 
-    def _ask(self, slot: classad2.ClassAd, job: classad2.ClassAd, other_customer: bool,
-             conditions: tuple[bool, bool]) -> _Answer:
-        above, at_least = conditions
-        holds = False
-        if other_customer and not above and at_least:
-            # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
-            self.evaluations += 1
-            holds = self._requirements is None or evaluated(self._requirements, slot, job) is True
-        rank = UNRANKED
-        if (above or holds) and self._rank is not None:
-            self.evaluations += 1
-            value = evaluated(self._rank, slot, job)
-            number = float(value) if isinstance(value, bool) else as_number(value)
-            rank = UNRANKED if number is None else number
-        return above, at_least, holds, rank
+    def _evaluate(self, question: int, slot: classad2.ClassAd, job: classad2.ClassAd) -> object:
+        if question == _CONDITIONS:
+            return self._rank_conditions(slot, job)
+        self.evaluations += 1
+        if question == _REQUIREMENTS:
+            assert self._requirements is not None
+            return evaluated(self._requirements, slot, job) is True
+        assert self._rank is not None
+        value = evaluated(self._rank, slot, job)
+        number = float(value) if isinstance(value, bool) else as_number(value)
+        return UNRANKED if number is None else number
 
-    def _rank_only(self, row: int, remote: Mapping[str, object], autocluster: Autocluster,
-                   inserted: Mapping[str, object], job: classad2.ClassAd,
-                   ranks_for_job: dict[str, tuple[bool, float | None]]) -> tuple[bool, bool] | None:
+    def _content(self, row: int, names: frozenset[str] | None) -> object:
+        """What a question reading ``names`` in ``row`` reads of the slot's own ad, as a key: the
+        text of each of those attributes the slot holds (the slot itself when ``eval()`` may
+        read any)."""
+        if names is None:
+            return ("row", row)
+        found = self._contents.get((row, names))
+        if found is None:
+            ad = self._table.slots[row].ad
+            texts = tuple((name, str(ad.lookup(name))) for name in sorted(names) if name in ad)
+            found = self._contents[row, names] = self._known_contents.setdefault(texts, len(self._known_contents))
+        return found
+
+    def _rank_only(self, row: int, remote: Mapping[str, object], call: _Call) -> tuple[bool, bool] | None:
         """The two rank conditions without the slot's ad, when the slot's ``Rank`` has one value
         for the job on every slot (:func:`rank_for_every_slot`: the OSPool's
         ``TARGET.RequestGPUs ?: 0``) and its CurrentRank is a number: the Rank is then evaluated
@@ -181,16 +171,16 @@ class PreemptionQuestions:
         if found is None or isinstance(current, bool) or not isinstance(current, (int, float)):
             return None
         rank, text = found
-        decided = ranks_for_job.get(text)
+        decided = call.ranks.get(text)
         if decided is None:
             names = _target_names(text)
             assert names is not None      # _job_rank keeps only such Ranks
-            key = (text, _job_values(tuple(sorted({name.lower() for name in names})), autocluster, inserted))
+            key = (text, call.job_values(tuple(sorted({name.lower() for name in names})))[0])
             decided = self._rank_values.get(key)
             if decided is None:
                 self.evaluations += 1
-                decided = self._rank_values[key] = rank_for_every_slot(rank, job)
-            ranks_for_job[text] = decided
+                decided = self._rank_values[key] = rank_for_every_slot(rank, call.job)
+            call.ranks[text] = decided
         decidable, value = decided
         if not decidable:
             return None
@@ -217,13 +207,6 @@ class PreemptionQuestions:
             return rank > current, rank >= current
         self.evaluations += 2
         return evaluated(RANK_ABOVE, slot, job) is True, evaluated(RANK_AT_LEAST, slot, job) is True
-
-    def _read_by(self, row: int) -> _Reads:
-        """What the questions can read on ``row`` (:func:`_reads`). Read on the slot's own ad: a
-        name inserted into it is then counted as a job attribute too, which only makes the
-        answers' key longer."""
-        found = self._reads[row] = _reads(self._all, self._table.slots[row].ad)
-        return found
 
     def _job_ad(self, autocluster: Autocluster, inserted: Mapping[str, object]) -> classad2.ClassAd:
         ad = self._job_ads.get(autocluster.id)
@@ -274,7 +257,8 @@ class PreemptionQuestions:
         return ad
 
 
-_Answer = tuple[bool, bool, bool, float]
+# the questions: the two rank conditions (asked together), PREEMPTION_REQUIREMENTS, PREEMPTION_RANK
+_CONDITIONS, _REQUIREMENTS, _RANK = range(3)
 # what an expression reads with a slot as MY: the names it reads in the slot (folded, those the
 # slot lacks included: an insert may supply them; None: any), and the job's attributes (None: any)
 _Reads = tuple[frozenset[str] | None, tuple[str, ...] | None]
@@ -299,14 +283,43 @@ RANK_OF_SLOT = classad2.ExprTree("MY.Rank")
 CURRENT_RANK = classad2.ExprTree("MY.CurrentRank")
 
 
-def _job_values(read: tuple[str, ...] | None, autocluster: Autocluster, inserted: Mapping[str, object]) -> tuple:
-    """The request's values of the job attributes ``read`` (inserted ones as inserted, the
-    others as the text of their expressions); the request itself when any attribute is read."""
-    if read is None:
-        return ("autocluster", autocluster.id)
-    ad = autocluster.ad
-    return tuple(inserted[name] if name in inserted else (str(ad.lookup(name)) if name in ad else None)
-                 for name in read)
+class _Call:
+    """One request's call: its job ad with the submitter's figures inserted, and what the rows of
+    the call share, worked out once."""
+
+    def __init__(self, autocluster: Autocluster, inserts: PreemptionInserts, job: classad2.ClassAd) -> None:
+        self._autocluster = autocluster
+        self._inserted = {name.lower(): value for name, value in inserts.submitter.items()}
+        self.job = job
+        self.ranks: dict[str, tuple[bool, float | None]] = {}     # Rank text -> rank_for_every_slot
+        self._values: dict[tuple[str, ...] | None, tuple[tuple, bool]] = {}
+        self._read_inserts: dict[tuple[int, frozenset[str] | None], tuple] = {}
+
+    def job_values(self, read: tuple[str, ...] | None) -> tuple[tuple, bool]:
+        """The request's values of the job attributes ``read`` (inserted ones as inserted, the
+        others as the text of their literals), and True; or, when any attribute may be read or
+        one read is an expression (it may read the slot, and job attributes no analysis of the
+        question names), the request itself with every inserted figure, and False."""
+        found = self._values.get(read)
+        if found is None:
+            ad, inserted = self._autocluster.ad, self._inserted
+            if read is not None and all(name in inserted or not isinstance(ad.get(name), classad2.ExprTree)
+                                        for name in read):
+                found = (tuple(inserted[name] if name in inserted else (str(ad.lookup(name)) if name in ad else None)
+                               for name in read), True)
+            else:
+                found = (("autocluster", self._autocluster.id, tuple(sorted(inserted.items()))), False)
+            self._values[read] = found
+        return found
+
+    def read_inserts(self, remote: Mapping[str, object], names: frozenset[str] | None) -> tuple:
+        """:func:`_read_inserts`, once per customer: the rows of one customer share its mapping
+        of figures (InsertedFigures), which lives as long as the call."""
+        key = (id(remote), names)
+        found = self._read_inserts.get(key)
+        if found is None:
+            found = self._read_inserts[key] = _read_inserts(remote, names)
+        return found
 
 
 def rank_for_every_slot(rank: classad2.ExprTree, job: classad2.ClassAd, inserted: Mapping[str, object] | None = None,

@@ -71,6 +71,7 @@ POLICIES = [
     ("MY.Age > 3600 && Shadowed > 1", "MY.Deep + RemoteUserResourcesInUse"),
     ("RemoteGroupQuota =!= undefined || TARGET.SubmitterUserPrio < RemoteUserPrio", "Stale"),
     ('eval(strcat("Remote", "UserPrio")) > 20', None),
+    ("MY.Age > 3600", "TARGET.Weight"),      # a job attribute that reads the slot's Memory
 ]
 
 
@@ -84,7 +85,8 @@ def test_answers_are_classad2s_on_the_whole_slot_ad_with_the_figures_inserted():
                         Stale=expr("time() - JobStart"), Deep=expr("Bonus * 2"), Bonus=expr("Cpus * 10 + Age"),
                         Shadowed=-1, EnteredCurrentState=NOW - 1800 * (i % 4))
                 for i in range(12)]
-    job_ads = [*jobs("alice", 1, memory=512, ImageSize=100), *jobs("bob", 1, cluster=2, memory=2048)]
+    job_ads = [*jobs("alice", 1, memory=512, ImageSize=100, Weight=expr("Memory * 2")),
+               *jobs("bob", 1, cluster=2, memory=2048)]
     for requirements, rank in POLICIES:
         config = settings(consider_preemption=True, preemption_requirements=requirements, preemption_rank=rank)
         snapshot = build_snapshot(slot_ads, job_ads, config)
@@ -122,3 +124,19 @@ def _asked_of_whole_ads(slot: classad2.ClassAd, job: classad2.ClassAd, other_cus
         number = as_number(frozen_expr(classad2.ExprTree(rank), NOW).eval(slot, job))
         value = UNRANKED if number is None else number
     return above, at_least, holds, value
+
+
+def test_slots_alike_in_what_a_question_reads_share_its_answer():
+    """condor_config.annotated's PREEMPTION_RANK, ``(RemoteUserPrio * 1000000) - TARGET.ImageSize``,
+    reads nothing of the slot's own: it is asked once per customer, not once per slot."""
+    config = settings(consider_preemption=True, preemption_requirements="True", preemption_rank=POLICIES[0][1])
+    slot_ads = [claimed(f"s{i}", "carol@site", EnteredCurrentState=NOW - i) for i in range(20)]
+    snapshot = build_snapshot(slot_ads, jobs("alice", 1, ImageSize=100), config)
+    rows = np.arange(len(snapshot.table))
+    remote = [{"RemoteUserPrio": 5.0 if i % 2 else 100.0} for i in range(len(rows))]
+    questions = PreemptionQuestions(snapshot.table, config, NOW)
+    got = questions.assess(snapshot.autoclusters[0], rows,
+                           PreemptionInserts({"SubmitterUserPrio": 1.0}, remote, [True] * len(rows)))
+    assert got.preemption_rank.tolist() == [5e6 - 100 if i % 2 else 1e8 - 100 for i in range(len(rows))]
+    # the slots' Rank (0.0) once, the requirements once, the rank once per customer
+    assert questions.evaluations == 4
