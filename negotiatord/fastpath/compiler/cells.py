@@ -384,6 +384,18 @@ class JobCells:
             found = self._read[name] = self._cell(name)
         return found
 
+    def move_to(self, now: int) -> bool:
+        """Read at the cycle's clock ``now`` from here on (a later cycle's); True when the cell
+        of ``CurrentTime`` read before moved with it (the ad does not define it)."""
+        if now == self._now:
+            return False
+        self._now = now
+        before = self._read.get("currenttime")
+        if before is None:
+            return False
+        after = self._read["currenttime"] = self._cell("currenttime")
+        return after != before
+
     def _cell(self, name: str) -> int:
         description = self._described.get(name)
         if description is None:

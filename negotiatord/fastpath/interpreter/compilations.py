@@ -24,6 +24,7 @@ from negotiatord.fastpath.compiler.cells import CellTable
 from negotiatord.fastpath.compiler.groups import Resolutions
 from negotiatord.fastpath.compiler.ir import IRGraph
 from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
+from negotiatord.fastpath.interpreter.kept_jobs import KeptJobs
 from negotiatord.fastpath.interpreter.kept_weights import KeptSlotWeights
 from negotiatord.fastpath.strings import StringTable
 
@@ -60,6 +61,7 @@ class Compiled:
     static_rows: dict[int, int] = field(default_factory=dict)   # slot-only node -> its static store row
     python_rows: dict[int, int] = field(default_factory=dict)   # classad2-step node -> its dynamic input row
     slot_weights: KeptSlotWeights = field(default_factory=KeptSlotWeights)   # by slot record, see kept_weights.py
+    jobs: KeptJobs = field(default_factory=KeptJobs)             # by job ad record, see kept_jobs.py
     _leaves: dict[tuple[int | None, int, str], Leaf] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

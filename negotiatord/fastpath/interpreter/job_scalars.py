@@ -10,6 +10,7 @@ from negotiatord.fastpath.compiler.ir import CONST, collect
 from negotiatord.fastpath.compiler.lowering import Operand, Plan, lower
 from negotiatord.fastpath.instructions import SINK_RAW, SOURCE_SCALAR
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, decode, encode, run_plan, triple
+from negotiatord.fastpath.interpreter.kept_jobs import JobValues
 from negotiatord.fastpath.interpreter.space import Context
 
 
@@ -17,17 +18,18 @@ class JobScalars:
     """Values of job-only nodes for one job; ``clock`` is the wall-clock second of the current
     call (old-semantics ``CurrentTime``), and values that read it are recomputed when it moves."""
 
-    def __init__(self, context: Context, job: JobCells | None) -> None:
+    def __init__(self, context: Context, job: JobCells | None, values: JobValues | None = None) -> None:
         self._context = context
         self._job = job
-        self._values: dict[int, tuple[int, int, float]] = {}
+        self._values: JobValues = {} if values is None else values     # a kept job's own (kept_jobs.py)
         self._input_keys: dict[int, tuple] = {}      # job or clock node -> _input_key
         self.clock = 0
 
     def set_clock(self, second: int) -> None:
         if second != self.clock:
             graph = self._context.graph
-            self._values = {n: v for n, v in self._values.items() if not graph[n].uses_clock}
+            for node in [node for node in self._values if graph[node].uses_clock]:
+                del self._values[node]
             self._input_keys.clear()
             self.clock = second
 
@@ -90,6 +92,15 @@ class JobScalars:
             tag, payload = self._input(node)
             found = self._input_keys[node] = (tag, repr(payload) if tag == REAL else payload)
         return found
+
+
+def forget_current_time(context: Context, values: JobValues) -> None:
+    """Drop from a kept job's ``values`` those that read the job's ``CurrentTime`` (its cell
+    moved with a later cycle's clock, JobCells.move_to)."""
+    graph = context.graph
+    for node in [node for node in values
+                 if any(graph[n].kind == "job" and graph[n].payload == "currenttime" for n in _inputs(context, node))]:
+        del values[node]
 
 
 def _inputs(context: Context, node: int) -> tuple[int, ...]:

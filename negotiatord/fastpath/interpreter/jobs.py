@@ -18,7 +18,7 @@ from negotiatord.fastpath.compiler.cells import JobCells
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple
-from negotiatord.fastpath.interpreter.job_scalars import JobScalars
+from negotiatord.fastpath.interpreter.job_scalars import JobScalars, forget_current_time
 from negotiatord.fastpath.interpreter.space import CompiledRoot, Context, RootSpec, Space, match_array
 from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
 from negotiatord.fastpath.interpreter.tables import JobTables
@@ -66,11 +66,17 @@ class JobRoots:
         return self._jobs.get(autocluster.id)
 
     def add(self, autocluster: Autocluster) -> JobState:
-        """A job not seen before: its representative's ad, described once per ad record."""
+        """A job not seen before: its representative's cells and job-only values, kept by the
+        ad's record from an earlier cycle over the same compilations (kept_jobs.py), else read
+        (the ad described once per record) and kept."""
         representative = autocluster.representative
-        cells = JobCells(representative.ad, self._context.cells, self._context.now,
-                         self._descriptions.of(representative))
-        state = self._jobs[autocluster.id] = JobState(cells, JobScalars(self._context, cells))
+        context = self._context
+        kept = context.compiled.jobs.of(representative)
+        if kept.cells is None:
+            kept.cells = JobCells(representative.ad, context.cells, context.now, self._descriptions.of(representative))
+        elif kept.cells.move_to(context.now):
+            forget_current_time(context, kept.values)
+        state = self._jobs[autocluster.id] = JobState(kept.cells, JobScalars(context, kept.cells, kept.values))
         return state
 
     def compiled(self, spec: RootSpec, job: JobState | None, space: Space) -> CompiledRoot:
