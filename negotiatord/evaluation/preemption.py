@@ -52,15 +52,15 @@ class PreemptionQuestions:
     not prefer the job, and ranks it at least as well); PREEMPTION_RANK only where the slot can
     be preempted.
 
-    Each question's answers are remembered by what it reads: the text of each of the slot's
-    attributes it reads, the inserted figures among them, and the values of the job attributes
-    it can read with the slot as MY (:func:`~negotiatord.pool.significance.job_reads`, the
-    analysis that makes those attributes significant for autoclusters). So the requests of a
-    submitter that differ in other attributes are answered once, and slots alike in what a
-    question reads share its answer: HTCondor's default PREEMPTION_RANK reads only
-    ``RemoteUserPrio`` of the slot, one answer per customer and ImageSize. Like autoclusters,
-    this takes a job attribute's value as the text of its expression, and a job attribute that
-    is an expression (it may read the slot's other attributes) keeps the answer to its slot.
+    Each question's answers are remembered by what it reads: each of the slot's attributes it
+    reads, the inserted figures among them, and the values of the job attributes it can read
+    with the slot as MY (:func:`~negotiatord.pool.significance.job_reads`, the analysis that
+    makes those attributes significant for autoclusters). So the requests of a submitter that
+    differ in other attributes are answered once, and slots alike in what a question reads
+    share its answer: condor_config.annotated's PREEMPTION_RANK,
+    ``(RemoteUserPrio * 1000000) - TARGET.ImageSize``, is asked once per customer and ImageSize.
+    A job attribute that is an expression (it may read any of the slot's attributes) keeps the
+    answer to its slot and request.
     """
 
     def __init__(self, table: SlotTable, settings: Settings, now: int) -> None:
@@ -147,15 +147,15 @@ class PreemptionQuestions:
         return UNRANKED if number is None else number
 
     def _content(self, row: int, names: frozenset[str] | None) -> object:
-        """What a question reading ``names`` in ``row`` reads of the slot's own ad, as a key: the
-        text of each of those attributes the slot holds (the slot itself when ``eval()`` may
-        read any)."""
+        """What a question reading ``names`` in ``row`` reads of the slot's own ad, as a key: each
+        of those attributes the slot holds (:func:`_value_key`; the slot itself when ``eval()``
+        may read any)."""
         if names is None:
             return ("row", row)
         found = self._contents.get((row, names))
         if found is None:
             ad = self._table.slots[row].ad
-            texts = tuple((name, str(ad.lookup(name))) for name in sorted(names) if name in ad)
+            texts = tuple((name, _value_key(ad, name)) for name in sorted(names) if name in ad)
             found = self._contents[row, names] = self._known_contents.setdefault(texts, len(self._known_contents))
         return found
 
@@ -273,6 +273,14 @@ def _reads(expression: classad2.ExprTree, slot: classad2.ClassAd) -> _Reads:
             None if ANY_ATTRIBUTE in attributes else tuple(sorted(attributes)))
 
 
+def _value_key(ad: classad2.ClassAd, name: str) -> object:
+    """An attribute of ``ad`` as an answer's key: the text of its expression, and a real's exact
+    value besides (its text keeps 16 digits: two reals may print alike)."""
+    text = str(ad.lookup(name))
+    value = ad.get(name)
+    return (text, value.hex()) if type(value) is float else text
+
+
 def _read_inserts(inserted: Mapping[str, object], names: frozenset[str] | None) -> tuple:
     """The inserted figures among ``names`` (None: all): all an answer depends on of what was
     inserted. The others (``RemoteUserResourcesInUse`` moves with every match) would only make
@@ -297,7 +305,7 @@ class _Call:
 
     def job_values(self, read: tuple[str, ...] | None) -> tuple[tuple, bool]:
         """The request's values of the job attributes ``read`` (inserted ones as inserted, the
-        others as the text of their literals), and True; or, when any attribute may be read or
+        others by :func:`_value_key`), and True; or, when any attribute may be read or
         one read is an expression (it may read the slot, and job attributes no analysis of the
         question names), the request itself with every inserted figure, and False."""
         found = self._values.get(read)
@@ -305,7 +313,7 @@ class _Call:
             ad, inserted = self._autocluster.ad, self._inserted
             if read is not None and all(name in inserted or not isinstance(ad.get(name), classad2.ExprTree)
                                         for name in read):
-                found = (tuple(inserted[name] if name in inserted else (str(ad.lookup(name)) if name in ad else None)
+                found = (tuple(inserted[name] if name in inserted else (_value_key(ad, name) if name in ad else None)
                                for name in read), True)
             else:
                 found = (("autocluster", self._autocluster.id, tuple(sorted(inserted.items()))), False)

@@ -140,3 +140,17 @@ def test_slots_alike_in_what_a_question_reads_share_its_answer():
     assert got.preemption_rank.tolist() == [5e6 - 100 if i % 2 else 1e8 - 100 for i in range(len(rows))]
     # the slots' Rank (0.0) once, the requirements once, the rank once per customer
     assert questions.evaluations == 4
+
+
+def test_slots_whose_reals_print_alike_do_not_share_answers():
+    """classad2 prints a real with 16 digits: 0.3 and 0.1 + 0.2 print alike, and an answer
+    remembered by the text would be given to both."""
+    config = settings(consider_preemption=True, preemption_requirements="True", preemption_rank="Share * 1e17")
+    slot_ads = [claimed("s0", "carol@site", Share=0.3), claimed("s1", "carol@site", Share=0.1 + 0.2)]
+    snapshot = build_snapshot(slot_ads, jobs("alice", 1), config)
+    rows = np.arange(len(snapshot.table))
+    got = PreemptionQuestions(snapshot.table, config, NOW).assess(
+        snapshot.autoclusters[0], rows, PreemptionInserts({}, [{}, {}], [True, True]))
+    shares = {slot.name: slot.ad["Share"] for slot in snapshot.table.slots}
+    assert got.preemption_rank.tolist() == [shares[slot.name] * 1e17 for slot in snapshot.table.slots]
+    assert got.preemption_rank[0] != got.preemption_rank[1]
