@@ -366,6 +366,12 @@ def _current_rank(claim: Claim | None) -> float:
     return 0.0 if claim is None or claim.rank_to_beat is None else claim.rank_to_beat
 
 
+# the inserted figures that move within a cycle: usage changes with every match (the others, the
+# priorities, groups and quotas, are the cycle's own)
+VARYING = frozenset({"remoteuserresourcesinuse", "remotegroupresourcesinuse", "submitteruserresourcesinuse",
+                     "submittergroupresourcesinuse"})
+
+
 class InsertedFigures:
     """The figures HTCondor's negotiator inserts before PREEMPTION_REQUIREMENTS and PREEMPTION_RANK
     are evaluated, as they stand when a request asks: into the job ad, what matchmaker.cpp's
@@ -412,7 +418,12 @@ class InsertedFigures:
             if key not in remote:
                 remote[key] = self._remote(*key)
         return PreemptionInserts(job, [remote[claim.remote_user, claim.preempting_rank] for claim in claims],
-                                 [claim.remote_user != submitter for claim in claims])
+                                 [claim.remote_user != submitter for claim in claims], self._remote_of, VARYING)
+
+    def _remote_of(self, row: int) -> dict[str, object]:
+        claim = self._table.slots[row].claim
+        assert claim is not None     # asked of claimed slots only
+        return self._remote(claim.remote_user, claim.preempting_rank)
 
     def _remote(self, user: str, preempting_rank: float | None) -> dict[str, object]:
         inserted: dict[str, object] = {

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from functools import cached_property, lru_cache
-from typing import cast
+from typing import Protocol, cast
 
 import classad2
 import numpy as np
@@ -82,6 +82,7 @@ class PreemptionQuestions:
         # (Rank text, the job's values of what it names) -> rank_for_every_slot
         self._rank_values: dict[tuple, tuple[bool, float | None]] = {}
         self.evaluations = 0                                       # classad2 evaluations made
+        self.compiled: CompiledAnswers | None = None               # tried first, where set
 
     # The expressions are made when first asked for: most cycles consider no claimed slot.
 
@@ -101,18 +102,40 @@ class PreemptionQuestions:
         preemption_rank = np.full(n, UNRANKED)
         if not n:
             return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
+        rows = np.asarray(rows, dtype=np.int64)
         call = _Call(autocluster, inserts, self._job_ad(autocluster, inserts.submitter))
-        for i, row in enumerate(np.asarray(rows).tolist()):
-            remote, other_customer = inserts.remote[i], bool(inserts.other_customer[i])
+        for i, row in enumerate(rows.tolist()):
+            remote = inserts.remote[i]
             settled = self._rank_only(row, remote, call)
-            above, at_least = settled or cast(tuple[bool, bool], self._asked(_CONDITIONS, row, remote, call))
-            rank_above[i], rank_at_least[i] = above, at_least
-            if other_customer and not above and at_least:
-                # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
-                requirements[i] = self._requirements is None or self._asked(_REQUIREMENTS, row, remote, call)
-            if (above or requirements[i]) and self._rank is not None:
-                preemption_rank[i] = cast(float, self._asked(_RANK, row, remote, call))
-        return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
+            rank_above[i], rank_at_least[i] = (
+                settled or cast(tuple[bool, bool], self._asked(_CONDITIONS, row, remote, call)))
+        other_customer = np.asarray(inserts.other_customer, dtype=bool)
+        asked = np.flatnonzero(other_customer & ~rank_above & rank_at_least)
+        # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
+        requirements[asked] = True if self._requirements is None else self._answered(
+            _REQUIREMENTS, asked, rows, inserts, call)
+        if self._rank is not None:
+            asked = np.flatnonzero(rank_above | requirements)
+            preemption_rank[asked] = self._answered(_RANK, asked, rows, inserts, call)
+        return PreemptionAssessment(rows, rank_above, rank_at_least, requirements, preemption_rank)
+
+    def _answered(self, question: int, positions: np.ndarray, rows: np.ndarray, inserts: PreemptionInserts,
+                  call: _Call) -> np.ndarray:
+        """PREEMPTION_REQUIREMENTS or PREEMPTION_RANK at ``positions`` of ``rows``: compiled
+        (:attr:`compiled`) where it answers, else by classad2."""
+        n = len(positions)
+        answers = np.zeros(n, dtype=bool) if question == _REQUIREMENTS else np.full(n, UNRANKED)
+        left = np.arange(n)
+        if self.compiled is not None and n:
+            found = self.compiled.answers(QUESTIONS[question], call.autocluster, rows[positions], inserts)
+            if found is not None:
+                values, answered = found
+                answers[answered] = values[answered]
+                left = np.flatnonzero(~answered)
+        for k in left.tolist():
+            position = int(positions[k])
+            answers[k] = self._asked(question, int(rows[position]), inserts.remote[position], call)
+        return answers
 
     def _asked(self, question: int, row: int, remote: Mapping[str, object], call: _Call) -> object:
         """One question's answer for ``row``, remembered by what the question reads there."""
@@ -259,6 +282,20 @@ class PreemptionQuestions:
 
 # the questions: the two rank conditions (asked together), PREEMPTION_REQUIREMENTS, PREEMPTION_RANK
 _CONDITIONS, _REQUIREMENTS, _RANK = range(3)
+REQUIREMENTS_QUESTION, RANK_QUESTION = "preemption_requirements", "preemption_rank"   # as CompiledAnswers names them
+QUESTIONS = {_REQUIREMENTS: REQUIREMENTS_QUESTION, _RANK: RANK_QUESTION}
+
+
+class CompiledAnswers(Protocol):
+    """An evaluator's own answers to PREEMPTION_REQUIREMENTS and PREEMPTION_RANK (the fast path
+    compiles them), tried before classad2."""
+
+    def answers(self, question: str, autocluster: Autocluster, rows: np.ndarray,
+                inserts: PreemptionInserts) -> tuple[np.ndarray, np.ndarray] | None:
+        """``question`` ("preemption_requirements": whether it is true; "preemption_rank": its
+        number, -DBL_MAX where it is none) for table ``rows`` with ``inserts`` (parallel to them),
+        and which rows it answers; None when it answers none."""
+        ...
 # what an expression reads with a slot as MY: the names it reads in the slot (folded, those the
 # slot lacks included: an insert may supply them; None: any), and the job's attributes (None: any)
 _Reads = tuple[frozenset[str] | None, tuple[str, ...] | None]
@@ -296,7 +333,7 @@ class _Call:
     the call share, worked out once."""
 
     def __init__(self, autocluster: Autocluster, inserts: PreemptionInserts, job: classad2.ClassAd) -> None:
-        self._autocluster = autocluster
+        self.autocluster = autocluster
         self._inserted = {name.lower(): value for name, value in inserts.submitter.items()}
         self.job = job
         self.ranks: dict[str, tuple[bool, float | None]] = {}     # Rank text -> rank_for_every_slot
@@ -310,13 +347,13 @@ class _Call:
         question names), the request itself with every inserted figure, and False."""
         found = self._values.get(read)
         if found is None:
-            ad, inserted = self._autocluster.ad, self._inserted
+            ad, inserted = self.autocluster.ad, self._inserted
             if read is not None and all(name in inserted or not isinstance(ad.get(name), classad2.ExprTree)
                                         for name in read):
                 found = (tuple(inserted[name] if name in inserted else (_value_key(ad, name) if name in ad else None)
                                for name in read), True)
             else:
-                found = (("autocluster", self._autocluster.id, tuple(sorted(inserted.items()))), False)
+                found = (("autocluster", self.autocluster.id, tuple(sorted(inserted.items()))), False)
             self._values[read] = found
         return found
 

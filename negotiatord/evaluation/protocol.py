@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,11 +43,18 @@ class PreemptionInserts:
     """The attributes inserted before asking: into the job ad (``submitter``) and into each
     claimed slot's ad (``remote``, parallel to the rows asked about); ``other_customer`` says,
     per row, whether the slot's customer is not the job's submitter (priority preemption is
-    possible only then)."""
+    possible only then).
+
+    ``remote_of`` gives what would be inserted into any claimed slot's ad (by table row), and
+    ``varying`` names (lower case) the figures whose values may change within the cycle (usage
+    moves with every match): the others hold for the whole cycle, so an evaluator may read them
+    for all claimed slots at once."""
 
     submitter: Mapping[str, object]
     remote: Sequence[Mapping[str, object]]
     other_customer: Sequence[bool]
+    remote_of: Callable[[int], Mapping[str, object]] | None = None
+    varying: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ import numpy as np
 from negotiatord.classad.conversion import as_number
 from negotiatord.classad.cycle_time import frozen_expr, private_frozen_ad
 from negotiatord.evaluation.preemption import PreemptionQuestions
-from negotiatord.evaluation.protocol import UNRANKED, PreemptionInserts
+from negotiatord.evaluation.protocol import UNRANKED, PreemptionAssessment, PreemptionInserts
+from negotiatord.pool.autoclusters import Autocluster
+from negotiatord.pool.snapshot import SlotTable
 from negotiatord.pool.builder import build_snapshot
 from tests.builders import expr, jobs, settings
 from tests.cycle.test_preemption import NOW, UWCS, claimed
@@ -72,7 +74,23 @@ POLICIES = [
     ("RemoteGroupQuota =!= undefined || TARGET.SubmitterUserPrio < RemoteUserPrio", "Stale"),
     ('eval(strcat("Remote", "UserPrio")) > 20', None),
     ("MY.Age > 3600", "TARGET.Weight"),      # a job attribute that reads the slot's Memory
+    ("MY.Cpus", "TARGET.ImageSize > 50"),    # a number is no answer; a boolean rank is 0 or 1
 ]
+
+
+def policy_slots() -> list[classad2.ClassAd]:
+    """Claimed slots whose Ranks read what RANKS read, and attributes the policies read."""
+    return [claimed(f"s{i}", "carol@site", Memory=1024 * (1 + i % 3), Rank=RANKS[i % len(RANKS)],
+                    CurrentRank=float(i % 2 * 500), Age=expr("CurrentTime - EnteredCurrentState"),
+                    Stale=expr("time() - JobStart"), Deep=expr("Bonus * 2"), Bonus=expr("Cpus * 10 + Age"),
+                    Shadowed=-1, EnteredCurrentState=NOW - 1800 * (i % 4))
+            for i in range(12)]
+
+
+def policy_jobs() -> list[classad2.ClassAd]:
+    """alice's job holds an attribute whose expression reads the slot (Memory); bob's does not."""
+    return [*jobs("alice", 1, memory=512, ImageSize=100, Weight=expr("Memory * 2")),
+            *jobs("bob", 1, cluster=2, memory=2048)]
 
 
 def test_answers_are_classad2s_on_the_whole_slot_ad_with_the_figures_inserted():
@@ -80,13 +98,7 @@ def test_answers_are_classad2s_on_the_whole_slot_ad_with_the_figures_inserted():
     and job ads, as HTCondor's matchmaker.cpp (``addRemoteUserPrios``, ``negotiate``) inserts
     them: the questions may read a few of the slot's attributes instead, but not answer otherwise."""
     rng = random.Random(11)
-    slot_ads = [claimed(f"s{i}", "carol@site", Memory=1024 * (1 + i % 3), Rank=RANKS[i % len(RANKS)],
-                        CurrentRank=float(i % 2 * 500), Age=expr("CurrentTime - EnteredCurrentState"),
-                        Stale=expr("time() - JobStart"), Deep=expr("Bonus * 2"), Bonus=expr("Cpus * 10 + Age"),
-                        Shadowed=-1, EnteredCurrentState=NOW - 1800 * (i % 4))
-                for i in range(12)]
-    job_ads = [*jobs("alice", 1, memory=512, ImageSize=100, Weight=expr("Memory * 2")),
-               *jobs("bob", 1, cluster=2, memory=2048)]
+    slot_ads, job_ads = policy_slots(), policy_jobs()
     for requirements, rank in POLICIES:
         config = settings(consider_preemption=True, preemption_requirements=requirements, preemption_rank=rank)
         snapshot = build_snapshot(slot_ads, job_ads, config)
@@ -100,14 +112,22 @@ def test_answers_are_classad2s_on_the_whole_slot_ad_with_the_figures_inserted():
                        **({"CurrentRank": 2000.0} if rng.random() < 0.2 else {})} for _ in rows]
             other = [rng.random() < 0.8 for _ in rows]
             got = questions.assess(autocluster, rows, PreemptionInserts(submitter, remote, other))
-            job = private_frozen_ad(autocluster.ad, NOW)
-            job.update(submitter)
-            for i, row in enumerate(rows.tolist()):
-                slot = private_frozen_ad(snapshot.table.slots[row].ad, NOW)
-                slot.update(remote[i])
-                expected = _asked_of_whole_ads(slot, job, other[i], requirements, rank)
-                answered = (got.rank_above[i], got.rank_at_least[i], got.requirements[i], got.preemption_rank[i])
-                assert tuple(map(float, answered)) == tuple(map(float, expected)), (requirements, row)
+            assert_asked_of_whole_ads(got, snapshot.table, autocluster, PreemptionInserts(submitter, remote, other),
+                                      requirements, rank)
+
+
+def assert_asked_of_whole_ads(got: PreemptionAssessment, table: SlotTable, autocluster: Autocluster,
+                              inserts: PreemptionInserts, requirements: str, rank: str | None) -> None:
+    """``got`` holds, row for row, what classad2 answers on whole copies of the ads with the
+    figures inserted."""
+    job = private_frozen_ad(autocluster.ad, NOW)
+    job.update(inserts.submitter)
+    for i, row in enumerate(got.rows.tolist()):
+        slot = private_frozen_ad(table.slots[row].ad, NOW)
+        slot.update(inserts.remote[i])
+        expected = _asked_of_whole_ads(slot, job, inserts.other_customer[i], requirements, rank)
+        answered = (got.rank_above[i], got.rank_at_least[i], got.requirements[i], got.preemption_rank[i])
+        assert tuple(map(float, answered)) == tuple(map(float, expected)), (requirements, rank, row)
 
 
 def _asked_of_whole_ads(slot: classad2.ClassAd, job: classad2.ClassAd, other_customer: bool,
@@ -121,7 +141,9 @@ def _asked_of_whole_ads(slot: classad2.ClassAd, job: classad2.ClassAd, other_cus
              and frozen_expr(classad2.ExprTree(requirements), NOW).eval(slot, job) is True)
     value = UNRANKED
     if (above or holds) and rank is not None:
-        number = as_number(frozen_expr(classad2.ExprTree(rank), NOW).eval(slot, job))
+        # HTCondor's EvalFloat (compat_classad.cpp) takes a boolean as 1.0 or 0.0
+        value = frozen_expr(classad2.ExprTree(rank), NOW).eval(slot, job)
+        number = float(value) if isinstance(value, bool) else as_number(value)
         value = UNRANKED if number is None else number
     return above, at_least, holds, value
 

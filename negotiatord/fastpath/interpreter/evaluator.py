@@ -27,6 +27,7 @@ from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
 from negotiatord.fastpath.interpreter.loading import load_in_kernel
 from negotiatord.fastpath.interpreter.one_call import Offer, OneCallAssessment
+from negotiatord.fastpath.interpreter.preemption_answers import CompiledPreemptionAnswers
 from negotiatord.fastpath.interpreter.roots import CycleRoots
 from negotiatord.fastpath.interpreter.space import Context, Space
 from negotiatord.fastpath.interpreter.stages import StagedAssessment
@@ -53,6 +54,7 @@ class FastEvaluator:
         self._compilations = Compilations() if compilations is None else compilations
         self._keeps_weights = compilations is not None     # for the caller's next cycles
         self.stats = FastPathStats()
+        self._settings = settings
         self._fallback = ReferenceFallback(table, settings, now)
         self._preemption = PreemptionQuestions(table, settings, now)
         self._specs = CycleRoots.of(table.assets, settings)
@@ -71,6 +73,8 @@ class FastEvaluator:
                                            self._specs.in_kernel_order, self.stats)
         self._stages = StagedAssessment(table, self._context, self._match_space, self._roots, self._specs,
                                         self._fallback, self.stats)
+        self._preemption.compiled = CompiledPreemptionAnswers(table, compiled, self._settings, self._now,
+                                                              self._descriptions, self._fallback, self._specs)
         self._offer: Offer | None = None                          # in this match space
 
     # -- PairEvaluator ------------------------------------------------------------------------------
@@ -135,9 +139,10 @@ class FastEvaluator:
 
     def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
                           inserts: PreemptionInserts) -> PreemptionAssessment:
-        """The rank conditions, PREEMPTION_REQUIREMENTS and PREEMPTION_RANK are not compiled:
-        classad2 answers them, counted as fallback evaluations (whether a claimed slot matches
-        at all is ``assess``, in the kernels)."""
+        """PREEMPTION_REQUIREMENTS and PREEMPTION_RANK compiled over the claimed slots with
+        their inserted figures (preemption_answers.py); the rank conditions, and what is not
+        compiled, answered by classad2 and counted as fallback evaluations (whether a claimed
+        slot matches at all is ``assess``, in the kernels)."""
         before = self._preemption.evaluations
         answers = self._preemption.assess(autocluster, rows, inserts)
         self.stats.fallback_evaluations["preemption"] += self._preemption.evaluations - before

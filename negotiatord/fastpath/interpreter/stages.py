@@ -199,6 +199,14 @@ class StagedAssessment:
         return Assessment(rows=rows, matched=matched, consumption=consumption,
                           cost=np.where(matched, price, np.nan), rank=rank)
 
+    def raw(self, spec: RootSpec, job: JobState, rows: np.ndarray, amounts: np.ndarray) -> tuple[Triple, np.ndarray]:
+        """``spec``'s values for the job on table ``rows`` at ``amounts``, as (tag, integer,
+        real) arrays, and the positions whose leaves classad2 must evaluate instead."""
+        frame = self._frame(self._space, rows, amounts, np.full(amounts.shape, np.nan), rows_out=1)
+        pending = self._stage([Task(spec, np.arange(len(rows)), 0, spec.name)], job, self._space, frame)
+        left = np.concatenate([positions for _, positions in pending]) if pending else np.zeros(0, dtype=np.int64)
+        return (frame.out[0][0], frame.out[1][0], frame.out[2][0]), left
+
     def _stage(self, tasks: list[Task], job: JobState | None, space: Space,
                frame: Frame) -> list[tuple[Task, np.ndarray]]:
         """Run the tasks' compiled leaves (one kernel call, plus plans with classad2 steps);
