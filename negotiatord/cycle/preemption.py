@@ -38,7 +38,7 @@ from negotiatord.cycle.matchlist import Candidate, best_first
 from negotiatord.cycle.result import PREEMPTION_RULES
 from negotiatord.evaluation.loading import PoolColumns, equal_ranks_end, first_true
 from negotiatord.evaluation.preemption import names_only_target, rank_for_every_slot
-from negotiatord.evaluation.protocol import PairEvaluator, PreemptionAssessment, PreemptionInserts
+from negotiatord.evaluation.protocol import UNRANKED, PairEvaluator, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.slots import Claim, considers_priority_preemption, may_be_preempted
 from negotiatord.pool.snapshot import SlotTable
@@ -224,7 +224,11 @@ class PreemptionList:
         self._rank = rank[order]
         self._cost = cost[order]
         self._consumption = consumption[order]
-        self._answers: dict[int, tuple[PreemptState | None, float]] = {}   # row -> state, rank (stable)
+        # by position in the list: the preemption state (_UNASKED, _NO_CANDIDATE or a PreemptState)
+        # and PREEMPTION_RANK, kept while the answers are stable
+        self._state = np.full(len(self._rows), _UNASKED, dtype=np.int8)
+        self._preemption_rank = np.full(len(self._rows), UNRANKED)
+        self._is_partitionable = np.isin(self._rows, list(self._partitionable))
         self.refused: set[int] = set()      # rows this request may not take (its concurrency limits there)
         self._head = 0
 
@@ -246,9 +250,10 @@ class PreemptionList:
             children = np.array([row for row in claimed.children[pslot] if claimed.open[row]], dtype=np.int64)
             if not len(children):
                 continue
-            asked = self._evaluator.assess_preemption(self._autocluster, children, inserts(self._autocluster, children))
-            usable = [(row, state, rank) for row, (state, rank) in zip(children.tolist(), self._decide(asked))
-                      if state is not None]
+            asked = inserts(self._autocluster, children)
+            states, ranks = _decided(self._evaluator.assess_preemption(self._autocluster, children, asked), asked)
+            usable = [(row, PreemptState(state), rank) for row, state, rank
+                      in zip(children.tolist(), states.tolist(), ranks.tolist()) if state >= 0]
             usable.sort(key=lambda entry: _current_rank(table.slots[entry[0]].claim))
             if not usable:
                 continue
@@ -259,11 +264,11 @@ class PreemptionList:
             if not merged.matched.any():
                 continue
             needed = int(np.argmax(merged.matched))
-            states = [state for _, state, _ in usable[:needed + 1]]
+            rules = [state for _, state, _ in usable[:needed + 1]]
             entries.append(_PartitionableEntry(
                 pslot, merged.rank[needed], float(merged.cost[needed]), merged.consumption[needed],
                 tuple(victims[:needed + 1].tolist()),
-                PreemptState.PRIORITY if PreemptState.PRIORITY in states else PreemptState.RANK,
+                PreemptState.PRIORITY if PreemptState.PRIORITY in rules else PreemptState.RANK,
                 usable[0][2], int(self._pool.version[pslot])))
         return entries
 
@@ -304,16 +309,15 @@ class PreemptionList:
         """Within a tier of equal ranks: the best preemption state, then the highest PREEMPTION_RANK,
         then the first in slot-table order."""
         states, ranks = self._states(tier, inserts)
-        best: tuple[PreemptState, float, int] | None = None
-        chosen = -1
-        for position, state, rank in zip(tier.tolist(), states, ranks):
-            if state is None or int(self._rows[position]) in self.refused:
-                continue
-            key = (state, rank, -int(self._rows[position]))
-            if best is None or key > best:
-                best, chosen = key, position
-        if best is None:
+        rows = self._rows[tier]
+        usable = states >= 0
+        if self.refused:
+            usable &= ~np.isin(rows, list(self.refused))
+        if not usable.any():
             return None
+        usable &= states == states[usable].max()
+        usable &= ranks == ranks[usable].max()
+        chosen = int(tier[usable][np.argmin(rows[usable])])
         row = int(self._rows[chosen])
         slot_rank = self._rank[chosen]
         entry = self._partitionable.get(row)
@@ -323,42 +327,42 @@ class PreemptionList:
         return PreemptingCandidate(
             row, (float(slot_rank[0]), float(slot_rank[1]), float(slot_rank[2])), float(self._cost[chosen]),
             self._consumption[chosen], 0, claim=claim,
-            rule=RANK if best[0] is PreemptState.RANK else PRIORITY, strategy=None, victims=victims,
+            rule=RANK if states[usable].max() == PreemptState.RANK else PRIORITY, strategy=None, victims=victims,
         )
 
-    def _states(self, tier: np.ndarray, inserts: Inserts) -> tuple[list[PreemptState | None], list[float]]:
-        rows = self._rows[tier]
-        for row in rows.tolist():
-            entry = self._partitionable.get(row)
-            if entry is not None:
-                still = int(self._pool.version[row]) == entry.version
-                self._answers[row] = (entry.state if still else None, entry.preemption_rank)
-        unknown = [i for i, row in enumerate(rows.tolist())
-                   if row not in self._partitionable and (not self._stable or row not in self._answers)]
-        if unknown:
-            asked = rows[unknown]
-            answers = self._evaluator.assess_preemption(self._autocluster, asked, inserts(self._autocluster, asked))
-            for row, answer in zip(asked.tolist(), self._decide(answers)):
-                self._answers[row] = answer
-        decided = [self._answers[row] for row in rows.tolist()]
-        return [state for state, _ in decided], [rank for _, rank in decided]
+    def _states(self, tier: np.ndarray, inserts: Inserts) -> tuple[np.ndarray, np.ndarray]:
+        """The preemption state (_NO_CANDIDATE or a PreemptState) and PREEMPTION_RANK of each
+        position of ``tier``: asked of the evaluator where not known (stable answers are kept),
+        a partitionable slot's while it is unchanged."""
+        for position in tier[self._is_partitionable[tier]].tolist():
+            entry = self._partitionable[int(self._rows[position])]
+            still = int(self._pool.version[entry.row]) == entry.version
+            self._state[position] = entry.state if still else _NO_CANDIDATE
+            self._preemption_rank[position] = entry.preemption_rank
+        unknown = tier[~self._is_partitionable[tier]]
+        if self._stable:
+            unknown = unknown[self._state[unknown] == _UNASKED]
+        if len(unknown):
+            rows = self._rows[unknown]
+            asked = inserts(self._autocluster, rows)
+            self._state[unknown], self._preemption_rank[unknown] = _decided(
+                self._evaluator.assess_preemption(self._autocluster, rows, asked), asked)
+        return self._state[tier], self._preemption_rank[tier]
 
-    def _decide(self, answers: PreemptionAssessment) -> list[tuple[PreemptState | None, float]]:
-        """matchmaker.cpp: RANK preemption if the slot strictly prefers the job; else priority
-        preemption if the slot's customer is not the submitter, PREEMPTION_REQUIREMENTS holds and
-        the slot ranks the job at least as well; else the slot is no candidate."""
-        decided: list[tuple[PreemptState | None, float]] = []
-        for i, row in enumerate(answers.rows.tolist()):
-            claim = self._claimed.table.slots[row].claim
-            assert claim is not None
-            state: PreemptState | None = None
-            if answers.rank_above[i]:
-                state = PreemptState.RANK
-            elif (claim.remote_user != self._submitter and answers.requirements[i]
-                  and answers.rank_at_least[i]):
-                state = PreemptState.PRIORITY
-            decided.append((state, float(answers.preemption_rank[i])))
-        return decided
+
+_UNASKED, _NO_CANDIDATE = -2, -1     # a list's preemption states besides PreemptState's
+
+
+def _decided(answers: PreemptionAssessment, inserts: PreemptionInserts) -> tuple[np.ndarray, np.ndarray]:
+    """matchmaker.cpp: RANK preemption if the slot strictly prefers the job; else priority
+    preemption if the slot's customer is not the submitter, PREEMPTION_REQUIREMENTS holds and
+    the slot ranks the job at least as well; else the slot is no candidate. Each row's state,
+    and its PREEMPTION_RANK."""
+    other = np.asarray(inserts.other_customer, dtype=bool)
+    priority = other & answers.requirements & answers.rank_at_least
+    states = np.where(answers.rank_above, PreemptState.RANK,
+                      np.where(priority, PreemptState.PRIORITY, _NO_CANDIDATE)).astype(np.int8)
+    return states, answers.preemption_rank.astype(np.float64)
 
 
 def _current_rank(claim: Claim | None) -> float:
