@@ -400,6 +400,10 @@ class InsertedFigures:
         self._usage = usage
         self._own_usage = own_usage
         self._quotas = quotas
+        self._row_keys: np.ndarray | None = None                 # see _claim_keys
+        self._keys: list[tuple[str, float | None]] = []
+        self._user_ids: dict[str, int] = {}
+        self._key_users = np.zeros(0, dtype=np.int64)
 
     def __call__(self, autocluster: Autocluster, rows: np.ndarray) -> PreemptionInserts:
         submitter = autocluster.submitter
@@ -413,16 +417,29 @@ class InsertedFigures:
         if self._groups:
             job.update(SubmitterGroup=group, SubmitterGroupResourcesInUse=self._own_usage.get(group, 0.0),
                        SubmitterGroupQuota=self._quotas.get(group, 0.0))
-        claims = [self._table.slots[row].claim for row in rows.tolist()]
         # one mapping per customer and PreemptingRank: the figures are the same for its slots
-        remote: dict[tuple[str, float | None], dict[str, object]] = {}
-        for claim in claims:
-            assert claim is not None     # asked of claimed slots only
-            key = (claim.remote_user, claim.preempting_rank)
-            if key not in remote:
-                remote[key] = self._remote(*key)
-        return PreemptionInserts(job, [remote[claim.remote_user, claim.preempting_rank] for claim in claims],
-                                 [claim.remote_user != submitter for claim in claims], self._remote_of, VARYING)
+        keys = self._claim_keys()[rows]
+        assert (keys >= 0).all()     # asked of claimed slots only
+        mappings = {key: self._remote(*self._keys[key]) for key in np.unique(keys).tolist()}
+        users = self._key_users[keys]
+        return PreemptionInserts(job, [mappings[key] for key in keys.tolist()],
+                                 users != self._user_ids.get(submitter, -1), self._remote_of, VARYING)
+
+    def _claim_keys(self) -> np.ndarray:
+        """Each table row's (customer, PreemptingRank) as an index into ``_keys`` (-1: no claim),
+        worked out for the whole table at the first question."""
+        if self._row_keys is None:
+            index: dict[tuple[str, float | None], int] = {}
+            found = []
+            for slot in self._table.slots:
+                claim = slot.claim
+                found.append(-1 if claim is None else
+                             index.setdefault((claim.remote_user, claim.preempting_rank), len(index)))
+            self._keys = list(index)
+            self._user_ids = {user: number for number, user in enumerate(dict.fromkeys(u for u, _ in self._keys))}
+            self._key_users = np.array([self._user_ids[user] for user, _ in self._keys], dtype=np.int64)
+            self._row_keys = np.array(found, dtype=np.int64)
+        return self._row_keys
 
     def _remote_of(self, row: int) -> dict[str, object]:
         claim = self._table.slots[row].claim

@@ -77,8 +77,11 @@ class PreemptionQuestions:
         self._known_contents: dict[tuple, int] = {}                  # those texts -> a short key
         self._answers: dict[tuple, object] = {}                      # (question, what it read) -> answer
         self._priority = considers_priority_preemption(settings)
-        # row -> its Rank and the Rank's text, if it reads only TARGET
-        self._job_ranks: dict[int, tuple[classad2.ExprTree, str] | None] = {}
+        # the slots' Ranks that read only TARGET, frozen, and their texts (_slot_ranks)
+        self._rank_texts: list[tuple[classad2.ExprTree, str]] = []
+        self._rank_ids: dict[str, int] = {}
+        self._rank_text_of = np.full(len(table), _NOT_READ, dtype=np.int64)   # row -> its Rank's id, -1: none
+        self._claim_current = np.full(len(table), np.nan)                     # row -> its claim's CurrentRank
         # (Rank text, the job's values of what it names) -> rank_for_every_slot
         self._rank_values: dict[tuple, tuple[bool, float | None]] = {}
         self.evaluations = 0                                       # classad2 evaluations made
@@ -104,11 +107,10 @@ class PreemptionQuestions:
             return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
         rows = np.asarray(rows, dtype=np.int64)
         call = _Call(autocluster, inserts, self._job_ad(autocluster, inserts.submitter))
-        for i, row in enumerate(rows.tolist()):
-            remote = inserts.remote[i]
-            settled = self._rank_only(row, remote, call)
-            rank_above[i], rank_at_least[i] = (
-                settled or cast(tuple[bool, bool], self._asked(_CONDITIONS, row, remote, call)))
+        settled, rank_above[:], rank_at_least[:] = self._ranks_only(rows, inserts, call)
+        for i in np.flatnonzero(~settled).tolist():
+            rank_above[i], rank_at_least[i] = cast(
+                tuple[bool, bool], self._asked(_CONDITIONS, int(rows[i]), inserts.remote[i], call))
         other_customer = np.asarray(inserts.other_customer, dtype=bool)
         asked = np.flatnonzero(other_customer & ~rank_above & rank_at_least)
         # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
@@ -182,43 +184,71 @@ class PreemptionQuestions:
             found = self._contents[row, names] = self._known_contents.setdefault(texts, len(self._known_contents))
         return found
 
-    def _rank_only(self, row: int, remote: Mapping[str, object], call: _Call) -> tuple[bool, bool] | None:
-        """The two rank conditions without the slot's ad, when the slot's ``Rank`` has one value
+    def _ranks_only(self, rows: np.ndarray, inserts: PreemptionInserts,
+                    call: _Call) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The two rank conditions without the slots' ads, where a slot's ``Rank`` has one value
         for the job on every slot (:func:`rank_for_every_slot`: the OSPool's
-        ``TARGET.RequestGPUs ?: 0``) and its CurrentRank is a number: the Rank is then evaluated
-        once per Rank text and values of the job attributes it names (remembered across calls),
-        not once per slot. None when the slot's ad must be asked."""
-        found = self._job_ranks[row] if row in self._job_ranks else self._job_rank(row)
-        claim = self._table.slots[row].claim
-        current = remote.get("CurrentRank", None if claim is None else claim.current_rank)
-        if found is None or isinstance(current, bool) or not isinstance(current, (int, float)):
-            return None
-        rank, text = found
+        ``TARGET.RequestGPUs ?: 0``) and its CurrentRank (as inserted) is a number: each Rank is
+        then evaluated once per text and values of the job attributes it names (remembered
+        across calls), not once per slot. Whether each row is settled so, and the conditions."""
+        texts, claim_currents = self._slot_ranks(rows)
+        # a CurrentRank inserted (PreemptingRank) stands for the claim's; one lookup per customer
+        index: dict[int, int] = {}
+        mappings: list[Mapping[str, object]] = []
+        for mapping in inserts.remote:
+            if id(mapping) not in index:
+                index[id(mapping)] = len(mappings)
+                mappings.append(mapping)
+        of_row = np.fromiter((index[id(mapping)] for mapping in inserts.remote), dtype=np.int64, count=len(rows))
+        inserted = [mapping.get("CurrentRank", _ABSENT) for mapping in mappings]
+        overrides = np.array([value is not _ABSENT for value in inserted])[of_row]
+        override_values = np.array([_number(value) for value in inserted], dtype=np.float64)[of_row]
+        current = np.where(overrides, override_values, claim_currents)
+        decidable = np.zeros(len(self._rank_texts), dtype=bool)
+        values = np.full(len(self._rank_texts), np.nan)      # NaN: the Rank is no number
+        for text_id in np.unique(texts[texts >= 0]).tolist():
+            decided, number = self._rank_for_job(text_id, call)
+            decidable[text_id] = decided
+            values[text_id] = np.nan if number is None else number
+        settled = (texts >= 0) & ~np.isnan(current)
+        settled[settled] = decidable[texts[settled]]
+        value = np.full(len(rows), np.nan)
+        value[settled] = values[texts[settled]]
+        with np.errstate(invalid="ignore"):
+            return settled, settled & (value > current), settled & (value >= current)
+
+    def _rank_for_job(self, text_id: int, call: _Call) -> tuple[bool, float | None]:
+        """:func:`rank_for_every_slot` of the Rank ``text_id`` for the call's job."""
+        rank, text = self._rank_texts[text_id]
         decided = call.ranks.get(text)
         if decided is None:
             names = _target_names(text)
-            assert names is not None      # _job_rank keeps only such Ranks
+            assert names is not None      # _slot_ranks keeps only such Ranks
             key = (text, call.job_values(tuple(sorted({name.lower() for name in names})))[0])
             decided = self._rank_values.get(key)
             if decided is None:
                 self.evaluations += 1
                 decided = self._rank_values[key] = rank_for_every_slot(rank, call.job)
             call.ranks[text] = decided
-        decidable, value = decided
-        if not decidable:
-            return None
-        return (False, False) if value is None else (value > current, value >= current)
+        return decided
 
-    def _job_rank(self, row: int) -> tuple[classad2.ExprTree, str] | None:
-        """``row``'s Rank, frozen, and its text, if it names only TARGET attributes (else None)."""
-        ad = self._table.slots[row].ad
-        rank = ad.lookup("Rank") if "Rank" in ad else None
-        found = None
-        if rank is not None and _target_names(str(rank)) is not None:
-            frozen = frozen_expr(rank, self._now)
-            found = (frozen, str(frozen))
-        self._job_ranks[row] = found
-        return found
+    def _slot_ranks(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each row, its Rank's id in ``_rank_texts`` if the Rank names only TARGET attributes
+        (else -1), and its claim's CurrentRank (NaN when it is none); worked out once per row."""
+        unknown = rows[self._rank_text_of[rows] == _NOT_READ]
+        for row in unknown.tolist():
+            ad = self._table.slots[row].ad
+            rank = ad.lookup("Rank") if "Rank" in ad else None
+            text_id = -1
+            if rank is not None and _target_names(str(rank)) is not None:
+                frozen = frozen_expr(rank, self._now)
+                text_id = self._rank_ids.setdefault(str(frozen), len(self._rank_texts))
+                if text_id == len(self._rank_texts):
+                    self._rank_texts.append((frozen, str(frozen)))
+            self._rank_text_of[row] = text_id
+            claim = self._table.slots[row].claim
+            self._claim_current[row] = _number(None if claim is None else claim.current_rank)
+        return self._rank_text_of[rows], self._claim_current[rows]
 
     def _rank_conditions(self, slot: classad2.ClassAd, job: classad2.ClassAd) -> tuple[bool, bool]:
         """``MY.Rank > MY.CurrentRank`` and ``MY.Rank >= MY.CurrentRank``: compared here when
@@ -308,6 +338,15 @@ def _reads(expression: classad2.ExprTree, slot: classad2.ClassAd) -> _Reads:
     attributes = {read.attribute.lower() for read in job_reads(expression, slot)}
     return (own_reads(str(expression), slot).names,
             None if ANY_ATTRIBUTE in attributes else tuple(sorted(attributes)))
+
+
+_NOT_READ = -2                # a row whose Rank _slot_ranks has not read yet
+_ABSENT = object()            # no CurrentRank inserted
+
+
+def _number(value: object) -> float:
+    """A CurrentRank as the rank conditions compare it: a number, else NaN (booleans are none)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan
 
 
 def _value_key(ad: classad2.ClassAd, name: str) -> object:
