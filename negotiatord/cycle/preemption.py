@@ -231,6 +231,7 @@ class PreemptionList:
         self._is_partitionable = np.isin(self._rows, list(self._partitionable))
         self.refused: set[int] = set()      # rows this request may not take (its concurrency limits there)
         self._head = 0
+        self._tier_ends: dict[int, int] = {}   # position -> the end of its tier of equal ranks
 
     def _partitionable_entries(self, inserts: Inserts) -> list[_PartitionableEntry]:
         """ALLOW_PSLOT_PREEMPTION, as matchmaker.cpp's ``pslotMultiMatch`` decides it for a job
@@ -282,7 +283,9 @@ class PreemptionList:
             rank = self._rank[position]
             if idle is not None and (float(rank[0]), float(rank[1]), float(rank[2])) <= idle.rank:
                 return None           # the idle slot ranks as well or better: no preemption
-            end = equal_ranks_end(self._rank, position)
+            end = self._tier_ends.get(position)
+            if end is None:       # the ranks do not change: each tier's end is found once
+                end = self._tier_ends[position] = equal_ranks_end(self._rank, position)
             tier = np.arange(position, end)
             tier = tier[self._claimed.open[self._rows[tier]]]
             chosen = self._choose(tier, inserts)
