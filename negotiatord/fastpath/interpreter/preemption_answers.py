@@ -25,13 +25,11 @@ from collections.abc import Callable, Mapping
 import classad2
 import numpy as np
 
-from negotiatord.classad.parser import ParseError, parse
 from negotiatord.classad.values import BOOL, INT, REAL, NotScalar, from_python
 from negotiatord.evaluation.preemption import RANK_QUESTION, REQUIREMENTS_QUESTION
 from negotiatord.evaluation.protocol import UNRANKED, PreemptionInserts
 from negotiatord.fastpath.compiler.cells import LITERAL, OTHER, CellTable, JobCells, SlotColumns, SlotAd
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions, Description
-from negotiatord.fastpath.compiler.resolution import SLOT, Mode
 from negotiatord.fastpath.instructions import SINK_RAW
 from negotiatord.fastpath.interpreter.compilations import Compiled
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
@@ -39,8 +37,8 @@ from negotiatord.fastpath.interpreter.execution import Triple
 from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
 from negotiatord.fastpath.interpreter.job_scalars import JobScalars
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
-from negotiatord.fastpath.interpreter.roots import CycleRoots
-from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space
+from negotiatord.fastpath.interpreter.roots import CycleRoots, configured_root
+from negotiatord.fastpath.interpreter.space import Context, Space
 from negotiatord.fastpath.interpreter.stages import StagedAssessment
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
@@ -116,8 +114,10 @@ class CompiledPreemptionAnswers:
         self._descriptions = descriptions
         self._fallback = fallback
         self._specs = specs
-        self._questions = {REQUIREMENTS_QUESTION: _root(REQUIREMENTS_QUESTION, settings.preemption_requirements),
-                           RANK_QUESTION: _root(RANK_QUESTION, settings.preemption_rank)}
+        # their values as they are (SINK_RAW): "is True" and a rank are worked out of them here
+        self._questions = {
+            REQUIREMENTS_QUESTION: configured_root(REQUIREMENTS_QUESTION, settings.preemption_requirements, SINK_RAW),
+            RANK_QUESTION: configured_root(RANK_QUESTION, settings.preemption_rank, SINK_RAW)}
         self._space: _ClaimedSpace | None = None
         self._declined = False
         self._jobs: dict[tuple, JobState] = {}
@@ -169,17 +169,6 @@ class _ClaimedSpace:
         self.space = Space(self.context, claimed, len(table))
         self.roots = JobRoots(table, self.context, self.space, descriptions)
         self.stages = StagedAssessment(table, self.context, self.space, self.roots, specs, fallback, FastPathStats())
-
-
-def _root(name: str, text: str | None) -> RootSpec | None:
-    """The expression as a root with the slot as MY, its value as it is (SINK_RAW)."""
-    if not text:
-        return None
-    try:
-        ast = parse(str(classad2.ExprTree(text)))
-    except ParseError:
-        ast = ("call", "eval", ())       # resolves as unsupported: classad2 evaluates it
-    return RootSpec(name, SLOT, None, ast, Mode(), SINK_RAW)
 
 
 def _is_true(values: Triple) -> np.ndarray:

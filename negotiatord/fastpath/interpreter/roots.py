@@ -65,10 +65,15 @@ def _cycle_roots(assets: tuple[str, ...], pre_job_rank: str | None, post_job_ran
 
 def _rank(name: str, text: str | None) -> RootSpec | None:
     """NEGOTIATOR_PRE_JOB_RANK or NEGOTIATOR_POST_JOB_RANK, evaluated with the slot as MY."""
+    return configured_root(name, text, SINK_RANK_UNRANKED)
+
+
+def configured_root(name: str, text: str | None, sink: int) -> RootSpec | None:
+    """An expression of the configuration (None when unset) as a root with the slot as MY."""
     if not text:
         return None
     try:
         ast = parse(str(classad2.ExprTree(text)))
     except ParseError:
         ast = ("call", "eval", ())       # resolves as unsupported: classad2 evaluates it
-    return RootSpec(name, SLOT, None, ast, Mode(), SINK_RANK_UNRANKED)
+    return RootSpec(name, SLOT, None, ast, Mode(), sink)
