@@ -199,14 +199,10 @@ class PreemptionQuestions:
         whether they hold for the cycle (settled by a Rank that names no figure that moves)."""
         texts, claim_currents = self._slot_ranks(rows)
         # a CurrentRank inserted (PreemptingRank) stands for the claim's; one lookup per customer
-        index: dict[int, int] = {}
-        mappings: list[Mapping[str, object]] = []
-        for mapping in inserts.remote:
-            if id(mapping) not in index:
-                index[id(mapping)] = len(mappings)
-                mappings.append(mapping)
-        of_row = np.fromiter((index[id(mapping)] for mapping in inserts.remote), dtype=np.int64, count=len(rows))
-        inserted = [mapping.get("CurrentRank", _ABSENT) for mapping in mappings]
+        # (the rows of one customer share its mapping of figures: InsertedFigures)
+        ids = np.fromiter(map(id, inserts.remote), dtype=np.int64, count=len(rows))
+        _, first, of_row = np.unique(ids, return_index=True, return_inverse=True)
+        inserted = [inserts.remote[position].get("CurrentRank", _ABSENT) for position in first.tolist()]
         overrides = np.array([value is not _ABSENT for value in inserted])[of_row]
         override_values = np.array([_number(value) for value in inserted], dtype=np.float64)[of_row]
         current = np.where(overrides, override_values, claim_currents)
