@@ -202,19 +202,6 @@ class PreemptionList:
         self._pool = pool
         self._stable = claimed.stable
         asked_rows, asked_amounts = claimed.could_outrank(autocluster, inserts)
-        known: dict[int, tuple[int, float]] = {}     # row -> its steady state and PREEMPTION_RANK
-        if len(asked_rows):
-            # the rules first, where they are cheaper than matching: a slot whose answers hold
-            # for the cycle and make it no candidate is not assessed (most are not, under a
-            # PREEMPTION_REQUIREMENTS that compares priorities)
-            figures = inserts(autocluster, asked_rows)
-            answers = evaluator.assess_preemption(autocluster, asked_rows, figures)
-            states, ranks = _decided(answers, figures)
-            for row, state, rank in zip(asked_rows[answers.steady].tolist(), states[answers.steady].tolist(),
-                                        ranks[answers.steady].tolist()):
-                known[row] = (state, rank)
-            kept = ~answers.steady | (states != _NO_CANDIDATE)
-            asked_rows, asked_amounts = asked_rows[kept], asked_amounts[kept]
         if len(asked_rows):
             assessment = evaluator.assess(autocluster, asked_rows, asked_amounts)
             matched = np.flatnonzero(assessment.matched)
@@ -241,11 +228,6 @@ class PreemptionList:
         # and PREEMPTION_RANK, kept while the answers are stable
         self._state = np.full(len(self._rows), _UNASKED, dtype=np.int8)
         self._preemption_rank = np.full(len(self._rows), UNRANKED)
-        self._steady = np.zeros(len(self._rows), dtype=bool)     # answers known for the whole cycle
-        for position, row in enumerate(self._rows.tolist()):
-            if row in known:
-                self._state[position], self._preemption_rank[position] = known[row]
-                self._steady[position] = True
         self._is_partitionable = np.isin(self._rows, list(self._partitionable))
         self.refused: set[int] = set()      # rows this request may not take (its concurrency limits there)
         self._head = 0
@@ -360,7 +342,7 @@ class PreemptionList:
             still = int(self._pool.version[entry.row]) == entry.version
             self._state[position] = entry.state if still else _NO_CANDIDATE
             self._preemption_rank[position] = entry.preemption_rank
-        unknown = tier[~self._is_partitionable[tier] & ~self._steady[tier]]
+        unknown = tier[~self._is_partitionable[tier]]
         if self._stable:
             unknown = unknown[self._state[unknown] == _UNASKED]
         if len(unknown):

@@ -104,45 +104,40 @@ class PreemptionQuestions:
         requirements = np.zeros(n, dtype=bool)
         preemption_rank = np.full(n, UNRANKED)
         if not n:
-            return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank,
-                                        np.zeros(0, dtype=bool))
+            return PreemptionAssessment(np.asarray(rows), rank_above, rank_at_least, requirements, preemption_rank)
         rows = np.asarray(rows, dtype=np.int64)
         call = _Call(autocluster, inserts, self._job_ad(autocluster, inserts.submitter))
-        settled, rank_above[:], rank_at_least[:], steady = self._ranks_only(rows, inserts, call)
+        settled, rank_above[:], rank_at_least[:] = self._ranks_only(rows, inserts, call)
         for i in np.flatnonzero(~settled).tolist():
             rank_above[i], rank_at_least[i] = cast(
                 tuple[bool, bool], self._asked(_CONDITIONS, int(rows[i]), inserts.remote[i], call))
         other_customer = np.asarray(inserts.other_customer, dtype=bool)
         asked = np.flatnonzero(other_customer & ~rank_above & rank_at_least)
         # matchmaker.cpp: no PREEMPTION_REQUIREMENTS (set empty) puts no condition on it
-        if self._requirements is None:
-            requirements[asked] = True
-        else:
-            requirements[asked], compiled = self._answered(_REQUIREMENTS, asked, rows, inserts, call)
-            steady[asked] &= compiled
+        requirements[asked] = True if self._requirements is None else self._answered(
+            _REQUIREMENTS, asked, rows, inserts, call)
         if self._rank is not None:
             asked = np.flatnonzero(rank_above | requirements)
-            preemption_rank[asked], compiled = self._answered(_RANK, asked, rows, inserts, call)
-            steady[asked] &= compiled
-        return PreemptionAssessment(rows, rank_above, rank_at_least, requirements, preemption_rank, steady)
+            preemption_rank[asked] = self._answered(_RANK, asked, rows, inserts, call)
+        return PreemptionAssessment(rows, rank_above, rank_at_least, requirements, preemption_rank)
 
     def _answered(self, question: int, positions: np.ndarray, rows: np.ndarray, inserts: PreemptionInserts,
-                  call: _Call) -> tuple[np.ndarray, np.ndarray]:
+                  call: _Call) -> np.ndarray:
         """PREEMPTION_REQUIREMENTS or PREEMPTION_RANK at ``positions`` of ``rows``: compiled
-        (:attr:`compiled`) where it answers, else by classad2; and where the compiled answered
-        (it reads no figure that moves within the cycle: those answers hold for it)."""
+        (:attr:`compiled`) where it answers, else by classad2."""
         n = len(positions)
         answers = np.zeros(n, dtype=bool) if question == _REQUIREMENTS else np.full(n, UNRANKED)
-        compiled = np.zeros(n, dtype=bool)
+        left = np.arange(n)
         if self.compiled is not None and n:
             found = self.compiled.answers(QUESTIONS[question], call.autocluster, rows[positions], inserts)
             if found is not None:
-                values, compiled = found
-                answers[compiled] = values[compiled]
-        for k in np.flatnonzero(~compiled).tolist():
+                values, answered = found
+                answers[answered] = values[answered]
+                left = np.flatnonzero(~answered)
+        for k in left.tolist():
             position = int(positions[k])
             answers[k] = self._asked(question, int(rows[position]), inserts.remote[position], call)
-        return answers, compiled
+        return answers
 
     def _asked(self, question: int, row: int, remote: Mapping[str, object], call: _Call) -> object:
         """One question's answer for ``row``, remembered by what the question reads there."""
@@ -190,13 +185,12 @@ class PreemptionQuestions:
         return found
 
     def _ranks_only(self, rows: np.ndarray, inserts: PreemptionInserts,
-                    call: _Call) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    call: _Call) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The two rank conditions without the slots' ads, where a slot's ``Rank`` has one value
         for the job on every slot (:func:`rank_for_every_slot`: the OSPool's
         ``TARGET.RequestGPUs ?: 0``) and its CurrentRank (as inserted) is a number: each Rank is
         then evaluated once per text and values of the job attributes it names (remembered
-        across calls), not once per slot. Whether each row is settled so, the conditions, and
-        whether they hold for the cycle (settled by a Rank that names no figure that moves)."""
+        across calls), not once per slot. Whether each row is settled so, and the conditions."""
         texts, claim_currents = self._slot_ranks(rows)
         # a CurrentRank inserted (PreemptingRank) stands for the claim's; one lookup per customer
         # (the rows of one customer share its mapping of figures: InsertedFigures)
@@ -207,22 +201,17 @@ class PreemptionQuestions:
         override_values = np.array([_number(value) for value in inserted], dtype=np.float64)[of_row]
         current = np.where(overrides, override_values, claim_currents)
         decidable = np.zeros(len(self._rank_texts), dtype=bool)
-        steady = np.zeros(len(self._rank_texts), dtype=bool)
         values = np.full(len(self._rank_texts), np.nan)      # NaN: the Rank is no number
         for text_id in np.unique(texts[texts >= 0]).tolist():
             decided, number = self._rank_for_job(text_id, call)
             decidable[text_id] = decided
             values[text_id] = np.nan if number is None else number
-            names = _target_names(self._rank_texts[text_id][1]) or ()
-            steady[text_id] = not any(name.lower() in inserts.varying for name in names)
         settled = (texts >= 0) & ~np.isnan(current)
         settled[settled] = decidable[texts[settled]]
         value = np.full(len(rows), np.nan)
         value[settled] = values[texts[settled]]
-        held = np.zeros(len(rows), dtype=bool)
-        held[settled] = steady[texts[settled]]
         with np.errstate(invalid="ignore"):
-            return settled, settled & (value > current), settled & (value >= current), held
+            return settled, settled & (value > current), settled & (value >= current)
 
     def _rank_for_job(self, text_id: int, call: _Call) -> tuple[bool, float | None]:
         """:func:`rank_for_every_slot` of the Rank ``text_id`` for the call's job."""

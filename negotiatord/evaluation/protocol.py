@@ -69,7 +69,6 @@ class PreemptionAssessment:
     rank_at_least: np.ndarray     # bool[n]: MY.Rank >= MY.CurrentRank is true
     requirements: np.ndarray      # bool[n]: PREEMPTION_REQUIREMENTS is true (true where it is not set)
     preemption_rank: np.ndarray   # float64[n]: PREEMPTION_RANK, -DBL_MAX where it is no number
-    steady: np.ndarray            # bool[n]: the row's answers read no figure that moves: they hold all cycle
 
 
 @dataclass

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import classad2
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, seed, settings as hsettings, strategies as st
 
@@ -38,9 +37,6 @@ from negotiatord.accountant import AccountantState
 from negotiatord.accountant.priorities import CustomerRecord
 from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import ClassAdEvaluator
-from negotiatord.evaluation.protocol import PreemptionAssessment, PreemptionInserts
-from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
-from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.publish.report import cycle_document, cycle_table
 from negotiatord.runtime import run_cycle
@@ -79,23 +75,11 @@ def cycle(slots: list[classad2.ClassAd], job_ads: list[classad2.ClassAd], config
     fast = run_cycle(snapshot, state, config, NOW)
     reference = run_cycle(snapshot, state, config, NOW, ClassAdEvaluator(snapshot.table, config, NOW))
     job_by_job = run_cycle(snapshot, state, replace(config, job_by_job=True), NOW)
-    unsteady = run_cycle(snapshot, state, config, NOW, UnsteadyEvaluator(snapshot.table, config, NOW))
-    for other in (reference, job_by_job, unsteady):
+    for other in (reference, job_by_job):
         assert fast.matches == other.matches
         assert fast.preemptions == other.preemptions
         assert fast.usage == other.usage
     return fast
-
-
-class UnsteadyEvaluator(FastEvaluator):
-    """The fast path with no answer said to hold for the whole cycle: a preemption list then
-    assesses every claimed slot and asks the rules of each when it is reached, as HTCondor's
-    matchmaker.cpp does, instead of leaving out first the slots the rules refuse for good."""
-
-    def assess_preemption(self, autocluster: Autocluster, rows: np.ndarray,
-                          inserts: PreemptionInserts) -> PreemptionAssessment:
-        answers = super().assess_preemption(autocluster, rows, inserts)
-        return replace(answers, steady=np.zeros(len(answers.rows), dtype=bool))
 
 
 def preempted(result: CycleResult) -> list[tuple[str, str, str]]:
@@ -425,15 +409,3 @@ def test_a_rank_reading_an_inserted_figure_sees_it(stable):
     result = cycle([slot], jobs("alice", 1), config, accountant(alice=0.5, bob=1.0))
     assert preempted(result) == [("s1", "alice@site", "rank")]
     assert cycle([slot], jobs("alice", 1), config, accountant(alice=5.0, bob=1.0)).preemptions == ()
-
-
-def test_a_claimed_slot_the_rules_refuse_for_now_is_asked_again_when_its_answers_may_change():
-    """With PREEMPTION_REQUIREMENTS_STABLE = False HTCondor asks the rules again with the figures
-    of the moment (matchmaker.cpp's ``cache_still_valid``). A policy that reads the submitter's
-    usage refuses the claimed slot before the submitter's first match, and lets its second job
-    preempt it: the slot must not be left out of the list when the list is made."""
-    config = settings(preemption_requirements="TARGET.SubmitterUserResourcesInUse >= 1",
-                      preemption_requirements_stable=False)
-    slots = [static_slot("idle"), claimed("s1", "bob@site")]
-    result = cycle(slots, jobs("alice", 2), config, accountant(alice=1.0, bob=100.0))
-    assert preempted(result) == [("s1", "alice@site", "priority")]
