@@ -143,9 +143,6 @@ class FastEvaluator:
         their inserted figures (preemption_answers.py); the rank conditions, and what is not
         compiled, answered by classad2 and counted as fallback evaluations (whether a claimed
         slot matches at all is ``assess``, in the kernels)."""
-        # the slots asked about are those the cycle may assess next, a few at a time: they join
-        # the match space together, as a growth empties its compiled roots
-        self._match_space.universe(np.asarray(rows, dtype=np.int64))
         before = self._preemption.evaluations
         answers = self._preemption.assess(autocluster, rows, inserts)
         self.stats.fallback_evaluations["preemption"] += self._preemption.evaluations - before
