@@ -196,7 +196,6 @@ class PreemptionList:
     def __init__(self, autocluster: Autocluster, evaluator: PairEvaluator, claimed: ClaimedSlots,
                  pool: PoolColumns, inserts: Inserts) -> None:
         self._autocluster = autocluster
-        self._submitter = autocluster.submitter
         self._evaluator = evaluator
         self._claimed = claimed
         self._pool = pool

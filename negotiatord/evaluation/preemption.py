@@ -322,6 +322,8 @@ class CompiledAnswers(Protocol):
         number, -DBL_MAX where it is none) for table ``rows`` with ``inserts`` (parallel to them),
         and which rows it answers; None when it answers none."""
         ...
+
+
 # what an expression reads with a slot as MY: the names it reads in the slot (folded, those the
 # slot lacks included: an insert may supply them; None: any), and the job's attributes (None: any)
 _Reads = tuple[frozenset[str] | None, tuple[str, ...] | None]
