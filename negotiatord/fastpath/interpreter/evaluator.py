@@ -73,7 +73,7 @@ class FastEvaluator:
                                            self._specs.in_kernel_order, self.stats)
         self._stages = StagedAssessment(table, self._context, self._match_space, self._roots, self._specs,
                                         self._fallback, self.stats)
-        self._preemption.compiled = CompiledPreemptionAnswers(table, compiled, self._settings, self._now,
+        self._preemption.compiled = CompiledPreemptionAnswers(table, columns, compiled, self._settings, self._now,
                                                               self._descriptions, self._fallback, self._specs)
         self._offer: Offer | None = None                          # in this match space
 

@@ -28,7 +28,7 @@ import numpy as np
 from negotiatord.classad.values import BOOL, INT, REAL, NotScalar, from_python
 from negotiatord.evaluation.preemption import RANK_QUESTION, REQUIREMENTS_QUESTION
 from negotiatord.evaluation.protocol import UNRANKED, PreemptionInserts
-from negotiatord.fastpath.compiler.cells import LITERAL, OTHER, CellTable, JobCells, SlotColumns, SlotAd
+from negotiatord.fastpath.compiler.cells import LITERAL, OTHER, CellTable, JobCells, SlotColumns
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions, Description
 from negotiatord.fastpath.instructions import SINK_RAW
 from negotiatord.fastpath.interpreter.compilations import Compiled
@@ -55,32 +55,43 @@ def inserted_description(value: object) -> Description:
 
 
 class InsertedColumns(SlotColumns):
-    """The claimed slots' columns with what ``remote_of`` inserts into each slot's ad in place of
-    the ad's own value. Reading a ``varying`` name sets :attr:`reads_varying`: its values would
-    not hold for the cycle."""
+    """The claimed slots' columns: what ``remote_of`` inserts into each claimed slot's ad in place
+    of the ad's own value, every other attribute read from ``columns`` (the match space's, which
+    reads the same slots: each ad is read once for both). Reading a ``varying`` name sets
+    :attr:`reads_varying`: its values would not hold for the cycle."""
 
-    def __init__(self, slots: tuple[SlotAd, ...], asset_columns: dict[str, int], cells: CellTable, now: int,
-                 descriptions: AdDescriptions, remote_of: Callable[[int], Mapping[str, object]],
-                 varying: frozenset[str]) -> None:
-        super().__init__(slots, asset_columns, cells, now, descriptions)
+    def __init__(self, columns: SlotColumns, table: SlotTable, cells: CellTable, now: int,
+                 descriptions: AdDescriptions, claimed: np.ndarray,
+                 remote_of: Callable[[int], Mapping[str, object]], varying: frozenset[str]) -> None:
+        super().__init__(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, cells, now, descriptions)
+        self._match_columns = columns
+        self._claimed = claimed
         self._remote_of = remote_of
         self._varying = varying
-        self._figures: dict[int, dict[str, object]] = {}     # row -> its figures, by lower-case name
+        self._inserted: dict[str, np.ndarray] | None = None     # name -> cell per table row, -1: none
         self.reads_varying = False
 
-    def _read_rows(self, name: str, rows: np.ndarray) -> list[int]:
+    def column(self, name: str, rows: np.ndarray) -> np.ndarray:
         self.reads_varying |= name in self._varying
-        found = super()._read_rows(name, rows)
-        for position, row in enumerate(rows.tolist()):
-            figures = self._figures.get(row)
-            if figures is None:
-                figures = self._figures[row] = {key.lower(): value for key, value in self._remote_of(row).items()}
-            if name in figures:
-                found[position] = self._inserted_cell(figures[name])
-        return found
+        found = self._match_columns.column(name, rows)
+        inserted = self._inserted_cells().get(name)
+        if inserted is None:
+            return found
+        own = inserted[rows]
+        return np.where(own >= 0, own, found)
 
-    def _inserted_cell(self, value: object) -> int:
-        return self._cells.intern(inserted_description(value))
+    def _inserted_cells(self) -> dict[str, np.ndarray]:
+        """Each inserted name's cells over the table, worked out for every claimed slot at once."""
+        if self._inserted is None:
+            self._inserted = {}
+            size = len(self._slots)
+            for row in self._claimed.tolist():
+                for name, value in self._remote_of(row).items():
+                    column = self._inserted.get(name.lower())
+                    if column is None:
+                        column = self._inserted[name.lower()] = np.full(size, -1, dtype=np.int64)
+                    column[row] = self._cells.intern(inserted_description(value))
+        return self._inserted
 
 
 class InsertedJobCells(JobCells):
@@ -106,9 +117,10 @@ class CompiledPreemptionAnswers:
     classad2 scoping mode's compilations): the claimed slots' space is made at the first
     question, with the figures of that question's inserts."""
 
-    def __init__(self, table: SlotTable, compiled: Compiled, settings: Settings, now: int,
+    def __init__(self, table: SlotTable, columns: SlotColumns, compiled: Compiled, settings: Settings, now: int,
                  descriptions: AdDescriptions, fallback: ReferenceFallback, specs: CycleRoots) -> None:
         self._table = table
+        self._columns = columns          # the match space's: the claimed slots' ads are read once
         self._compiled = compiled
         self._now = now
         self._descriptions = descriptions
@@ -129,8 +141,8 @@ class CompiledPreemptionAnswers:
             return None
         space = self._space
         if space is None:
-            space = self._space = _ClaimedSpace(self._table, self._compiled, self._now, self._descriptions,
-                                                self._fallback, self._specs, inserts)
+            space = self._space = _ClaimedSpace(self._table, self._columns, self._compiled, self._now,
+                                                self._descriptions, self._fallback, self._specs, inserts)
         job = self._job(space, autocluster, inserts)
         job.enter(space.space.epoch)
         space.roots.clock = int(time.time())
@@ -159,13 +171,14 @@ class CompiledPreemptionAnswers:
 class _ClaimedSpace:
     """The claimed slots' columns with their inserted figures, their space, jobs and stages."""
 
-    def __init__(self, table: SlotTable, compiled: Compiled, now: int, descriptions: AdDescriptions,
-                 fallback: ReferenceFallback, specs: CycleRoots, inserts: PreemptionInserts) -> None:
+    def __init__(self, table: SlotTable, columns: SlotColumns, compiled: Compiled, now: int,
+                 descriptions: AdDescriptions, fallback: ReferenceFallback, specs: CycleRoots,
+                 inserts: PreemptionInserts) -> None:
         assert inserts.remote_of is not None
-        self.columns = InsertedColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)},
-                                       compiled.cells, now, descriptions, inserts.remote_of, inserts.varying)
-        self.context = Context(compiled, self.columns, now)
         claimed = np.array([row for row, slot in enumerate(table.slots) if slot.claim is not None], dtype=np.int64)
+        self.columns = InsertedColumns(columns, table, compiled.cells, now, descriptions, claimed, inserts.remote_of,
+                                       inserts.varying)
+        self.context = Context(compiled, self.columns, now)
         self.space = Space(self.context, claimed, len(table))
         self.roots = JobRoots(table, self.context, self.space, descriptions)
         self.stages = StagedAssessment(table, self.context, self.space, self.roots, specs, fallback, FastPathStats())
