@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Iterator
 
 import classad2
 import numpy as np
@@ -22,7 +23,8 @@ from negotiatord.classad.cycle_time import frozen_expr, private_frozen_ad
 from negotiatord.evaluation.preemption import PreemptionQuestions
 from negotiatord.evaluation.protocol import UNRANKED, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
-from negotiatord.pool.snapshot import SlotTable
+from negotiatord.pool.snapshot import Snapshot, SlotTable
+from negotiatord.settings import Settings
 from negotiatord.pool.builder import build_snapshot
 from tests.builders import expr, jobs, settings
 from tests.cycle.test_preemption import NOW, UWCS, claimed
@@ -93,15 +95,20 @@ def policy_jobs() -> list[classad2.ClassAd]:
             *jobs("bob", 1, cluster=2, memory=2048)]
 
 
+def policy_pools() -> Iterator[tuple[str, str | None, Settings, Snapshot]]:
+    """Each of POLICIES, its settings and the snapshot of :func:`policy_slots` and :func:`policy_jobs`."""
+    slot_ads, job_ads = policy_slots(), policy_jobs()
+    for requirements, rank in POLICIES:
+        config = settings(consider_preemption=True, preemption_requirements=requirements, preemption_rank=rank)
+        yield requirements, rank, config, build_snapshot(slot_ads, job_ads, config)
+
+
 def test_answers_are_classad2s_on_the_whole_slot_ad_with_the_figures_inserted():
     """Each answer is what classad2 gives with the figures inserted into whole copies of the slot
     and job ads, as HTCondor's matchmaker.cpp (``addRemoteUserPrios``, ``negotiate``) inserts
     them: the questions may read a few of the slot's attributes instead, but not answer otherwise."""
     rng = random.Random(11)
-    slot_ads, job_ads = policy_slots(), policy_jobs()
-    for requirements, rank in POLICIES:
-        config = settings(consider_preemption=True, preemption_requirements=requirements, preemption_rank=rank)
-        snapshot = build_snapshot(slot_ads, job_ads, config)
+    for requirements, rank, config, snapshot in policy_pools():
         rows = np.arange(len(snapshot.table))
         questions = PreemptionQuestions(snapshot.table, config, NOW)
         for autocluster, _ in itertools.product(snapshot.autoclusters, range(3)):

@@ -21,7 +21,7 @@ from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.builder import build_snapshot
 from tests.builders import jobs, settings
 from tests.cycle.test_preemption import NOW, UWCS, claimed
-from tests.cycle.test_preemption_answers import POLICIES, assert_asked_of_whole_ads, policy_jobs, policy_slots
+from tests.cycle.test_preemption_answers import assert_asked_of_whole_ads, policy_pools
 
 VARYING = frozenset({"remoteuserresourcesinuse", "submitteruserresourcesinuse"})
 
@@ -49,10 +49,7 @@ def cycle_inserts(rows: int, rng: random.Random):
 
 def test_compiled_answers_are_classad2s_on_the_whole_ads_call_after_call():
     rng = random.Random(5)
-    slot_ads, job_ads = policy_slots(), policy_jobs()
-    for requirements, rank in POLICIES:
-        config = settings(consider_preemption=True, preemption_requirements=requirements, preemption_rank=rank)
-        snapshot = build_snapshot(slot_ads, job_ads, config)
+    for requirements, rank, config, snapshot in policy_pools():
         rows = np.arange(len(snapshot.table))
         evaluator = FastEvaluator(snapshot.table, config, NOW)
         inserts = cycle_inserts(len(rows), rng)
