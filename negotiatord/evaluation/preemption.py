@@ -16,8 +16,9 @@ Before that, HTCondor inserts the submitter's figures into the job ad (``Submitt
 ``RemoteGroup``, ...). Here they go into private ads, so the snapshot's ads are never changed:
 per request, a copy of its job ad; per claimed slot, the few attributes the questions read in it
 (or a whole copy, when ``eval()`` may read any). Both evaluators answer through this class:
-the fast path's kernels decide whether a claimed slot matches at all, and these three questions
-are left to classad2 (counted as fallback evaluations).
+the fast path's kernels decide whether a claimed slot matches at all, an evaluator may answer
+PREEMPTION_REQUIREMENTS and PREEMPTION_RANK itself (:class:`CompiledAnswers`: the fast path
+compiles them), and the rest is left to classad2 (counted as fallback evaluations).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from negotiatord.classad.parser import ParseError, parse
 from negotiatord.evaluation.protocol import UNRANKED, PreemptionAssessment, PreemptionInserts
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.significance import ANY_ATTRIBUTE, job_reads, own_reads
-from negotiatord.pool.slots import considers_priority_preemption
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings
 
@@ -76,7 +76,6 @@ class PreemptionQuestions:
         self._contents: dict[tuple[int, frozenset[str]], object] = {}  # (row, names) -> their texts' key
         self._known_contents: dict[tuple, int] = {}                  # those texts -> a short key
         self._answers: dict[tuple, object] = {}                      # (question, what it read) -> answer
-        self._priority = considers_priority_preemption(settings)
         # the slots' Ranks that read only TARGET, frozen, and their texts (_slot_ranks)
         self._rank_texts: list[tuple[classad2.ExprTree, str]] = []
         self._rank_ids: dict[str, int] = {}
