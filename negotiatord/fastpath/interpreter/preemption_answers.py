@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from functools import cached_property
 
 import classad2
 import numpy as np
@@ -38,7 +39,7 @@ from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
 from negotiatord.fastpath.interpreter.job_scalars import JobScalars
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
 from negotiatord.fastpath.interpreter.roots import CycleRoots, configured_root
-from negotiatord.fastpath.interpreter.space import Context, Space
+from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space
 from negotiatord.fastpath.interpreter.stages import StagedAssessment
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
@@ -126,13 +127,19 @@ class CompiledPreemptionAnswers:
         self._descriptions = descriptions
         self._fallback = fallback
         self._specs = specs
-        # their values as they are (SINK_RAW): "is True" and a rank are worked out of them here
-        self._questions = {
-            REQUIREMENTS_QUESTION: configured_root(REQUIREMENTS_QUESTION, settings.preemption_requirements, SINK_RAW),
-            RANK_QUESTION: configured_root(RANK_QUESTION, settings.preemption_rank, SINK_RAW)}
+        self._settings = settings
         self._space: _ClaimedSpace | None = None
         self._declined = False
         self._jobs: dict[tuple, JobState] = {}
+
+    @cached_property
+    def _questions(self) -> dict[str, RootSpec | None]:
+        """The two expressions as roots, made when first asked for (most cycles ask neither);
+        their values as they are (SINK_RAW): "is True" and a rank are worked out of them here."""
+        settings = self._settings
+        return {REQUIREMENTS_QUESTION: configured_root(REQUIREMENTS_QUESTION, settings.preemption_requirements,
+                                                       SINK_RAW),
+                RANK_QUESTION: configured_root(RANK_QUESTION, settings.preemption_rank, SINK_RAW)}
 
     def answers(self, question: str, autocluster: Autocluster, rows: np.ndarray,
                 inserts: PreemptionInserts) -> tuple[np.ndarray, np.ndarray] | None:
