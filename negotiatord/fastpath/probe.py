@@ -26,7 +26,7 @@ from negotiatord.fastpath.instructions import SINK_RAW
 from negotiatord.fastpath.interpreter.compilations import Compiled
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, decode, run_plan, triple
 from negotiatord.fastpath.interpreter.job_scalars import JobScalars
-from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space
+from negotiatord.fastpath.interpreter.space import Context, RootSpec, SlotRows, Space
 
 
 @dataclass(frozen=True)
@@ -59,14 +59,14 @@ def evaluate_over(text: str | None, attribute: str | None, slots: Sequence[class
     strings, cells = fresh.strings, fresh.cells
     columns = SlotColumns(tuple(AdAsSlot(ad) for ad in slots), {}, cells, now, AdDescriptions())
     context = Context(fresh, columns, now)
-    space = Space(context, np.arange(len(slots)), len(slots))
+    space = Space(context, np.arange(len(slots)), SlotRows.plain(len(slots)))
     job_cells = JobCells(job, cells, now) if job is not None else None
     ast = parse(str(classad2.ExprTree(text))) if text is not None else None
     spec = RootSpec("probe", my, attribute.lower() if attribute else None, ast, Mode(no_target=job is None),
                     SINK_RAW)
     scalars = JobScalars(context, job_cells)
     scalars.set_clock(int(time.time()))
-    compiled = space.compiled(spec, job_cells, lambda rows: np.ones(len(rows), dtype=bool),
+    compiled = space.compiled(spec, job_cells, lambda _, rows: np.ones(len(rows), dtype=bool),
                               scalars.value if job_cells is not None else None)
     results: list[Value | None] = [None] * len(slots)
     for leaf_id in np.unique(compiled.leaf_of):

@@ -17,7 +17,7 @@ evaluator interns those descriptions without reading the ad again.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +38,9 @@ SLOT_WEIGHT = "__slotweight"
 # so what is compiled does not depend on it and is kept from one cycle to the next. No expression
 # can name it: it is no attribute name.
 CYCLE_CLOCK = "time()"
+# The columns whose cells follow the cycle's clock: ``time()``, and ``CurrentTime`` where the
+# reference freezes it (current_time_description).
+CLOCK_COLUMNS = frozenset({CYCLE_CLOCK, "currenttime"})
 _MISSING = object()
 
 
@@ -224,11 +227,12 @@ class SlotAd(Protocol):
 
 
 class SlotColumns:
-    """Cell-id columns over the slots of a table, filled on demand."""
+    """Cell-id columns over slots (a table's, or records a caller keeps across cycles: see
+    :meth:`extend` and :meth:`move_to`), filled on demand."""
 
-    def __init__(self, slots: tuple[SlotAd, ...], asset_columns: dict[str, int], cells: CellTable, now: int,
+    def __init__(self, slots: Sequence[SlotAd], asset_columns: dict[str, int], cells: CellTable, now: int,
                  descriptions: AdDescriptions) -> None:
-        self._slots = slots
+        self._slots = list(slots)
         self._asset_columns = asset_columns          # lower-cased asset name -> table column
         self._cells = cells
         self._now = now
@@ -238,11 +242,31 @@ class SlotColumns:
         # a slot's assets -> each one's lower-cased name -> its position among them
         self._listed: dict[tuple[str, ...], dict[str, int]] = {}
 
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def extend(self, slots: Sequence[SlotAd]) -> None:
+        """``slots`` join as the last rows."""
+        self._slots.extend(slots)
+        self._described.extend([None] * len(slots))
+
+    def move_to(self, now: int, descriptions: AdDescriptions) -> None:
+        """Read at a later cycle's clock ``now``, describing slots not yet read in
+        ``descriptions`` (that cycle's)."""
+        self._descriptions = descriptions
+        if now != self._now:
+            self._now = now
+            for name in CLOCK_COLUMNS:
+                self._columns.pop(name, None)
+
     def column(self, name: str, rows: np.ndarray) -> np.ndarray:
-        """Cell ids of attribute ``name`` (lower case) for table rows ``rows``."""
+        """Cell ids of attribute ``name`` (lower case) for rows ``rows``."""
         column = self._columns.get(name)
-        if column is None:
-            column = self._columns[name] = np.full(len(self._slots), -1, dtype=np.int64)
+        if column is None or len(column) < len(self._slots):
+            grown = np.full(len(self._slots), -1, dtype=np.int64)
+            if column is not None:
+                grown[: len(column)] = column
+            column = self._columns[name] = grown
         values = column[rows]
         missing = rows[values < 0]
         if len(missing):
@@ -252,7 +276,7 @@ class SlotColumns:
         return values
 
     def shapes(self, name: str, rows: np.ndarray) -> np.ndarray:
-        """The shapes of attribute ``name`` (lower case) for table rows ``rows``; the column is
+        """The shapes of attribute ``name`` (lower case) for rows ``rows``; the column is
         read first, since reading it interns new cells (and so new shapes)."""
         column = self.column(name, rows)
         return self._cells.shape_array()[column]

@@ -19,6 +19,7 @@ values and expressions).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from negotiatord.fastpath.compiler.cells import CellTable
 from negotiatord.fastpath.compiler.groups import Resolutions
@@ -27,6 +28,9 @@ from negotiatord.fastpath.compiler.leaves import Leaf, compile_leaf
 from negotiatord.fastpath.interpreter.kept_jobs import KeptJobs
 from negotiatord.fastpath.interpreter.kept_weights import KeptSlotWeights
 from negotiatord.fastpath.strings import StringTable
+
+if TYPE_CHECKING:
+    from negotiatord.fastpath.interpreter.kept_space import KeptMatchSpace
 
 # Past any of these the compilations start over: each entry is a few hundred bytes, and the
 # string ranks are sorted again whenever strings are added. Every space's static store holds each
@@ -100,10 +104,13 @@ class Compiled:
 
 
 class Compilations:
-    """The compilations a caller keeps across its cycles and hands each cycle's evaluator."""
+    """The compilations a caller keeps across its cycles and hands each cycle's evaluator, with
+    the match space over their slot records (``match_space``, kept_space.py: made by the first
+    evaluator of each compilations, dropped with them)."""
 
     def __init__(self) -> None:
         self._kept: Compiled | None = None
+        self.match_space: KeptMatchSpace | None = None
         self.started = 0          # times the compilations started (over): the first, a mode change, a limit
 
     @property
@@ -118,5 +125,6 @@ class Compilations:
         kept = self._kept
         if kept is None or kept.old_semantics != old_semantics or kept.assets != assets or kept.full(slots):
             kept = self._kept = Compiled(old_semantics, assets)
+            self.match_space = None
             self.started += 1
         return kept

@@ -19,17 +19,16 @@ from negotiatord.classad.semantics import old_semantics
 from negotiatord.evaluation.loading import Candidates, Loading, LoadingLimits, PoolColumns, Stop, load_plainly
 from negotiatord.evaluation.preemption import PreemptionQuestions
 from negotiatord.evaluation.protocol import Assessment, PreemptionAssessment, PreemptionInserts
-from negotiatord.fastpath.compiler.cells import SlotColumns
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
 from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
+from negotiatord.fastpath.interpreter.kept_space import KeptMatchSpace
 from negotiatord.fastpath.interpreter.loading import load_in_kernel
 from negotiatord.fastpath.interpreter.one_call import Offer, OneCallAssessment
 from negotiatord.fastpath.interpreter.preemption_answers import CompiledPreemptionAnswers
 from negotiatord.fastpath.interpreter.roots import CycleRoots
-from negotiatord.fastpath.interpreter.space import Context, Space
 from negotiatord.fastpath.interpreter.stages import StagedAssessment
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
@@ -64,17 +63,18 @@ class FastEvaluator:
         """Everything compiled depends on classad2's scoping mode; start over when it changes."""
         table = self._table
         compiled = self._compilations.for_cycle(old, table.assets, len(table))
-        columns = SlotColumns(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, compiled.cells,
-                              self._now, self._descriptions)
-        self._context = Context(compiled, columns, self._now)
-        self._match_space = Space(self._context, np.flatnonzero(table.candidate), len(table))
+        kept = self._compilations.match_space
+        if kept is None:
+            kept = self._compilations.match_space = KeptMatchSpace(len(table.assets))
+        self._context, self._match_space = kept.enter(compiled, table, self._now, self._descriptions)
         self._roots = JobRoots(table, self._context, self._match_space, self._descriptions)
         self._one_call = OneCallAssessment(self._context, self._match_space, self._roots,
                                            self._specs.in_kernel_order, self.stats)
         self._stages = StagedAssessment(table, self._context, self._match_space, self._roots, self._specs,
                                         self._fallback, self.stats)
-        self._preemption.compiled = CompiledPreemptionAnswers(table, columns, compiled, self._settings, self._now,
-                                                              self._descriptions, self._fallback, self._specs)
+        self._preemption.compiled = CompiledPreemptionAnswers(table, self._match_space, compiled, self._settings,
+                                                              self._now, self._descriptions, self._fallback,
+                                                              self._specs)
         self._offer: Offer | None = None                          # in this match space
 
     # -- PairEvaluator ------------------------------------------------------------------------------
@@ -102,7 +102,7 @@ class FastEvaluator:
         self.stats.pairs += len(rows)
         job = self._job(autocluster)
         offer = self._offer_of(rows)
-        job.enter(self._match_space.epoch)
+        job.enter(self._match_space)
         done = self._one_call.assess(job, offer, amounts)
         if done is not None:
             self.stats.kernel_batches += 1
@@ -116,7 +116,7 @@ class FastEvaluator:
         a re-assessment needing classad2 stopped the kernel."""
         self._start_call()
         job = self._job(autocluster)
-        job.enter(self._match_space.epoch)
+        job.enter(self._match_space)
         universe_of = self._match_space.universe_index
         table = self._table
         loaded: Loading | None = None

@@ -19,7 +19,7 @@ from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple
 from negotiatord.fastpath.interpreter.job_scalars import JobScalars, forget_current_time
-from negotiatord.fastpath.interpreter.space import CompiledRoot, Context, RootSpec, Space, match_array
+from negotiatord.fastpath.interpreter.space import CompiledRoot, Context, RootSpec, SlotRows, Space, match_array
 from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
 from negotiatord.fastpath.interpreter.tables import JobTables
 from negotiatord.pool.autoclusters import Autocluster
@@ -27,13 +27,11 @@ from negotiatord.pool.snapshot import SlotTable
 
 
 @dataclass
-class JobState:
-    """One job (autocluster) of an evaluator: its ad's cells, its job-only values, and what was
-    compiled and laid out for it in the match space's current epoch."""
+class JobLayout:
+    """What was compiled and laid out for one job in one epoch of a space. It holds no context, so
+    a job's record keeps the match space's (kept_jobs.py) for a later cycle over the same space."""
 
-    cells: JobCells | None
-    scalars: JobScalars
-    epoch: int = 0                                  # the match space's epoch these roots belong to
+    epoch: tuple[int, int] = (-1, -1)               # the space's serial and epoch
     stack: Stack | None = None                      # the one-call path's roots for this epoch
     tables: JobTables | None = None                 # scalar inputs of the stack's leaves (both paths read them)
     job_static: JobStatic | None = None             # with ``tables``
@@ -41,12 +39,29 @@ class JobState:
     scalar_triples: dict[tuple[int, int], Triple] = field(default_factory=dict)
     scalar_ok: dict[tuple[int, int], bool] = field(default_factory=dict)
 
-    def enter(self, epoch: int) -> None:
-        """Forget roots compiled for an earlier universe of the match space."""
-        if self.epoch != epoch:
-            self.roots.clear()
-            self.stack, self.tables, self.job_static = None, None, None
-            self.epoch = epoch
+    def start(self, epoch: tuple[int, int]) -> None:
+        """Empty, for ``epoch`` (in place: a job's record may hold this layout)."""
+        self.epoch = epoch
+        self.stack, self.tables, self.job_static = None, None, None
+        self.roots.clear()
+        self.scalar_triples.clear()
+        self.scalar_ok.clear()
+
+
+@dataclass
+class JobState:
+    """One job (autocluster) of an evaluator: its ad's cells, its job-only values, and its layout
+    in the space it is asked about."""
+
+    cells: JobCells | None
+    scalars: JobScalars
+    layout: JobLayout = field(default_factory=JobLayout)
+
+    def enter(self, space: Space) -> None:
+        """Forget what was laid out for another space, or for an earlier universe of this one."""
+        epoch = (space.serial, space.epoch)
+        if self.layout.epoch != epoch:
+            self.layout.start(epoch)
 
 
 class JobRoots:
@@ -66,9 +81,9 @@ class JobRoots:
         return self._jobs.get(autocluster.id)
 
     def add(self, autocluster: Autocluster) -> JobState:
-        """A job not seen before: its representative's cells and job-only values, kept by the
-        ad's record from an earlier cycle over the same compilations (kept_jobs.py), else read
-        (the ad described once per record) and kept."""
+        """A job not seen before: its representative's cells, job-only values and layout in the
+        match space, kept by the ad's record from an earlier cycle over the same compilations
+        (kept_jobs.py), else read (the ad described once per record) and kept."""
         representative = autocluster.representative
         context = self._context
         kept = context.compiled.jobs.of(representative)
@@ -76,7 +91,11 @@ class JobRoots:
             kept.cells = JobCells(representative.ad, context.cells, context.now, self._descriptions.of(representative))
         elif kept.cells.move_to(context.now):
             forget_current_time(context, kept.values)
-        state = self._jobs[autocluster.id] = JobState(kept.cells, JobScalars(context, kept.cells, kept.values))
+            kept.layout = None
+        if kept.layout is None:
+            kept.layout = JobLayout()
+        state = self._jobs[autocluster.id] = JobState(kept.cells, JobScalars(context, kept.cells, kept.values),
+                                                      kept.layout)
         return state
 
     def compiled(self, spec: RootSpec, job: JobState | None, space: Space) -> CompiledRoot:
@@ -86,36 +105,37 @@ class JobRoots:
             if found is None:
                 found = self._shared[key] = space.compiled(spec, None, self._domain(spec))
             return found
-        found = job.roots.get(spec.name)
-        if found is None:
+        found = job.layout.roots.get(spec.name)
+        if found is None or not found.made_for(spec):
             job.scalars.set_clock(self.clock)
-            found = job.roots[spec.name] = space.compiled(spec, job.cells, self._domain(spec), job.scalars.value)
+            found = job.layout.roots[spec.name] = space.compiled(spec, job.cells, self._domain(spec), job.scalars.value)
         return found
 
-    def _domain(self, spec: RootSpec) -> Callable[[np.ndarray], np.ndarray]:
-        """The slot-table rows a root applies to: Consumption<asset> on consumption-policy slots
-        having the asset, each Requirements root on its kind of slot, the rest everywhere."""
-        table = self._table
+    def _domain(self, spec: RootSpec) -> Callable[[SlotRows, np.ndarray], np.ndarray]:
+        """The rows a root applies to (rows of the space's columns): Consumption<asset> on
+        consumption-policy slots having the asset, each Requirements root on its kind of slot, the
+        rest everywhere. It reads nothing of the cycle's table, so a space kept across cycles
+        can ask it of slots that join later."""
         if spec.mode.consume is not None:
-            column = table.asset_column(spec.mode.consume)
-            return lambda rows: table.consumption_policy[rows] & ~np.isnan(table.amounts[rows, column])
+            column = self._table.asset_column(spec.mode.consume)
+            return lambda slots, rows: slots.consumption_policy[rows] & slots.has_amount[rows, column]
         if spec.name.endswith("requirements"):
-            return lambda rows: ~table.consumption_policy[rows]
+            return lambda slots, rows: ~slots.consumption_policy[rows]
         if spec.name.endswith("requirements_cp"):
-            return lambda rows: table.consumption_policy[rows]
-        return lambda rows: np.ones(len(rows), dtype=bool)
+            return lambda slots, rows: slots.consumption_policy[rows]
+        return lambda slots, rows: np.ones(len(rows), dtype=bool)
 
     def scalars(self, job: JobState | None, leaf: Leaf) -> Triple:
         """The job's values of the leaf's scalar inputs."""
-        tables = job.tables if job is not None else None
+        tables = job.layout.tables if job is not None else None
         if tables is not None and tables.has(leaf.id) and tables.holds(self.clock):
             return tables.part(leaf.id)
         state = job or self._no_job
         state.scalars.set_clock(self.clock)
         key = (leaf.id, self.clock if leaf.uses_clock else 0)
-        found = state.scalar_triples.get(key)
+        found = state.layout.scalar_triples.get(key)
         if found is None:
-            found = state.scalar_triples[key] = state.scalars.triple(leaf.scalar_nodes)
+            found = state.layout.scalar_triples[key] = state.scalars.triple(leaf.scalar_nodes)
         return found
 
     def values(self, job: JobState, nodes: list[int]) -> Triple:
@@ -136,9 +156,9 @@ class JobRoots:
         state.scalars.set_clock(self.clock)
         clocked = any(self._context.graph[n].uses_clock for n in leaf.scalar_conjuncts)
         key = (leaf.id, self.clock if clocked else 0)
-        found = state.scalar_ok.get(key)
+        found = state.layout.scalar_ok.get(key)
         if found is None:
-            found = state.scalar_ok[key] = bool(match_array(*state.scalars.triple(leaf.scalar_conjuncts)).all())
+            found = state.layout.scalar_ok[key] = bool(match_array(*state.scalars.triple(leaf.scalar_conjuncts)).all())
         return found
 
     def fill_python_inputs(self, leaf: Leaf, positions: np.ndarray, job: JobState | None, frame: Frame) -> bool:

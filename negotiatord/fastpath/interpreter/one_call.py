@@ -158,27 +158,28 @@ class OneCallAssessment:
 
     def _stack(self, job: JobState) -> Stack:
         """The job's roots compiled into one stack, made the first time the job is asked."""
-        if job.stack is None:
-            job.stack = self._stacks.of([self._roots.compiled(spec, job, self._space) if spec is not None else None
-                                         for spec in self._specs])
-        return job.stack
+        layout = job.layout
+        if layout.stack is None:
+            layout.stack = self._stacks.of([self._roots.compiled(spec, job, self._space) if spec is not None else None
+                                            for spec in self._specs])
+        return layout.stack
 
     def _job_tables(self, job: JobState, stack: Stack) -> JobTables:
         """Scalar inputs and job-only conjuncts of every leaf of the stack, computed together
         (one scalar plan per job)."""
-        tables = job.tables
+        tables = job.layout.tables
         clock = self._roots.clock
         if tables is None or tables.layout is not stack.layout or not tables.holds(clock):
             values = self._roots.values(job, stack.layout.nodes)
-            tables = job.tables = JobTables(stack.layout, values, match_array(*values), clock)
-            job.job_static = None
+            tables = job.layout.tables = JobTables(stack.layout, values, match_array(*values), clock)
+            job.layout.job_static = None
         return tables
 
     def _job_ok(self, job: JobState, stack: Stack, universe_rows: np.ndarray) -> np.ndarray:
         """[root, universe row]: whether the job-and-slot conjuncts of each row's leaf match (true
         where the leaf has none), known for ``universe_rows``; computed once per row and distinct
         job inputs (space.job_static_ok)."""
-        state = job.job_static
+        state = job.layout.job_static
         if state is None:
             values = self._roots.values(job, stack.job_static_nodes)
             key = tuple(v.tobytes() for v in values)
@@ -189,7 +190,7 @@ class OneCallAssessment:
                           for _, leaves in stack.job_static for leaf in leaves}
                 state = stack.job_static_states[key] = JobStatic(np.ones(stack.leaf_of.shape, dtype=bool),
                                                                  ~stack.job_static_rows, inputs)
-            job.job_static = state
+            job.layout.job_static = state
         missing = universe_rows[~state.known[universe_rows]]
         if len(missing):
             for r, leaves in stack.job_static:

@@ -39,7 +39,7 @@ from negotiatord.fastpath.interpreter.fallback import ReferenceFallback
 from negotiatord.fastpath.interpreter.job_scalars import JobScalars
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
 from negotiatord.fastpath.interpreter.roots import CycleRoots, configured_root
-from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space
+from negotiatord.fastpath.interpreter.space import Context, RootSpec, SlotRows, Space
 from negotiatord.fastpath.interpreter.stages import StagedAssessment
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
@@ -57,15 +57,16 @@ def inserted_description(value: object) -> Description:
 
 class InsertedColumns(SlotColumns):
     """The claimed slots' columns: what ``remote_of`` inserts into each claimed slot's ad in place
-    of the ad's own value, every other attribute read from ``columns`` (the match space's, which
+    of the ad's own value, every other attribute read from ``match_space``'s columns (which
     reads the same slots: each ad is read once for both). Reading a ``varying`` name sets
     :attr:`reads_varying`: its values would not hold for the cycle."""
 
-    def __init__(self, columns: SlotColumns, table: SlotTable, cells: CellTable, now: int,
+    def __init__(self, match_space: Space, table: SlotTable, cells: CellTable, now: int,
                  descriptions: AdDescriptions, claimed: np.ndarray,
                  remote_of: Callable[[int], Mapping[str, object]], varying: frozenset[str]) -> None:
         super().__init__(table.slots, {a.lower(): i for i, a in enumerate(table.assets)}, cells, now, descriptions)
-        self._match_columns = columns
+        self._match_columns = match_space.context.columns
+        self._match_rows = match_space.slot_rows.column_of      # table row -> row of the match columns
         self._claimed = claimed
         self._remote_of = remote_of
         self._varying = varying
@@ -74,7 +75,7 @@ class InsertedColumns(SlotColumns):
 
     def column(self, name: str, rows: np.ndarray) -> np.ndarray:
         self.reads_varying |= name in self._varying
-        found = self._match_columns.column(name, rows)
+        found = self._match_columns.column(name, self._match_rows[rows])
         inserted = self._inserted_cells().get(name)
         if inserted is None:
             return found
@@ -118,10 +119,10 @@ class CompiledPreemptionAnswers:
     classad2 scoping mode's compilations): the claimed slots' space is made at the first
     question, with the figures of that question's inserts."""
 
-    def __init__(self, table: SlotTable, columns: SlotColumns, compiled: Compiled, settings: Settings, now: int,
+    def __init__(self, table: SlotTable, match_space: Space, compiled: Compiled, settings: Settings, now: int,
                  descriptions: AdDescriptions, fallback: ReferenceFallback, specs: CycleRoots) -> None:
         self._table = table
-        self._columns = columns          # the match space's: the claimed slots' ads are read once
+        self._match_space = match_space      # whose columns read the claimed slots' ads too: each is read once
         self._compiled = compiled
         self._now = now
         self._descriptions = descriptions
@@ -148,10 +149,10 @@ class CompiledPreemptionAnswers:
             return None
         space = self._space
         if space is None:
-            space = self._space = _ClaimedSpace(self._table, self._columns, self._compiled, self._now,
+            space = self._space = _ClaimedSpace(self._table, self._match_space, self._compiled, self._now,
                                                 self._descriptions, self._fallback, self._specs, inserts)
         job = self._job(space, autocluster, inserts)
-        job.enter(space.space.epoch)
+        job.enter(space.space)
         space.roots.clock = int(time.time())
         values, left = space.stages.raw(spec, job, rows, self._table.amounts[rows])
         if space.columns.reads_varying or isinstance(job.cells, InsertedJobCells) and job.cells.reads_varying:
@@ -178,15 +179,15 @@ class CompiledPreemptionAnswers:
 class _ClaimedSpace:
     """The claimed slots' columns with their inserted figures, their space, jobs and stages."""
 
-    def __init__(self, table: SlotTable, columns: SlotColumns, compiled: Compiled, now: int,
+    def __init__(self, table: SlotTable, match_space: Space, compiled: Compiled, now: int,
                  descriptions: AdDescriptions, fallback: ReferenceFallback, specs: CycleRoots,
                  inserts: PreemptionInserts) -> None:
         assert inserts.remote_of is not None
         claimed = np.array([row for row, slot in enumerate(table.slots) if slot.claim is not None], dtype=np.int64)
-        self.columns = InsertedColumns(columns, table, compiled.cells, now, descriptions, claimed, inserts.remote_of,
-                                       inserts.varying)
+        self.columns = InsertedColumns(match_space, table, compiled.cells, now, descriptions, claimed,
+                                       inserts.remote_of, inserts.varying)
         self.context = Context(compiled, self.columns, now)
-        self.space = Space(self.context, claimed, len(table))
+        self.space = Space(self.context, claimed, SlotRows.of_table(table))
         self.roots = JobRoots(table, self.context, self.space, descriptions)
         self.stages = StagedAssessment(table, self.context, self.space, self.roots, specs, fallback, FastPathStats())
 

@@ -35,6 +35,11 @@ class PythonInputs:
         self._strings = strings
         self._steps: dict[int, _Step] = {}
 
+    def forget(self, rows: list[int]) -> None:
+        """Forget the steps of dynamic input ``rows``: their slot sides changed."""
+        for row in rows:
+            self._steps.pop(row, None)
+
     def fill(self, step: PyStep, positions: np.ndarray, universe_rows: np.ndarray, scalars: Triple, static: Triple,
              out: Triple, row: int) -> None:
         """Results of ``step`` for ``positions`` into ``out[row]``; ``scalars`` are the leaf's."""

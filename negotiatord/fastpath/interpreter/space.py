@@ -6,8 +6,15 @@ which expression. Jobs of the same shape (most autoclusters of a submitter: they
 request sizes, not in the structure of their ads) reuse the same compiled root; their literal
 values are scalar inputs evaluated once per autocluster.
 
-Static values (sub-expressions of slot literals only) are computed once per slot for the whole
-cycle and kept in the static store, one row per IR node.
+Static values (sub-expressions of slot literals only) are computed once per slot and kept in the
+static store, one row per IR node.
+
+A space reads its slots through the rows of its columns (:class:`SlotRows`): a cycle's own columns
+are its slot table's rows, a daemon's or a replay's are slot records, kept from one cycle to the
+next with the space itself (kept_space.py). There the universe grows by the records a cycle brings,
+and a compilation takes them in when next asked for (:meth:`Space.compiled`): resolved like its
+other slots, by their classes; what reads the cycle's clock is worked out again when it moves
+(:meth:`Space.enter`).
 
 What resolution and lowering make depends on no slot table, and is kept across cycles in the
 context's compilations (compilations.py): a space follows each root's known resolutions by its
@@ -18,6 +25,7 @@ resolves and lowers only what no earlier cycle did.
 from __future__ import annotations
 
 from copy import copy
+from itertools import count
 from dataclasses import dataclass
 from functools import cached_property
 from collections.abc import Callable, Iterable, Iterator
@@ -26,11 +34,11 @@ import numpy as np
 
 from negotiatord.classad.parser import Node
 from negotiatord.classad.values import BOOL, INT, REAL, UNDEF, Value
-from negotiatord.fastpath.compiler.cells import CellTable, JobCells, SlotColumns, distinct_rows
+from negotiatord.fastpath.compiler.cells import CLOCK_COLUMNS, CellTable, JobCells, SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler.ir import CONST, IRGraph, collect
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.compiler.lowering import Operand, PyStep, lower
-from negotiatord.fastpath.compiler.groups import SlotClasses, resolve
+from negotiatord.fastpath.compiler.groups import Grouping, SlotClasses, resolve
 from negotiatord.fastpath.compiler.resolution import GUARD, Builder, Mode, guard_key, probe_class
 from negotiatord.fastpath.instructions import SINK_MATCH, SINK_RAW, SOURCE_SCALAR, SOURCE_STATIC
 from negotiatord.fastpath.interpreter.compilations import Compiled
@@ -38,6 +46,7 @@ from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, ru
 from negotiatord.fastpath.interpreter.python_inputs import PythonInputs
 from negotiatord.fastpath.interpreter.tables import LeafTables
 from negotiatord.fastpath.strings import StringTable
+from negotiatord.pool.snapshot import SlotTable
 
 
 @dataclass(frozen=True)
@@ -101,23 +110,69 @@ class RootSpec:
 
 @dataclass
 class CompiledRoot:
+    spec: RootSpec
     leaf_of: np.ndarray                  # universe row -> leaf id (-1: not in the root's domain)
-    nodes: list[int | None]              # each group's IR root (None: the group falls back)
+
+    def made_for(self, spec: RootSpec) -> bool:
+        """Whether this compiles ``spec``: a configured root keeps its name when the
+        configuration changes its expression."""
+        return self.spec is spec or self.spec == spec
 
     @cached_property
     def leaf_ids(self) -> np.ndarray:
         return np.unique(self.leaf_of[self.leaf_of >= 0])
 
 
+@dataclass
+class SlotRows:
+    """The rows of a space's columns as a cycle sees them: where each slot-table row is among
+    them, and the two facts about each that the roots' domains read."""
+
+    column_of: np.ndarray              # slot-table row -> column row
+    consumption_policy: np.ndarray     # column row -> the slot has a consumption policy
+    has_amount: np.ndarray             # [column row, asset column] -> the slot has the asset
+
+    @classmethod
+    def of_table(cls, table: SlotTable) -> SlotRows:
+        """Columns over the table's own rows."""
+        return cls(np.arange(len(table)), table.consumption_policy, ~np.isnan(table.amounts))
+
+    @classmethod
+    def plain(cls, slots: int) -> SlotRows:
+        """``slots`` rows of their own, without assets or consumption policies."""
+        return cls(np.arange(slots), np.zeros(slots, dtype=bool), np.zeros((slots, 0), dtype=bool))
+
+    def __len__(self) -> int:
+        return len(self.consumption_policy)
+
+
+@dataclass
+class _Origin:
+    """What a compilation was made for, so that it can take in slots that join the universe
+    later: resolving them asks the same questions of the same job."""
+
+    spec: RootSpec
+    job: JobCells | None
+    domain: Callable[[SlotRows, np.ndarray], np.ndarray]
+    scalar_value: Callable[[int], Value] | None
+    probes: dict[tuple[str, str], object]
+
+
 _NONE = object()     # no job, or no job values: no compilation that read them can have seen this
+_SERIALS = count()   # each space's own, so a job's layout knows the space it was made in
 
 
 class Space:
-    def __init__(self, context: Context, rows: np.ndarray, table_size: int) -> None:
+    """``rows``: the universe's first rows, as rows of the context's columns; ``slot_rows`` the
+    cycle's view of those columns."""
+
+    def __init__(self, context: Context, rows: np.ndarray, slot_rows: SlotRows) -> None:
         self.context = context
-        self.rows = np.asarray(rows, dtype=np.int64)
-        self._universe_index = np.full(table_size, -1, dtype=np.int64)
-        self._universe_index[self.rows] = np.arange(len(self.rows))
+        self.slot_rows = slot_rows
+        self.rows = np.asarray(rows, dtype=np.int64)        # universe row -> column row
+        self._universe_of = np.full(len(slot_rows), -1, dtype=np.int64)      # column row -> universe row
+        self._universe_of[self.rows] = np.arange(len(self.rows))
+        self._universe_index = self._universe_of[slot_rows.column_of]
         stored = max(16, len(context.compiled.static_rows))      # the rows earlier cycles numbered
         self.static: Triple = triple((stored, max(len(self.rows), 1)))
         self._computed = np.zeros((stored, max(len(self.rows), 1)), dtype=bool)
@@ -125,10 +180,15 @@ class Space:
         self.classes = SlotClasses(self.rows, context.columns)
         self.leaves: list[Leaf] = []
         self.tables = LeafTables(len(self.rows))
-        self.epoch = 0                   # bumped when the universe grows (compiled roots are then stale)
+        self.serial = next(_SERIALS)
+        self.epoch = 0                   # bumped when the universe grows (what is laid out over it is then stale)
+        self._prepared: dict[int, np.ndarray] = {}        # leaf id -> whether each universe row's static inputs are in
+        self._clocked: dict[int, bool] = {}               # static store row -> its node reads the cycle's clock
+        self._origins: dict[int, _Origin] = {}            # id() of each compilation -> what it was made for
         self._leaf_ids: dict[tuple[int | None, int, str], int] = {}
         # root -> (job attributes read, GUARD nodes) -> what the attributes showed -> [(GUARD values, compilation)]
         self._roots: dict[str, dict[tuple, dict[tuple, list[tuple[tuple, CompiledRoot]]]]] = {}
+        self._roots_of: dict[str, CompiledRoot] = {}      # root name -> its last compilation, for its spec
         self._job_static: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (leaf, job values) -> (ok, computed)
 
     # -- universe ----------------------------------------------------------------------------------
@@ -140,21 +200,61 @@ class Space:
         return self._universe_index
 
     def universe(self, rows: np.ndarray) -> np.ndarray:
-        """Universe rows of table rows ``rows``; rows not seen yet join (compiled roots are then
-        rebuilt, as the new rows may read job attributes the old shapes never looked at)."""
+        """Universe rows of table rows ``rows``; rows not seen yet join, and each compilation
+        takes them in when next asked for."""
         found = self._universe_index[rows]
         if (found < 0).any():
-            new = np.unique(rows[found < 0])
-            self._universe_index[new] = np.arange(len(self.rows), len(self.rows) + len(new))
+            new = distinct_rows(self.slot_rows.column_of[rows[found < 0]], len(self.slot_rows))
+            self._universe_of[new] = np.arange(len(self.rows), len(self.rows) + len(new))
             self.rows = np.concatenate([self.rows, new])
             self.classes.grow(new)
             self._grow(len(self.static[0]), len(self.rows))
             self.tables.widen(len(self.rows))
-            self._roots.clear()
-            self._job_static.clear()
             self.epoch += 1
+            self._universe_index[:] = self._universe_of[self.slot_rows.column_of]
             found = self._universe_index[rows]
         return found
+
+    def enter(self, context: Context, slot_rows: SlotRows) -> None:
+        """A later cycle over the same columns: its clock (``context``) and its table's rows."""
+        if len(slot_rows) > len(self._universe_of):
+            grown = np.full(len(slot_rows), -1, dtype=np.int64)
+            grown[: len(self._universe_of)] = self._universe_of
+            self._universe_of = grown
+        self.slot_rows = slot_rows
+        self._universe_index = self._universe_of[slot_rows.column_of]
+        if context.now != self.context.now:
+            self.context = context
+            self._move_clock()
+        self.context = context
+
+    @property
+    def dead_rows(self) -> int:
+        """Universe rows whose slot the cycle's table no longer holds."""
+        present = np.zeros(len(self.rows), dtype=bool)
+        present[self._universe_index[self._universe_index >= 0]] = True
+        return int((~present).sum())
+
+    def _move_clock(self) -> None:
+        """The cycle's clock moved: the static values that read it are worked out again, and
+        with them whatever was derived from them (slot-only conjuncts, job-and-slot conjuncts,
+        classad2 steps' slot sides)."""
+        clocked = {row for row, reads in self._clocked.items() if reads}
+        if not clocked:
+            return
+        self._computed[sorted(clocked)] = False
+        static_row = self.context.compiled.static_row
+        for leaf in self.leaves:
+            if not any(static_row(node) in clocked for node in leaf.static_nodes):
+                continue
+            if leaf.job_static is not None:
+                self.epoch += 1          # jobs' layouts hold its job-and-slot conjuncts' answers
+            self._job_static = {key: found for key, found in self._job_static.items() if key[0] != leaf.id}
+            steps = [*leaf.python_inputs, *(leaf.job_static_inputs.python if leaf.job_static_inputs else ())]
+            self.python.forget([step.dst for step in steps])
+            prepared = self._prepared.get(leaf.id)
+            if prepared is not None:
+                self._prepare(leaf, np.flatnonzero(prepared))
 
     def _grow(self, nodes: int, width: int) -> None:
         old, computed = self.static, self._computed
@@ -192,6 +292,10 @@ class Space:
         for node in sorted(leaves):
             self._fill_slot_column(node, universe_rows)
         computed = [n for n in pending if graph[n].kind != "slot"]
+        for node in computed:
+            reached: set[int] = set()
+            collect(graph, node, lambda n: graph[n].kind == "slot", reached)
+            self._clocked[self.static_row(node)] = any(self._clocked.get(self.static_row(n), False) for n in reached)
         if not computed:
             return
         consts: list[int] = []
@@ -219,6 +323,7 @@ class Space:
 
     def _fill_slot_column(self, node: int, universe_rows: np.ndarray) -> None:
         row = self.static_row(node)
+        self._clocked[row] = self.context.graph[node].payload in CLOCK_COLUMNS
         missing = universe_rows[~self._computed[row, universe_rows]]
         if not len(missing):
             return
@@ -229,9 +334,10 @@ class Space:
 
     # -- compiled roots ----------------------------------------------------------------------------
 
-    def compiled(self, spec: RootSpec, job: JobCells | None, domain: Callable[[np.ndarray], np.ndarray],
+    def compiled(self, spec: RootSpec, job: JobCells | None, domain: Callable[[SlotRows, np.ndarray], np.ndarray],
                  scalar_value: Callable[[int], Value] | None = None) -> CompiledRoot:
-        """``spec`` compiled for jobs shaped like ``job``, over the universe rows ``domain`` keeps.
+        """``spec`` compiled for jobs shaped like ``job``, over the universe rows ``domain`` keeps
+        (given the space's slot rows and the rows of its columns).
 
         A compilation is reused for every job that agrees with the one it was made for on what it
         read of the job (resolution.probe_class, and the values of GUARD conditions), so most
@@ -242,15 +348,22 @@ class Space:
         lookup per set of attributes; GUARD values, which cost a scalar plan, are only computed
         for compilations the job agrees with on everything else.
         """
-        families = self._roots.setdefault(spec.name, {})
+        families = self._families(spec)
         cells = self.context.cells
         for (attributes, guards), seen in families.items():
             shown = (tuple([probe_class(cells, job.cell(probe), mode) for probe, mode in attributes])
                      if job is not None else (_NONE,) * len(attributes))
-            for values, compiled in seen.get(shown, ()):
+            agreeing = seen.get(shown, [])
+            for index, (values, compiled) in enumerate(agreeing):
                 if all(self._guard(node, scalar_value) == value for node, value in zip(guards, values)):
-                    return compiled
+                    if self._caught_up(compiled):
+                        return compiled
+                    del agreeing[index]          # its new slots ask what it was not filed by
+                    del self._origins[id(compiled)]
+                    break
         compiled, probes = self._compile(spec, job, domain, scalar_value)
+        self._origins[id(compiled)] = _Origin(spec, job, domain, scalar_value, probes)
+        self._roots_of[spec.name] = compiled
         attributes = tuple(key for key in probes if key[1] != GUARD)
         guards = tuple(probe for probe, mode in probes if mode == GUARD)
         seen = families.setdefault((attributes, guards), {})
@@ -258,16 +371,80 @@ class Space:
             (tuple(probes[probe, GUARD] for probe in guards), compiled))
         return compiled
 
+    def _families(self, spec: RootSpec) -> dict[tuple, dict[tuple, list[tuple[tuple, CompiledRoot]]]]:
+        """The compilations of ``spec``'s root by family; none when its spec changed (a configured
+        expression keeps its name when the configuration changes it)."""
+        families = self._roots.get(spec.name)
+        last = self._roots_of.get(spec.name)
+        if families is not None and (last is None or last.made_for(spec)):
+            return families
+        for seen in (families or {}).values():
+            for agreeing in seen.values():
+                for _, dropped in agreeing:
+                    del self._origins[id(dropped)]
+        families = self._roots[spec.name] = {}
+        return families
+
     @staticmethod
     def _guard(probe: str, scalar_value: Callable[[int], Value] | None) -> object:
         """The job's value of a GUARD condition, as a compilation saw it."""
         return _NONE if scalar_value is None else guard_key(scalar_value(int(probe)))
 
-    def _compile(self, spec: RootSpec, job: JobCells | None, domain: Callable[[np.ndarray], np.ndarray],
+    def _compile(self, spec: RootSpec, job: JobCells | None, domain: Callable[[SlotRows, np.ndarray], np.ndarray],
                  scalar_value: Callable[[int], Value] | None) -> tuple[CompiledRoot, dict[tuple[str, str], object]]:
+        leaf_of = np.full(len(self.rows), -1, dtype=np.int64)
+        grouping = self._resolve(spec, job, scalar_value, np.arange(len(self.rows)), domain, leaf_of)
+        return CompiledRoot(spec, leaf_of), grouping.probes
+
+    def _caught_up(self, compiled: CompiledRoot) -> bool:
+        """Whether ``compiled`` covers the universe, after taking in the rows that joined since it
+        was made: they are resolved as it was, and must ask nothing of the job that it was not
+        filed by (its family's attributes and GUARD values), else it serves no job any more."""
+        width = len(compiled.leaf_of)
+        if width == len(self.rows):
+            return True
+        origin = self._origins[id(compiled)]
+        new = np.arange(width, len(self.rows))
+        leaf_of = np.concatenate([compiled.leaf_of, np.full(len(new), -1, dtype=np.int64)])
+        if not self._taken_in_by_class(origin, new, leaf_of):
+            grouping = self._resolve(origin.spec, origin.job, origin.scalar_value, new, origin.domain, leaf_of)
+            if any(origin.probes.get(key, _NONE) != value for key, value in grouping.probes.items()):
+                return False
+        compiled.leaf_of = leaf_of
+        compiled.__dict__.pop("leaf_ids", None)
+        return True
+
+    def _taken_in_by_class(self, origin: _Origin, new: np.ndarray, leaf_of: np.ndarray) -> bool:
+        """File the leaves of universe rows ``new`` in ``leaf_of`` (which holds those of the rows
+        before them) by their class-mates': slots of one class in every attribute the root's
+        resolutions ever asked resolve alike for one job (groups.py). False, filing nothing, when
+        some row the domain keeps has no class-mate there."""
+        known = self.context.compiled.resolutions_of((origin.spec, origin.job is not None))
+        self.classes.list(known.slot_attributes)
+        of = self.classes.of
+        old = np.flatnonzero(leaf_of[: new[0]] >= 0)
+        class_leaf = np.full(len(self.classes.shapes), -1, dtype=np.int64)
+        class_leaf[of[old]] = leaf_of[old]
+        if (class_leaf[of[old]] != leaf_of[old]).any():        # a class of two leaves: resolve anew
+            return False
+        members = new[origin.domain(self.slot_rows, self.rows[new])]
+        found = class_leaf[of[members]]
+        if (found < 0).any():
+            return False
+        leaf_of[members] = found
+        for leaf_id, universe_rows in by_leaf(found, members):
+            leaf = self.leaves[leaf_id]
+            if leaf.plan is not None:
+                self._prepare(leaf, universe_rows)
+        return True
+
+    def _resolve(self, spec: RootSpec, job: JobCells | None, scalar_value: Callable[[int], Value] | None,
+                 universe: np.ndarray, domain: Callable[[SlotRows, np.ndarray], np.ndarray],
+                 leaf_of: np.ndarray) -> Grouping:
+        """Resolve ``spec`` for the job over the universe rows ``universe`` its domain keeps, and
+        file each group's leaf in ``leaf_of``."""
         context = self.context
-        universe = np.arange(len(self.rows))
-        members = universe[domain(self.rows)]
+        members = universe[domain(self.slot_rows, self.rows[universe])]
 
         def builder(group: np.ndarray) -> Builder:
             return Builder(context.graph, context.cells, context.columns, job, group, spec.mode,
@@ -282,16 +459,13 @@ class Space:
 
         known = context.compiled.resolutions_of((spec, job is not None))
         grouping = resolve(builder, root, members, self.classes, context.columns, known)
-        leaf_of = np.full(len(self.rows), -1, dtype=np.int64)
-        nodes = []
         for group, node, reason in grouping.groups:
-            nodes.append(node)
             leaf = self.leaf(node, spec.sink, reason)
-            universe_rows = self._universe_index[group]
+            universe_rows = self._universe_of[group]
             leaf_of[universe_rows] = leaf.id
             if leaf.plan is not None:
                 self._prepare(leaf, universe_rows)
-        return CompiledRoot(leaf_of, nodes), grouping.probes
+        return grouping
 
     def leaf(self, node: int | None, sink: int, reason: str) -> Leaf:
         """The space's leaf of IR root ``node`` for ``sink``: the compilations' (lowered once for
@@ -311,6 +485,13 @@ class Space:
         """Static inputs of ``leaf`` for universe rows ``universe_rows``, and which rows its slot-only
         conjuncts already rule out."""
         self.prepare_static(leaf.static_nodes, universe_rows)
+        prepared = self._prepared.get(leaf.id)
+        if prepared is None or len(prepared) < len(self.rows):
+            grown = np.zeros(len(self.rows), dtype=bool)
+            if prepared is not None:
+                grown[: len(prepared)] = prepared
+            prepared = self._prepared[leaf.id] = grown
+        prepared[universe_rows] = True
         if leaf.chain is None:
             return
         ok = np.ones(len(universe_rows), dtype=bool)
@@ -327,9 +508,12 @@ class Space:
         whose job-side inputs are ``scalars``; cached per distinct job-side values."""
         key = (leaf.id, tuple(zip(scalars[0].tolist(), scalars[1].tolist(), scalars[2].tolist())))
         found = self._job_static.get(key)
-        if found is None:
-            found = self._job_static[key] = (np.zeros(len(self.rows), dtype=bool),
-                                              np.zeros(len(self.rows), dtype=bool))
+        if found is None or len(found[0]) < len(self.rows):
+            grown = (np.zeros(len(self.rows), dtype=bool), np.zeros(len(self.rows), dtype=bool))
+            if found is not None:
+                for new, old in zip(grown, found):
+                    new[: len(old)] = old
+            found = self._job_static[key] = grown
         ok, computed = found
         # sorted and deduplicated, so the results line up with the rows they are written to
         # (universe_rows is in the call's order, which is not the universe's once non-candidates joined)

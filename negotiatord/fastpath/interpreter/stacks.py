@@ -55,9 +55,14 @@ class Stacks:
         self._space = space
         self._assets = assets
         self._stacks: dict[tuple[int, ...], Stack] = {}          # id() of each compiled root -> stack
+        self._epoch = space.epoch
 
     def of(self, compiled: list[CompiledRoot | None]) -> Stack:
-        """The stack of these compiled roots, made when a job first compiles to them."""
+        """The stack of these compiled roots, made when a job first compiles to them (again once
+        the universe grew: the roots then cover more rows)."""
+        if self._epoch != self._space.epoch:
+            self._stacks.clear()
+            self._epoch = self._space.epoch
         key = tuple(id(c) for c in compiled)
         found = self._stacks.get(key)
         if found is None:

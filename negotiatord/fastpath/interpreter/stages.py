@@ -128,7 +128,8 @@ class StagedAssessment:
         space holds the rows first asked (a cycle asks for the slots whose weights were not kept
         from the last: a daemon's changed slots, not its whole pool); others join it if asked."""
         if self._weight_space is None:
-            self._weight_space = Space(self._context, np.unique(rows), len(self._table))
+            slot_rows = self._space.slot_rows
+            self._weight_space = Space(self._context, np.unique(slot_rows.column_of[rows]), slot_rows)
         space = self._weight_space
         self._stats.weight_rows += len(rows)
         frame = self._frame(space, rows, amounts, np.full(amounts.shape, np.nan), rows_out=1)

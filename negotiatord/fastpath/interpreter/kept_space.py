@@ -1,0 +1,82 @@
+""":class:`KeptMatchSpace`: the match space of one scoping mode's compilations, kept from one
+cycle to the next by a caller that keeps its compilations (the daemon, a trace replay).
+
+Its columns are over slot records, not over a table's rows: a daemon's snapshot keeps the record
+of an unchanged slot ad, and a replay the record of a node nothing started on or left. So a cycle
+finds an unchanged slot's cells, static values, slot-only conjuncts and leaves where the last one
+left them, and works out only what its new records bring (space.py: a compilation takes in the
+slots that joined when next asked for) and what reads the cycle's clock.
+
+Records of slots gone stay in the columns until they outnumber the table's, when the space starts
+over: a pool that changes every slot keeps at most twice its table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from negotiatord.fastpath.compiler.cells import SlotColumns
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.interpreter.compilations import Compiled
+from negotiatord.fastpath.interpreter.space import Context, SlotRows, Space
+from negotiatord.pool.snapshot import SlotTable
+
+_SLACK = 64       # records of slots gone kept beyond the table's before the space starts over
+
+
+class KeptMatchSpace:
+    """The match space over the slot records of the cycles of one :class:`Compiled` (it holds
+    none: the space's context does, and a Compiled holding the space would make a reference cycle)."""
+
+    def __init__(self, assets: int) -> None:
+        self._assets = assets
+        self._start()
+
+    def _start(self) -> None:
+        self._column_of_record: dict[int, int] = {}       # id() of a record the columns hold -> its row
+        self._columns: SlotColumns | None = None
+        self._consumption_policy = np.zeros(0, dtype=bool)
+        self._has_amount = np.zeros((0, self._assets), dtype=bool)
+        self._space: Space | None = None
+
+    def __len__(self) -> int:
+        """The slot records held."""
+        return 0 if self._columns is None else len(self._columns)
+
+    def enter(self, compiled: Compiled, table: SlotTable, now: int,
+              descriptions: AdDescriptions) -> tuple[Context, Space]:
+        """The context and the match space of a cycle over ``table`` at ``now``, whose slots not
+        read before are described in ``descriptions``."""
+        column_of = self._column_rows(table)
+        new = np.flatnonzero(column_of < 0)
+        if len(self) + len(new) > 2 * len(table) + _SLACK:
+            self._start()
+            column_of, new = np.full(len(table), -1, dtype=np.int64), np.arange(len(table))
+        if self._columns is None:
+            assets = {asset.lower(): column for column, asset in enumerate(compiled.assets)}
+            self._columns = SlotColumns((), assets, compiled.cells, now, descriptions)
+        columns = self._columns
+        columns.move_to(now, descriptions)
+        slot_rows = self._slot_rows(table, columns, column_of, new)
+        context = Context(compiled, columns, now)
+        if self._space is None:
+            self._space = Space(context, slot_rows.column_of[np.flatnonzero(table.candidate)], slot_rows)
+        else:
+            self._space.enter(context, slot_rows)
+        return context, self._space
+
+    def _column_rows(self, table: SlotTable) -> np.ndarray:
+        """Each table row's record among the columns' rows (-1: not held)."""
+        known = self._column_of_record
+        return np.fromiter((known.get(id(slot), -1) for slot in table.slots), np.int64, len(table))
+
+    def _slot_rows(self, table: SlotTable, columns: SlotColumns, column_of: np.ndarray, new: np.ndarray) -> SlotRows:
+        """The table's rows among the columns', the records of rows ``new`` added."""
+        if len(new):
+            first = len(columns)
+            columns.extend([table.slots[row] for row in new.tolist()])
+            column_of[new] = np.arange(first, first + len(new))
+            self._column_of_record.update(zip((id(table.slots[row]) for row in new.tolist()), column_of[new].tolist()))
+            self._consumption_policy = np.concatenate([self._consumption_policy, table.consumption_policy[new]])
+            self._has_amount = np.concatenate([self._has_amount, ~np.isnan(table.amounts[new])])
+        return SlotRows(column_of, self._consumption_policy, self._has_amount)

@@ -1,0 +1,159 @@
+"""The match space kept across cycles over slot records (fastpath/interpreter/kept_space.py).
+
+Each sequence is negotiated with kept compilations and from scratch, and where cheap with the
+classad2 reference (tests/fastpath/test_compilations.py's ``negotiate_both_ways``): the same
+matches, costs and order. The sequences exercise what keeping the space adds:
+
+* slots of known images joining the universe, which compilations take in without compiling again;
+* slots of a new image whose resolution asks the jobs something a compilation was not filed by;
+* the cycle's clock moving under slot-only and job-and-slot conjuncts that read ``time()``;
+* the configuration changing an expression that keeps its root's name;
+* records of slots gone piling up, until the space starts over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from negotiatord.accountant import AccountantState
+from negotiatord.fastpath.compiler.descriptions import AdDescriptions
+from negotiatord.fastpath.interpreter.compilations import Compilations
+from negotiatord.fastpath.interpreter.space import RootSpec, Space
+from negotiatord.pool.builder import SnapshotBuilder
+from negotiatord.runtime import run_cycle
+from tests.builders import expr, jobs, pslot, settings, static_slot
+from tests.fastpath.test_compilations import NOW, decided, negotiate_both_ways
+
+
+@contextmanager
+def counted_compilations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The names of the roots a space compiles (not those found compiled), in order."""
+    compiled: list[str] = []
+    original: Callable = Space._compile
+
+    def counting(self: Space, spec: RootSpec, *args: object) -> object:
+        compiled.append(spec.name)
+        return original(self, spec, *args)
+
+    monkeypatch.setattr(Space, "_compile", counting)
+    yield compiled
+
+
+def starting(start: str) -> dict:
+    """A slot's START, and Requirements that read it (as HTCondor's startd advertises them)."""
+    return {"Start": expr(start), "Requirements": expr("START && TARGET.RequestCpus <= MY.Cpus && "
+                                                       "TARGET.RequestMemory <= MY.Memory")}
+
+
+def glideins(first: int, count: int) -> list:
+    """``count`` p-slots of one image, named from ``first`` on."""
+    return [pslot(f"glidein{i}", cpus=4, memory=8192, **starting("TARGET.RequestDisk <= MY.Disk"))
+            for i in range(first, first + count)]
+
+
+def queue() -> list:
+    return [*jobs("alice", 6, memory=1000, Requirements=expr("TARGET.Cpus >= RequestCpus")),
+            *jobs("bob", 4, cluster=2, cpus=2, memory=3000, Rank=expr("TARGET.Memory"))]
+
+
+def test_a_later_cycle_over_the_same_slots_compiles_nothing(monkeypatch):
+    config = settings()
+    slot_ads, job_ads = glideins(0, 4), queue()
+    with counted_compilations(monkeypatch) as compiled:
+        results = negotiate_both_ways([(slot_ads, job_ads, NOW), (slot_ads, job_ads, NOW + 60)], config)
+    # the fresh evaluators compile everything each cycle; the kept space only in the first
+    per_cycle = len(compiled) // 3
+    assert per_cycle > 0 and len(compiled) == 3 * per_cycle
+    assert len(results[1].matches) == len(results[0].matches) > 0
+
+
+def test_slots_of_a_known_image_joining_are_taken_in_without_compiling(monkeypatch):
+    """New records of the image the space holds (a glidein pool growing) resolve by their class:
+    the compilations take them in, and the cycle decides as one from scratch."""
+    config = settings()
+    job_ads = queue()
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    first = glideins(0, 2)
+    grown = [*first, *glideins(2, 3)]
+    with counted_compilations(monkeypatch) as compiled:
+        run_cycle(builder.build(first, job_ads, config), AccountantState(), config, NOW,
+                  descriptions=descriptions, compilations=compilations)
+        before = len(compiled)
+        kept = run_cycle(builder.build(grown, job_ads, config), AccountantState(), config, NOW + 60,
+                         descriptions=descriptions, compilations=compilations)
+        assert len(compiled) == before
+    fresh = run_cycle(SnapshotBuilder().build(grown, job_ads, config), AccountantState(), config, NOW + 60)
+    assert decided(kept) == decided(fresh)
+    assert {match.slot for match in kept.matches} & {"glidein2", "glidein3", "glidein4"}
+
+
+def test_a_new_image_asking_the_jobs_something_new_is_compiled_for():
+    """The joining slots' START reads a job attribute no earlier slot's did: the compilations made
+    before cannot serve them (they were filed by what they read of the jobs), and the jobs that
+    set it and those that do not now part."""
+    config = settings()
+    job_ads = [*jobs("alice", 3, WantDocker=True), *jobs("bob", 3, cluster=2)]
+    docker = [pslot(f"docker{i}", cpus=2, **starting("TARGET.WantDocker =?= true")) for i in range(2)]
+    first = glideins(0, 1)
+    cycles = [(first, job_ads, NOW), ([*first, *docker], job_ads, NOW + 60), ([*first, *docker], job_ads, NOW + 120)]
+    results = negotiate_both_ways(cycles, config, reference=True)
+    on_docker = {match.submitter.split("@")[0] for match in results[1].matches if match.slot.startswith("docker")}
+    assert on_docker == {"alice"}
+
+
+def test_clock_reading_conjuncts_follow_the_cycles_clock():
+    """A slot-only START (``time() < Retire``) and a job-and-slot conjunct
+    (``TARGET.Retire - time() > MaxRuntime``) read the cycle's clock: over the same records, as the
+    clock moves, the slots retire and the long jobs stop fitting before the short ones."""
+    config = settings()
+    slot_ads = [pslot(f"retiring{i}", cpus=2, Retire=NOW + 200 + 100 * i, **starting("time() < MY.Retire"))
+                for i in range(3)]
+    job_ads = [*jobs("alice", 4, MaxRuntime=30, Requirements=expr("TARGET.Retire - time() > MY.MaxRuntime")),
+               *jobs("bob", 4, cluster=2, MaxRuntime=150,
+                     Requirements=expr("TARGET.Retire - time() > MY.MaxRuntime"))]
+    cycles = [(slot_ads, job_ads, NOW + 60 * step) for step in range(8)]
+    results = negotiate_both_ways(cycles, config, reference=True)
+    owners = [{match.submitter.split("@")[0] for match in result.matches} for result in results]
+    assert owners[0] == {"alice", "bob"}
+    assert owners[4] == {"alice", "bob"}      # at +240 s bob's 150 s still fit before the last retires
+    assert owners[5] == {"alice"}             # at +300 s only alice's 30 s do
+    assert owners[-1] == set()
+
+
+def test_a_configured_rank_changed_between_cycles_is_compiled_again():
+    """NEGOTIATOR_PRE_JOB_RANK keeps its root's name when the configuration changes it: the kept
+    space compiles the new expression, and the matches follow it."""
+    slot_ads = [static_slot(f"s{i}", cpus=1, memory=1024 * (i + 1)) for i in range(4)]
+    job_ads = jobs("alice", 2)
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    chosen = []
+    for step, rank in enumerate(("MY.Memory", "-MY.Memory", "MY.Memory")):
+        config = settings(pre_job_rank=rank)
+        kept = run_cycle(builder.build(slot_ads, job_ads, config), AccountantState(), config, NOW + 60 * step,
+                         descriptions=descriptions, compilations=compilations)
+        fresh = run_cycle(SnapshotBuilder().build(slot_ads, job_ads, config), AccountantState(), config,
+                          NOW + 60 * step)
+        assert decided(kept) == decided(fresh), f"cycle {step}"
+        chosen.append({match.slot for match in kept.matches})
+    assert chosen[0] == chosen[2] == {"s2", "s3"}
+    assert chosen[1] == {"s0", "s1"}
+
+
+def test_records_of_slots_gone_do_not_pile_up():
+    """Every cycle's slot ads are new records (a pool re-advertising everything): the space holds at
+    most about twice the table's records, starting over when those of slots gone outnumber them."""
+    config = settings()
+    job_ads = queue()
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    held = []
+    for step in range(12):
+        kept = run_cycle(builder.build(glideins(0, 40), job_ads, config), AccountantState(), config,
+                         NOW + 60 * step, descriptions=descriptions, compilations=compilations)
+        assert len(kept.matches) > 0
+        assert compilations.match_space is not None
+        held.append(len(compilations.match_space))
+    assert max(held) <= 2 * 40 + 64
+    assert held.count(40) >= 3             # it started over, with this cycle's records alone
