@@ -293,9 +293,10 @@ class Space:
             self._fill_slot_column(node, universe_rows)
         computed = [n for n in pending if graph[n].kind != "slot"]
         for node in computed:
-            reached: set[int] = set()
-            collect(graph, node, lambda n: graph[n].kind == "slot", reached)
-            self._clocked[self.static_row(node)] = any(self._clocked.get(self.static_row(n), False) for n in reached)
+            if self.static_row(node) not in self._clocked:
+                reached: set[int] = set()
+                collect(graph, node, lambda n: graph[n].kind == "slot", reached)
+                self._clocked[self.static_row(node)] = any(self._clocked[self.static_row(n)] for n in reached)
         if not computed:
             return
         consts: list[int] = []
