@@ -5,6 +5,7 @@ classad2 reference (tests/fastpath/test_compilations.py's ``negotiate_both_ways`
 matches, costs and order. The sequences exercise what keeping the space adds:
 
 * slots of known images joining the universe, which compilations take in without compiling again;
+* updated ads, whose new records take the universe rows of the old ones;
 * slots of a new image whose resolution asks the jobs something a compilation was not filed by;
 * the cycle's clock moving under slot-only and job-and-slot conjuncts that read ``time()``;
 * the configuration changing an expression that keeps its root's name;
@@ -16,12 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import classad2
+
 import pytest
 
 from negotiatord.accountant import AccountantState
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.fastpath.interpreter.space import RootSpec, Space
+from negotiatord.fastpath.interpreter.stacks import Stacks
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.runtime import run_cycle
 from tests.builders import expr, jobs, pslot, settings, static_slot
@@ -88,6 +92,50 @@ def test_slots_of_a_known_image_joining_are_taken_in_without_compiling(monkeypat
     fresh = run_cycle(SnapshotBuilder().build(grown, job_ads, config), AccountantState(), config, NOW + 60)
     assert decided(kept) == decided(fresh)
     assert {match.slot for match in kept.matches} & {"glidein2", "glidein3", "glidein4"}
+
+
+def test_updated_ads_take_the_places_of_their_old_records(monkeypatch):
+    """A pool re-advertising some of its slots each cycle (new records of the same image, other
+    amounts): each new record takes the universe row of a slot gone of its class, so nothing is
+    compiled and no job's stack is laid out again; the cycles decide as from scratch and as
+    classad2."""
+    config = settings()
+    # the slots' Site is read by a job-and-slot conjunct (bob's) and a classad2 step (alice's)
+    job_ads = [*jobs("alice", 6, Sites="east,north",
+                     Requirements=expr("stringListMember(TARGET.Site, MY.Sites) && TARGET.Cpus >= RequestCpus")),
+               *jobs("bob", 4, cluster=2, cpus=2, Requirements=expr("TARGET.Site == \"west\""),
+                     Rank=expr("TARGET.Memory"))]
+
+    def glidein(index: int, site: str, cpus: int = 4) -> classad2.ClassAd:
+        return pslot(f"glidein{index}", cpus=cpus, memory=8192 - 1024 * (4 - cpus), Site=site,
+                     **starting("TARGET.RequestDisk <= MY.Disk"))
+
+    slot_ads = [glidein(i, ("east", "west")[i % 2]) for i in range(6)]
+    cycles = [(list(slot_ads), job_ads, NOW)]
+    for step in range(1, 5):
+        slot_ads[step] = glidein(step, ("west", "east")[step % 2], cpus=4 - step % 3)
+        cycles.append((list(slot_ads), job_ads, NOW + 60 * step))
+    stacks_made: list[int] = []
+    original = Stacks._make
+
+    def counting(self: Stacks, *args: object) -> object:
+        stacks_made.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(Stacks, "_make", counting)
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    with counted_compilations(monkeypatch) as compiled:
+        for step, (slots, job_ads_now, now) in enumerate(cycles):
+            kept = run_cycle(builder.build(slots, job_ads_now, config), AccountantState(), config, now,
+                             descriptions=descriptions, compilations=compilations)
+            if step == 0:
+                first = (len(compiled), len(stacks_made))
+            assert len(kept.matches) > 0
+    # a new record's weight may be worked out in the cycle's weight space (weights are kept by
+    # record, and by text and amounts): nothing else is compiled
+    assert set(compiled[first[0]:]) <= {"weight"}
+    assert len(stacks_made) == first[1]
+    negotiate_both_ways(cycles, config, reference=True)
 
 
 def test_a_new_image_asking_the_jobs_something_new_is_compiled_for():

@@ -262,8 +262,9 @@ class SlotColumns:
     def column(self, name: str, rows: np.ndarray) -> np.ndarray:
         """Cell ids of attribute ``name`` (lower case) for rows ``rows``."""
         column = self._columns.get(name)
-        if column is None or len(column) < len(self._slots):
-            grown = np.full(len(self._slots), -1, dtype=np.int64)
+        if column is None or len(column) < len(self._slots):      # room for more: kept columns grow each cycle
+            size = len(self._slots) if column is None else len(self._slots) + len(self._slots) // 8 + 64
+            grown = np.full(size, -1, dtype=np.int64)
             if column is not None:
                 grown[: len(column)] = column
             column = self._columns[name] = grown

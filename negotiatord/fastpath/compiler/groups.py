@@ -77,8 +77,8 @@ class Resolutions:
 
 
 class SlotClasses:
-    """The slots of a universe (table rows) in classes of equal shape in each attribute listed so
-    far: resolution reads nothing else of a slot, so slots of one class resolve alike."""
+    """The slots of a universe (rows of its columns) in classes of equal shape in each attribute
+    listed so far: resolution reads nothing else of a slot, so slots of one class resolve alike."""
 
     def __init__(self, rows: np.ndarray, columns: SlotColumns) -> None:
         self._columns = columns
@@ -94,9 +94,14 @@ class SlotClasses:
                 self._listed.append(attribute)
                 self._split(attribute, self._columns.shapes(attribute, self.rows))
 
-    def grow(self, rows: np.ndarray) -> None:
-        """Table ``rows`` join the universe (as its last rows)."""
+    def grow(self, rows: np.ndarray, classes: np.ndarray | None = None) -> None:
+        """Column ``rows`` join the universe (as its last rows); ``classes``: theirs, if known."""
+        joined = self.classify(rows) if classes is None else classes
         self.rows = np.concatenate([self.rows, rows])
+        self.of = np.concatenate([self.of, joined])
+
+    def classify(self, rows: np.ndarray) -> np.ndarray:
+        """The class of each of column ``rows`` (a class of its own where no row has its shapes)."""
         listed = self._listed
         index = {tuple(shapes[a] for a in listed): c for c, shapes in enumerate(self.shapes)}
         columns = [self._columns.shapes(a, rows).tolist() for a in listed]
@@ -107,7 +112,11 @@ class SlotClasses:
                 found = index[key] = len(self.shapes)
                 self.shapes.append(dict(zip(listed, key)))
             joined.append(found)
-        self.of = np.concatenate([self.of, np.array(joined, dtype=np.int64)])
+        return np.array(joined, dtype=np.int64)
+
+    def replace(self, universe_rows: np.ndarray, rows: np.ndarray) -> None:
+        """Column ``rows`` stand at ``universe_rows`` in place of the slots there, of their class."""
+        self.rows[universe_rows] = rows
 
     def _split(self, attribute: str, shapes: np.ndarray) -> None:
         if not len(shapes) or (shapes == shapes[0]).all():      # most attributes: one shape in every slot

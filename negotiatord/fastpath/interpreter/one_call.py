@@ -22,7 +22,7 @@ from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple, each, triple
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
 from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space, by_leaf, match_array
-from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack, Stacks
+from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
 from negotiatord.fastpath.interpreter.tables import JobTables
 
 _PRUNE_FROM = 16        # rows; on fewer, pruning first costs more than the kernel rows it saves
@@ -49,7 +49,6 @@ class OneCallAssessment:
         self._roots = roots
         self._specs = specs                  # in kernels.assess_rows' order
         self._stats = stats
-        self._stacks = Stacks(space, context.assets)
         self._registers = triple((1, 1))
 
     def assess(self, job: JobState, offer: Offer, amounts: np.ndarray) -> Assessment | None:
@@ -159,9 +158,10 @@ class OneCallAssessment:
     def _stack(self, job: JobState) -> Stack:
         """The job's roots compiled into one stack, made the first time the job is asked."""
         layout = job.layout
-        if layout.stack is None:
-            layout.stack = self._stacks.of([self._roots.compiled(spec, job, self._space) if spec is not None else None
-                                            for spec in self._specs])
+        if layout.stack is None or not layout.stack.made_for(self._specs):
+            space = self._space
+            layout.stack = space.stacks.of(space, [self._roots.compiled(spec, job, space) if spec is not None else None
+                                                   for spec in self._specs])
         return layout.stack
 
     def _job_tables(self, job: JobState, stack: Stack) -> JobTables:

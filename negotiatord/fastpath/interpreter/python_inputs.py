@@ -40,6 +40,11 @@ class PythonInputs:
         for row in rows:
             self._steps.pop(row, None)
 
+    def forget_rows(self, universe_rows: np.ndarray) -> None:
+        """Forget the slot sides of ``universe_rows``: other slots now stand there."""
+        for state in self._steps.values():
+            state.codes[universe_rows[universe_rows < len(state.codes)]] = -1
+
     def fill(self, step: PyStep, positions: np.ndarray, universe_rows: np.ndarray, scalars: Triple, static: Triple,
              out: Triple, row: int) -> None:
         """Results of ``step`` for ``positions`` into ``out[row]``; ``scalars`` are the leaf's."""

@@ -44,6 +44,7 @@ from negotiatord.fastpath.instructions import SINK_MATCH, SINK_RAW, SOURCE_SCALA
 from negotiatord.fastpath.interpreter.compilations import Compiled
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, run_plan, triple
 from negotiatord.fastpath.interpreter.python_inputs import PythonInputs
+from negotiatord.fastpath.interpreter.stacks import Stacks
 from negotiatord.fastpath.interpreter.tables import LeafTables
 from negotiatord.fastpath.strings import StringTable
 from negotiatord.pool.snapshot import SlotTable
@@ -180,6 +181,7 @@ class Space:
         self.classes = SlotClasses(self.rows, context.columns)
         self.leaves: list[Leaf] = []
         self.tables = LeafTables(len(self.rows))
+        self.stacks = Stacks(context.assets)
         self.serial = next(_SERIALS)
         self.epoch = 0                   # bumped when the universe grows (what is laid out over it is then stale)
         self._prepared: dict[int, np.ndarray] = {}        # leaf id -> whether each universe row's static inputs are in
@@ -200,20 +202,79 @@ class Space:
         return self._universe_index
 
     def universe(self, rows: np.ndarray) -> np.ndarray:
-        """Universe rows of table rows ``rows``; rows not seen yet join, and each compilation
-        takes them in when next asked for."""
+        """Universe rows of table rows ``rows``. Rows not seen yet take the place of slots gone
+        of their class (everything compiled stands), or else join, and each compilation takes
+        them in when next asked for."""
         found = self._universe_index[rows]
         if (found < 0).any():
             new = distinct_rows(self.slot_rows.column_of[rows[found < 0]], len(self.slot_rows))
-            self._universe_of[new] = np.arange(len(self.rows), len(self.rows) + len(new))
-            self.rows = np.concatenate([self.rows, new])
-            self.classes.grow(new)
-            self._grow(len(self.static[0]), len(self.rows))
-            self.tables.widen(len(self.rows))
-            self.epoch += 1
+            new, classes = self._in_place_of_slots_gone(new)
+            if len(new):
+                self._universe_of[new] = np.arange(len(self.rows), len(self.rows) + len(new))
+                self.rows = np.concatenate([self.rows, new])
+                self.classes.grow(new, classes)
+                self._grow(len(self.static[0]), len(self.rows))
+                self.tables.widen(len(self.rows))
+                self.epoch += 1
             self._universe_index[:] = self._universe_of[self.slot_rows.column_of]
             found = self._universe_index[rows]
         return found
+
+    def _in_place_of_slots_gone(self, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Put each of column ``new`` where a slot the table no longer holds stood, of its class in
+        every attribute any resolution asked and with its domain's facts (so every compilation
+        maps it to the same leaf: groups.py); returns the rows left, and their classes."""
+        gone = self._slots_gone()
+        if not len(gone):
+            return new, self.classes.classify(new)
+        self.classes.list(sorted({a for tree in self.context.compiled.resolutions.values()
+                                  for a in tree.slot_attributes}))
+        classes = self.classes.classify(new)
+        free: dict[tuple, list[int]] = {}
+        for row, of in zip(gone.tolist(), self.classes.of[gone].tolist()):
+            free.setdefault(self._kind(of, int(self.rows[row])), []).append(row)
+        placed, left = [], []
+        for position, (column, of) in enumerate(zip(new.tolist(), classes.tolist())):
+            rows = free.get(self._kind(of, column))
+            if rows:
+                placed.append((rows.pop(), column))
+            else:
+                left.append(position)
+        if placed:
+            universe_rows, columns = (np.array(side, dtype=np.int64) for side in zip(*placed))
+            self._reuse(universe_rows, columns)
+        return new[left], classes[left]
+
+    def _kind(self, of: int, column: int) -> tuple:
+        """What a slot (at column row ``column``, of class ``of``) must share with the one whose
+        place it takes: its class and what the roots' domains read of it."""
+        slots = self.slot_rows
+        return of, bool(slots.consumption_policy[column]), slots.has_amount[column].tobytes()
+
+    def _slots_gone(self) -> np.ndarray:
+        """Universe rows whose slot the cycle's table no longer holds."""
+        present = np.zeros(len(self.rows), dtype=bool)
+        present[self._universe_index[self._universe_index >= 0]] = True
+        return np.flatnonzero(~present)
+
+    def _reuse(self, universe_rows: np.ndarray, columns: np.ndarray) -> None:
+        """Column rows ``columns`` stand at ``universe_rows``: what was worked out of the slots
+        there is worked out again of them, the leaves they reach unchanged."""
+        gone = self.rows[universe_rows]
+        self._universe_of[gone[self._universe_of[gone] == universe_rows]] = -1
+        self._universe_of[columns] = universe_rows
+        self.rows[universe_rows] = columns
+        self.classes.replace(universe_rows, columns)
+        self._computed[:, universe_rows] = False
+        for _, computed in self._job_static.values():
+            computed[universe_rows[universe_rows < len(computed)]] = False
+        self.python.forget_rows(universe_rows)
+        self.stacks.forget(universe_rows)
+        for leaf_id, prepared in self._prepared.items():
+            inside = universe_rows[universe_rows < len(prepared)]
+            reached = inside[prepared[inside]]
+            if len(reached):
+                self._prepare(self.leaves[leaf_id], reached)
 
     def enter(self, context: Context, slot_rows: SlotRows) -> None:
         """A later cycle over the same columns: its clock (``context``) and its table's rows."""
@@ -227,13 +288,6 @@ class Space:
             self.context = context
             self._move_clock()
         self.context = context
-
-    @property
-    def dead_rows(self) -> int:
-        """Universe rows whose slot the cycle's table no longer holds."""
-        present = np.zeros(len(self.rows), dtype=bool)
-        present[self._universe_index[self._universe_index >= 0]] = True
-        return int((~present).sum())
 
     def _move_clock(self) -> None:
         """The cycle's clock moved: the static values that read it are worked out again, and

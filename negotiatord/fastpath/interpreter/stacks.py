@@ -9,6 +9,7 @@ made once per combination and shared by every job that compiles to it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,8 +17,10 @@ from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.instructions import LEAF_KIND, LEAF_PYTHON
 from negotiatord.fastpath.interpreter.bounds import KnownConsumption, known_consumption
 from negotiatord.fastpath.interpreter.execution import Triple
-from negotiatord.fastpath.interpreter.space import CompiledRoot, Space
 from negotiatord.fastpath.interpreter.tables import ScalarLayout
+
+if TYPE_CHECKING:
+    from negotiatord.fastpath.interpreter.space import CompiledRoot, RootSpec, Space
 
 
 @dataclass
@@ -47,30 +50,42 @@ class Stack:
     known_consumption: KnownConsumption         # Consumption roots whose values are known before the kernel
     job_static_states: dict[tuple[bytes, ...], JobStatic] = field(default_factory=dict)  # by input values
 
+    def made_for(self, specs: list[RootSpec | None]) -> bool:
+        """Whether the stack compiles ``specs`` (a job's record keeps its stack across cycles,
+        and the configuration may change a root's expression in between)."""
+        return all(spec is None if compiled is None else spec is not None and compiled.made_for(spec)
+                   for compiled, spec in zip(self.compiled, specs))
+
 
 class Stacks:
-    """The stacks of one match space, by the identity of their compiled roots."""
+    """The stacks of one space, by the identity of their compiled roots (the space holds them,
+    so that what they learnt of a universe row can be forgotten when the row is reused)."""
 
-    def __init__(self, space: Space, assets: int) -> None:
-        self._space = space
+    def __init__(self, assets: int) -> None:
         self._assets = assets
         self._stacks: dict[tuple[int, ...], Stack] = {}          # id() of each compiled root -> stack
-        self._epoch = space.epoch
+        self._epoch = 0
 
-    def of(self, compiled: list[CompiledRoot | None]) -> Stack:
+    def of(self, space: Space, compiled: list[CompiledRoot | None]) -> Stack:
         """The stack of these compiled roots, made when a job first compiles to them (again once
         the universe grew: the roots then cover more rows)."""
-        if self._epoch != self._space.epoch:
+        if self._epoch != space.epoch:
             self._stacks.clear()
-            self._epoch = self._space.epoch
+            self._epoch = space.epoch
         key = tuple(id(c) for c in compiled)
         found = self._stacks.get(key)
         if found is None:
-            found = self._stacks[key] = self._make(compiled)
+            found = self._stacks[key] = self._make(space, compiled)
         return found
 
-    def _make(self, compiled: list[CompiledRoot | None]) -> Stack:
-        space = self._space
+    def forget(self, universe_rows: np.ndarray) -> None:
+        """Forget the job-and-slot answers of ``universe_rows``: another slot now stands there."""
+        for stack in self._stacks.values():
+            for state in stack.job_static_states.values():
+                state.ok[:, universe_rows] = True
+                state.known[universe_rows] = ~stack.job_static_rows[universe_rows]
+
+    def _make(self, space: Space, compiled: list[CompiledRoot | None]) -> Stack:
         leaf_of = np.stack([c.leaf_of if c is not None else np.full(len(space.rows), -1) for c in compiled])
         python = [r for r, c in enumerate(compiled)
                   if c is not None and any(space.leaves[i].python_inputs for i in c.leaf_ids)]
