@@ -4,8 +4,9 @@ cycle to the next by a caller that keeps its compilations (the daemon, a trace r
 Its columns are over slot records, not over a table's rows: a daemon's snapshot keeps the record
 of an unchanged slot ad, and a replay the record of a node nothing started on or left. So a cycle
 finds an unchanged slot's cells, static values, slot-only conjuncts and leaves where the last one
-left them, and works out only what its new records bring (space.py: a compilation takes in the
-slots that joined when next asked for) and what reads the cycle's clock.
+left them, and works out only what its new records bring (space.py: a new record takes the
+universe row of a slot gone of its class, or joins and each compilation takes it in when next
+asked for) and what reads the cycle's clock.
 
 Records of slots gone stay in the columns until they outnumber the table's, when the space starts
 over: a pool that changes every slot keeps at most twice its table.
