@@ -14,17 +14,20 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import classad2
+import numpy as np
 
 import pytest
 
 from negotiatord.accountant import AccountantState
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
-from negotiatord.fastpath.interpreter.space import RootSpec, Space
+from negotiatord.fastpath.interpreter import root_families
+from negotiatord.fastpath.interpreter.root_families import CompiledRoot
+from negotiatord.fastpath.interpreter.space import RootSpec
 from negotiatord.fastpath.interpreter.stacks import Stacks
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.runtime import run_cycle
@@ -36,13 +39,12 @@ from tests.fastpath.test_compilations import NOW, decided, negotiate_both_ways
 def counted_compilations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The names of the roots a space compiles (not those found compiled), in order."""
     compiled: list[str] = []
-    original: Callable = Space._compile
 
-    def counting(self: Space, spec: RootSpec, *args: object) -> object:
+    def counting(spec: RootSpec, leaf_of: np.ndarray) -> CompiledRoot:
         compiled.append(spec.name)
-        return original(self, spec, *args)
+        return CompiledRoot(spec, leaf_of)
 
-    monkeypatch.setattr(Space, "_compile", counting)
+    monkeypatch.setattr(root_families, "CompiledRoot", counting)
     yield compiled
 
 

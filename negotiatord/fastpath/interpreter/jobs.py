@@ -19,7 +19,8 @@ from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple
 from negotiatord.fastpath.interpreter.job_scalars import JobScalars, forget_current_time
-from negotiatord.fastpath.interpreter.space import CompiledRoot, Context, RootSpec, SlotRows, Space, match_array
+from negotiatord.fastpath.interpreter.root_families import CompiledRoot
+from negotiatord.fastpath.interpreter.space import Context, RootSpec, SlotRows, Space, match_array
 from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
 from negotiatord.fastpath.interpreter.tables import JobTables
 from negotiatord.pool.autoclusters import Autocluster

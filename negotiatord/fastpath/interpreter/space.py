@@ -11,10 +11,10 @@ static store, one row per IR node.
 
 A space reads its slots through the rows of its columns (:class:`SlotRows`): a cycle's own columns
 are its slot table's rows, a daemon's or a replay's are slot records, kept from one cycle to the
-next with the space itself (kept_space.py). There the universe grows by the records a cycle brings,
-and a compilation takes them in when next asked for (:meth:`Space.compiled`): resolved like its
-other slots, by their classes; what reads the cycle's clock is worked out again when it moves
-(:meth:`Space.enter`).
+next with the space itself (kept_space.py). There a record a cycle brings takes the place of a
+slot gone of its class (:meth:`Space.universe`), or the universe grows by it and each
+compilation takes it in when next asked for (root_families.py); what reads the cycle's clock is
+worked out again when it moves (:meth:`Space.enter`).
 
 What resolution and lowering make depends on no slot table, and is kept across cycles in the
 context's compilations (compilations.py): a space follows each root's known resolutions by its
@@ -27,23 +27,23 @@ from __future__ import annotations
 from copy import copy
 from itertools import count
 from dataclasses import dataclass
-from functools import cached_property
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
 from negotiatord.classad.parser import Node
-from negotiatord.classad.values import BOOL, INT, REAL, UNDEF, Value
+from negotiatord.classad.values import BOOL, INT, REAL, Value
 from negotiatord.fastpath.compiler.cells import CLOCK_COLUMNS, CellTable, JobCells, SlotColumns, distinct_rows
 from negotiatord.fastpath.compiler.ir import CONST, IRGraph, collect
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.compiler.lowering import Operand, PyStep, lower
-from negotiatord.fastpath.compiler.groups import Grouping, SlotClasses, resolve
-from negotiatord.fastpath.compiler.resolution import GUARD, Builder, Mode, guard_key, probe_class
+from negotiatord.fastpath.compiler.groups import SlotClasses
+from negotiatord.fastpath.compiler.resolution import Mode
 from negotiatord.fastpath.instructions import SINK_MATCH, SINK_RAW, SOURCE_SCALAR, SOURCE_STATIC
 from negotiatord.fastpath.interpreter.compilations import Compiled
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, run_plan, triple
 from negotiatord.fastpath.interpreter.python_inputs import PythonInputs
+from negotiatord.fastpath.interpreter.root_families import CompiledRoot, RootFamilies
 from negotiatord.fastpath.interpreter.stacks import Stacks
 from negotiatord.fastpath.interpreter.tables import LeafTables
 from negotiatord.fastpath.strings import StringTable
@@ -110,21 +110,6 @@ class RootSpec:
 
 
 @dataclass
-class CompiledRoot:
-    spec: RootSpec
-    leaf_of: np.ndarray                  # universe row -> leaf id (-1: not in the root's domain)
-
-    def made_for(self, spec: RootSpec) -> bool:
-        """Whether this compiles ``spec``: a configured root keeps its name when the
-        configuration changes its expression."""
-        return self.spec is spec or self.spec == spec
-
-    @cached_property
-    def leaf_ids(self) -> np.ndarray:
-        return np.unique(self.leaf_of[self.leaf_of >= 0])
-
-
-@dataclass
 class SlotRows:
     """The rows of a space's columns as a cycle sees them: where each slot-table row is among
     them, and the two facts about each that the roots' domains read."""
@@ -147,19 +132,6 @@ class SlotRows:
         return len(self.consumption_policy)
 
 
-@dataclass
-class _Origin:
-    """What a compilation was made for, so that it can take in slots that join the universe
-    later: resolving them asks the same questions of the same job."""
-
-    spec: RootSpec
-    job: JobCells | None
-    domain: Callable[[SlotRows, np.ndarray], np.ndarray]
-    scalar_value: Callable[[int], Value] | None
-    probes: dict[tuple[str, str], object]
-
-
-_NONE = object()     # no job, or no job values: no compilation that read them can have seen this
 _SERIALS = count()   # each space's own, so a job's layout knows the space it was made in
 
 
@@ -186,11 +158,8 @@ class Space:
         self.epoch = 0                   # bumped when the universe grows (what is laid out over it is then stale)
         self._prepared: dict[int, np.ndarray] = {}        # leaf id -> whether each universe row's static inputs are in
         self._clocked: dict[int, bool] = {}               # static store row -> its node reads the cycle's clock
-        self._origins: dict[int, _Origin] = {}            # id() of each compilation -> what it was made for
         self._leaf_ids: dict[tuple[int | None, int, str], int] = {}
-        # root -> (job attributes read, GUARD nodes) -> what the attributes showed -> [(GUARD values, compilation)]
-        self._roots: dict[str, dict[tuple, dict[tuple, list[tuple[tuple, CompiledRoot]]]]] = {}
-        self._roots_of: dict[str, CompiledRoot] = {}      # root name -> its last compilation, for its spec
+        self._families = RootFamilies()
         self._job_static: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (leaf, job values) -> (ok, computed)
 
     # -- universe ----------------------------------------------------------------------------------
@@ -274,7 +243,7 @@ class Space:
             inside = universe_rows[universe_rows < len(prepared)]
             reached = inside[prepared[inside]]
             if len(reached):
-                self._prepare(self.leaves[leaf_id], reached)
+                self.prepare(self.leaves[leaf_id], reached)
 
     def enter(self, context: Context, slot_rows: SlotRows) -> None:
         """A later cycle over the same columns: its clock (``context``) and its table's rows."""
@@ -308,7 +277,7 @@ class Space:
             self.python.forget([step.dst for step in steps])
             prepared = self._prepared.get(leaf.id)
             if prepared is not None:
-                self._prepare(leaf, np.flatnonzero(prepared))
+                self.prepare(leaf, np.flatnonzero(prepared))
 
     def _grow(self, nodes: int, width: int) -> None:
         old, computed = self.static, self._computed
@@ -392,135 +361,14 @@ class Space:
     def compiled(self, spec: RootSpec, job: JobCells | None, domain: Callable[[SlotRows, np.ndarray], np.ndarray],
                  scalar_value: Callable[[int], Value] | None = None) -> CompiledRoot:
         """``spec`` compiled for jobs shaped like ``job``, over the universe rows ``domain`` keeps
-        (given the space's slot rows and the rows of its columns).
+        (given the space's slot rows and the rows of its columns); ``scalar_value`` gives the
+        job's value of a job-only node. Most jobs find a compilation made for another
+        (root_families.py)."""
+        return self._families.compiled(self, spec, job, domain, scalar_value)
 
-        A compilation is reused for every job that agrees with the one it was made for on what it
-        read of the job (resolution.probe_class, and the values of GUARD conditions), so most
-        autoclusters compile nothing. ``scalar_value`` gives the job's value of a job-only node.
-
-        Compilations are filed by the attributes they read, then by what they saw there (at most
-        one agrees with a job: one that did would have been reused), so a job finds its own by a
-        lookup per set of attributes; GUARD values, which cost a scalar plan, are only computed
-        for compilations the job agrees with on everything else.
-        """
-        families = self._families(spec)
-        cells = self.context.cells
-        for (attributes, guards), seen in families.items():
-            shown = (tuple([probe_class(cells, job.cell(probe), mode) for probe, mode in attributes])
-                     if job is not None else (_NONE,) * len(attributes))
-            agreeing = seen.get(shown, [])
-            for index, (values, compiled) in enumerate(agreeing):
-                if all(self._guard(node, scalar_value) == value for node, value in zip(guards, values)):
-                    if self._caught_up(compiled):
-                        return compiled
-                    del agreeing[index]          # its new slots ask what it was not filed by
-                    del self._origins[id(compiled)]
-                    break
-        compiled, probes = self._compile(spec, job, domain, scalar_value)
-        self._origins[id(compiled)] = _Origin(spec, job, domain, scalar_value, probes)
-        self._roots_of[spec.name] = compiled
-        attributes = tuple(key for key in probes if key[1] != GUARD)
-        guards = tuple(probe for probe, mode in probes if mode == GUARD)
-        seen = families.setdefault((attributes, guards), {})
-        seen.setdefault(tuple(probes[key] for key in attributes), []).append(
-            (tuple(probes[probe, GUARD] for probe in guards), compiled))
-        return compiled
-
-    def _families(self, spec: RootSpec) -> dict[tuple, dict[tuple, list[tuple[tuple, CompiledRoot]]]]:
-        """The compilations of ``spec``'s root by family; none when its spec changed (a configured
-        expression keeps its name when the configuration changes it)."""
-        families = self._roots.get(spec.name)
-        last = self._roots_of.get(spec.name)
-        if families is not None and (last is None or last.made_for(spec)):
-            return families
-        for seen in (families or {}).values():
-            for agreeing in seen.values():
-                for _, dropped in agreeing:
-                    del self._origins[id(dropped)]
-        families = self._roots[spec.name] = {}
-        return families
-
-    @staticmethod
-    def _guard(probe: str, scalar_value: Callable[[int], Value] | None) -> object:
-        """The job's value of a GUARD condition, as a compilation saw it."""
-        return _NONE if scalar_value is None else guard_key(scalar_value(int(probe)))
-
-    def _compile(self, spec: RootSpec, job: JobCells | None, domain: Callable[[SlotRows, np.ndarray], np.ndarray],
-                 scalar_value: Callable[[int], Value] | None) -> tuple[CompiledRoot, dict[tuple[str, str], object]]:
-        leaf_of = np.full(len(self.rows), -1, dtype=np.int64)
-        grouping = self._resolve(spec, job, scalar_value, np.arange(len(self.rows)), domain, leaf_of)
-        return CompiledRoot(spec, leaf_of), grouping.probes
-
-    def _caught_up(self, compiled: CompiledRoot) -> bool:
-        """Whether ``compiled`` covers the universe, after taking in the rows that joined since it
-        was made: they are resolved as it was, and must ask nothing of the job that it was not
-        filed by (its family's attributes and GUARD values), else it serves no job any more."""
-        width = len(compiled.leaf_of)
-        if width == len(self.rows):
-            return True
-        origin = self._origins[id(compiled)]
-        new = np.arange(width, len(self.rows))
-        leaf_of = np.concatenate([compiled.leaf_of, np.full(len(new), -1, dtype=np.int64)])
-        if not self._taken_in_by_class(origin, new, leaf_of):
-            grouping = self._resolve(origin.spec, origin.job, origin.scalar_value, new, origin.domain, leaf_of)
-            if any(origin.probes.get(key, _NONE) != value for key, value in grouping.probes.items()):
-                return False
-        compiled.leaf_of = leaf_of
-        compiled.__dict__.pop("leaf_ids", None)
-        return True
-
-    def _taken_in_by_class(self, origin: _Origin, new: np.ndarray, leaf_of: np.ndarray) -> bool:
-        """File the leaves of universe rows ``new`` in ``leaf_of`` (which holds those of the rows
-        before them) by their class-mates': slots of one class in every attribute the root's
-        resolutions ever asked resolve alike for one job (groups.py). False, filing nothing, when
-        some row the domain keeps has no class-mate there."""
-        known = self.context.compiled.resolutions_of((origin.spec, origin.job is not None))
-        self.classes.list(known.slot_attributes)
-        of = self.classes.of
-        old = np.flatnonzero(leaf_of[: new[0]] >= 0)
-        class_leaf = np.full(len(self.classes.shapes), -1, dtype=np.int64)
-        class_leaf[of[old]] = leaf_of[old]
-        if (class_leaf[of[old]] != leaf_of[old]).any():        # a class of two leaves: resolve anew
-            return False
-        members = new[origin.domain(self.slot_rows, self.rows[new])]
-        found = class_leaf[of[members]]
-        if (found < 0).any():
-            return False
-        leaf_of[members] = found
-        for leaf_id, universe_rows in by_leaf(found, members):
-            leaf = self.leaves[leaf_id]
-            if leaf.plan is not None:
-                self._prepare(leaf, universe_rows)
-        return True
-
-    def _resolve(self, spec: RootSpec, job: JobCells | None, scalar_value: Callable[[int], Value] | None,
-                 universe: np.ndarray, domain: Callable[[SlotRows, np.ndarray], np.ndarray],
-                 leaf_of: np.ndarray) -> Grouping:
-        """Resolve ``spec`` for the job over the universe rows ``universe`` its domain keeps, and
-        file each group's leaf in ``leaf_of``."""
-        context = self.context
-        members = universe[domain(self.slot_rows, self.rows[universe])]
-
-        def builder(group: np.ndarray) -> Builder:
-            return Builder(context.graph, context.cells, context.columns, job, group, spec.mode,
-                           context.old_semantics, scalar_value)
-
-        def root(b: Builder) -> int:
-            if spec.attribute is None:
-                assert spec.ast is not None        # a root without an attribute is its expression
-                return b.build(spec.ast, spec.side)
-            found = b.attribute(spec.side, spec.attribute)      # looked up directly, as reference.py does
-            return context.graph.const((UNDEF, None)) if found is None else found
-
-        known = context.compiled.resolutions_of((spec, job is not None))
-        grouping = resolve(builder, root, members, self.classes, context.columns, known)
-        for group, node, reason in grouping.groups:
-            leaf = self.leaf(node, spec.sink, reason)
-            universe_rows = self._universe_of[group]
-            leaf_of[universe_rows] = leaf.id
-            if leaf.plan is not None:
-                self._prepare(leaf, universe_rows)
-        return grouping
+    def universe_of_columns(self, rows: np.ndarray) -> np.ndarray:
+        """The universe rows of column ``rows``."""
+        return self._universe_of[rows]
 
     def leaf(self, node: int | None, sink: int, reason: str) -> Leaf:
         """The space's leaf of IR root ``node`` for ``sink``: the compilations' (lowered once for
@@ -536,7 +384,7 @@ class Space:
         self.tables.add(leaf.id, leaf.plan, leaf.chain, leaf.never)
         return leaf
 
-    def _prepare(self, leaf: Leaf, universe_rows: np.ndarray) -> None:
+    def prepare(self, leaf: Leaf, universe_rows: np.ndarray) -> None:
         """Static inputs of ``leaf`` for universe rows ``universe_rows``, and which rows its slot-only
         conjuncts already rule out."""
         self.prepare_static(leaf.static_nodes, universe_rows)

@@ -20,7 +20,8 @@ from negotiatord.fastpath.interpreter.execution import Triple
 from negotiatord.fastpath.interpreter.tables import ScalarLayout
 
 if TYPE_CHECKING:
-    from negotiatord.fastpath.interpreter.space import CompiledRoot, RootSpec, Space
+    from negotiatord.fastpath.interpreter.root_families import CompiledRoot
+    from negotiatord.fastpath.interpreter.space import RootSpec, Space
 
 
 @dataclass
