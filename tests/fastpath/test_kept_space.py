@@ -9,7 +9,9 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 * slots of a new image whose resolution asks the jobs something a compilation was not filed by;
 * the cycle's clock moving under slot-only and job-and-slot conjuncts that read ``time()``;
 * the configuration changing an expression that keeps its root's name;
-* records of slots gone piling up, until the space starts over.
+* records of slots gone piling up, until the space starts over;
+* hypothesis-drawn pools whose slots keep their records, get new ones (of their image or
+  another) or leave, while the clock moves.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from contextlib import contextmanager
 import classad2
 import numpy as np
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import HealthCheck, given, settings as hypothesis_settings
 
 from negotiatord.accountant import AccountantState
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
@@ -32,7 +36,7 @@ from negotiatord.fastpath.interpreter.stacks import Stacks
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.runtime import run_cycle
 from tests.builders import expr, jobs, pslot, settings, static_slot
-from tests.fastpath.test_compilations import NOW, decided, negotiate_both_ways
+from tests.fastpath.test_compilations import JOB_VARIANTS, NOW, SLOT_VARIANTS, Cycle, decided, negotiate_both_ways
 
 
 @contextmanager
@@ -207,3 +211,54 @@ def test_records_of_slots_gone_do_not_pile_up():
         held.append(len(compilations.match_space))
     assert max(held) <= 2 * 40 + 64
     assert held.count(40) >= 3             # it started over, with this cycle's records alone
+
+
+# -- hypothesis-drawn pools whose slots keep, change or lose their records -------------------------
+
+KEEP, UPDATE, LEAVE = "keep", "update", "leave"
+SITES = ["east", "west"]
+# jobs reading the slots' Site: a job-and-slot conjunct, a classad2 step, and one beside an asset
+SITE_JOB_VARIANTS = [
+    {"Requirements": expr("TARGET.Site == \"east\"")},
+    {"Sites": "east,north", "Requirements": expr("stringListMember(TARGET.Site, MY.Sites)")},
+    {"Requirements": expr("TARGET.Site =!= \"east\" && TARGET.Cpus >= RequestCpus")},
+]
+DRAWN_JOB_VARIANTS = JOB_VARIANTS + SITE_JOB_VARIANTS
+slot_draw = st.tuples(st.sampled_from(range(len(SLOT_VARIANTS))), st.sampled_from([1, 2, 4]),
+                      st.sampled_from(range(len(SITES))))
+slot_change = st.tuples(st.sampled_from([KEEP, KEEP, UPDATE, LEAVE]), slot_draw)
+
+
+@hypothesis_settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(slot_draw, st.booleans()), min_size=2, max_size=8),
+       st.lists(st.tuples(st.lists(slot_change, min_size=8, max_size=8), st.integers(min_value=0, max_value=3)),
+                min_size=1, max_size=4),
+       st.lists(st.tuples(st.sampled_from(range(len(DRAWN_JOB_VARIANTS))), st.sampled_from([1, 2])),
+                min_size=1, max_size=4))
+def test_drawn_pools_keeping_changing_and_losing_records_decide_alike(first, changes, job_draws):
+    """Each later cycle keeps some slots' ad objects (their records), re-advertises others as new
+    ads (of the same or another image, another Site, other amounts: in the place of the old
+    record or not) and loses some, while the clock moves; the kept space decides as from scratch."""
+    config = settings()
+
+    def slot(index: int, drawn: tuple[int, int, int], partitionable: bool) -> classad2.ClassAd:
+        variant, cpus, site = drawn
+        return (pslot if partitionable else static_slot)(f"slot{index}", cpus=cpus, Site=SITES[site],
+                                                         **SLOT_VARIANTS[variant])
+
+    job_ads = [ad for cluster, (variant, cpus) in enumerate(job_draws, start=1)
+               for ad in jobs(("alice", "bob")[cluster % 2], 2, cluster=cluster, cpus=cpus,
+                              **DRAWN_JOB_VARIANTS[variant])]
+    kinds = [partitionable for _, partitionable in first]
+    current = {index: slot(index, drawn, partitionable) for index, (drawn, partitionable) in enumerate(first)}
+    cycles: list[Cycle] = [(list(current.values()), job_ads, NOW)]
+    for step, (slot_changes, minutes) in enumerate(changes, start=1):
+        for index, (change, drawn) in enumerate(slot_changes[: len(first)]):
+            if change == UPDATE:
+                current[index] = slot(index, drawn, kinds[index])
+            elif change == LEAVE and index:      # slot0 stays: an empty pool has no assets, and starts over
+                current.pop(index, None)
+            elif index not in current:       # a slot that left comes back, as a new ad
+                current[index] = slot(index, drawn, kinds[index])
+        cycles.append((list(current.values()), job_ads, NOW + 60 * step + 30 * minutes))
+    negotiate_both_ways(cycles, config)
