@@ -82,7 +82,7 @@ class SlotClasses:
 
     def __init__(self, rows: np.ndarray, columns: SlotColumns) -> None:
         self._columns = columns
-        self.rows = rows                                     # universe row -> table row
+        self.rows = rows                                     # universe row -> column row
         self.of = np.zeros(len(rows), dtype=np.int64)       # universe row -> class
         self.shapes: list[dict[str, int]] = [{}]             # class -> attribute -> shape
         self._listed: list[str] = []
@@ -134,7 +134,7 @@ class SlotClasses:
 class Grouping:
     """The outcome of resolving one root expression over some slots: groups and their IR roots."""
 
-    groups: list[tuple[np.ndarray, int | None, str]]   # (table rows, IR node or None, fallback reason)
+    groups: list[tuple[np.ndarray, int | None, str]]   # (column rows, IR node or None, fallback reason)
     probes: dict[tuple[str, str], object]
 
 

@@ -115,7 +115,7 @@ class Builder:
     cells: CellTable
     columns: SlotColumns
     job: JobCells | None
-    rows: np.ndarray                 # table rows of the group
+    rows: np.ndarray                 # the group's rows of the slot columns
     mode: Mode
     old_semantics: bool
     scalar_value: Callable[[int], Value] | None = None   # a job-only node's value for this job

@@ -1,4 +1,4 @@
-"""A universe of slot-table rows, the compiled root expressions over it and its static store.
+"""A universe of slots (rows of its columns), the compiled root expressions over it and its static store.
 
 Compilation happens per *root* (slot Requirements, job Requirements, Consumption<asset>, ...) and
 per *job shape*: which job attributes the root reads, and whether each is missing, a literal or
