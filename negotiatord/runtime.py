@@ -133,9 +133,14 @@ def run_cycle(snapshot: Snapshot, accountant: AccountantState, settings: Setting
     if not settings.incremental_cycle:
         descriptions = compilations = None
     with garbage_collection_paused():
-        if evaluator is None:
-            evaluator = FastEvaluator(snapshot.table, settings, now, descriptions, compilations)
-        return negotiate(snapshot, accountant, settings, evaluator, now)
+        try:
+            if evaluator is None:
+                evaluator = FastEvaluator(snapshot.table, settings, now, descriptions, compilations)
+            return negotiate(snapshot, accountant, settings, evaluator, now)
+        except BaseException:
+            if compilations is not None:      # what a cycle stopped half-way kept may be half made
+                compilations.start_over()
+            raise
 
 
 class CycleProcessFailed(Exception):

@@ -10,6 +10,7 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 * the cycle's clock moving under slot-only and job-and-slot conjuncts that read ``time()``;
 * the configuration changing an expression that keeps its root's name;
 * records of slots gone piling up, until the space starts over;
+* a cycle failing half-way, after which the next starts over;
 * hypothesis-drawn pools whose slots keep their records, get new ones (of their image or
   another) or leave, while the clock moves.
 """
@@ -30,6 +31,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.fastpath.interpreter import root_families
+from negotiatord.fastpath.interpreter.one_call import OneCallAssessment
 from negotiatord.fastpath.interpreter.root_families import CompiledRoot
 from negotiatord.fastpath.interpreter.space import RootSpec
 from negotiatord.fastpath.interpreter.stacks import Stacks
@@ -194,6 +196,32 @@ def test_a_configured_rank_changed_between_cycles_is_compiled_again():
         chosen.append({match.slot for match in kept.matches})
     assert chosen[0] == chosen[2] == {"s2", "s3"}
     assert chosen[1] == {"s0", "s1"}
+
+
+def test_a_cycle_that_fails_half_way_leaves_nothing_half_made(monkeypatch):
+    """A cycle stopped by an error in the middle of its matchmaking (the kept space entered, rows
+    taken in) leaves the next cycle to start over, and that cycle decides as one from scratch."""
+    config = settings()
+    job_ads = queue()
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    run_cycle(builder.build(glideins(0, 3), job_ads, config), AccountantState(), config, NOW,
+              descriptions=descriptions, compilations=compilations)
+    grown = [*glideins(0, 3), *glideins(3, 2)]
+
+    def failing(*args: object) -> object:
+        raise RuntimeError("stopped half-way")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(OneCallAssessment, "assess", failing)
+        with pytest.raises(RuntimeError):
+            run_cycle(builder.build(grown, job_ads, config), AccountantState(), config, NOW + 60,
+                      descriptions=descriptions, compilations=compilations)
+    assert compilations.kept is None and compilations.match_space is None
+    kept = run_cycle(builder.build(grown, job_ads, config), AccountantState(), config, NOW + 120,
+                     descriptions=descriptions, compilations=compilations)
+    fresh = run_cycle(SnapshotBuilder().build(grown, job_ads, config), AccountantState(), config, NOW + 120)
+    assert decided(kept) == decided(fresh)
+    assert compilations.started == 2
 
 
 def test_records_of_slots_gone_do_not_pile_up():

@@ -118,6 +118,11 @@ class Compilations:
         """The compilations kept now; None before the first cycle."""
         return self._kept
 
+    def start_over(self) -> None:
+        """Keep nothing: the next cycle compiles afresh."""
+        self._kept = None
+        self.match_space = None
+
     def for_cycle(self, old_semantics: bool, assets: tuple[str, ...], slots: int) -> Compiled:
         """The compilations for a cycle evaluated in ``old_semantics`` over a slot table of
         ``slots`` slots and ``assets``: those kept, unless made in the other mode, for other
