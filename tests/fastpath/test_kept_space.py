@@ -11,6 +11,7 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 * the configuration changing an expression that keeps its root's name;
 * records of slots gone piling up, until the space starts over;
 * a cycle failing half-way, after which the next starts over;
+* the answers kept per distinct job values passing their bound;
 * hypothesis-drawn pools whose slots keep their records, get new ones (of their image or
   another) or leave, while the clock moves.
 """
@@ -31,6 +32,7 @@ from negotiatord.accountant import AccountantState
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.fastpath.interpreter import root_families
+from negotiatord.fastpath.interpreter import space as space_module
 from negotiatord.fastpath.interpreter.one_call import OneCallAssessment
 from negotiatord.fastpath.interpreter.root_families import CompiledRoot
 from negotiatord.fastpath.interpreter.space import RootSpec
@@ -222,6 +224,27 @@ def test_a_cycle_that_fails_half_way_leaves_nothing_half_made(monkeypatch):
     fresh = run_cycle(SnapshotBuilder().build(grown, job_ads, config), AccountantState(), config, NOW + 120)
     assert decided(kept) == decided(fresh)
     assert compilations.started == 2
+
+
+def test_answers_kept_per_job_values_are_bounded(monkeypatch):
+    """Past a bound, a cycle entering the kept space drops the job-and-slot answers it holds per
+    distinct job values (a daemon meets ever new ones); the cycles still decide as from scratch."""
+    monkeypatch.setattr(space_module, "MAX_JOB_ANSWER_BYTES", 1)
+    config = settings()
+    slot_ads = [pslot(f"s{i}", cpus=2, Site=("east", "west")[i % 2]) for i in range(4)]
+    cycles = [(slot_ads, jobs("alice", 2, cluster=step + 1, memory=100 * (step + 1),
+                              Requirements=expr("TARGET.Site == \"east\"")), NOW + 60 * step)
+              for step in range(4)]
+    results = negotiate_both_ways(cycles, config, reference=True)
+    assert all(result.matches for result in results)
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    epochs = []
+    for slot_ads_now, job_ads, now in cycles:
+        run_cycle(builder.build(slot_ads_now, job_ads, config), AccountantState(), config, now,
+                  descriptions=descriptions, compilations=compilations)
+        assert compilations.match_space is not None and compilations.match_space.space is not None
+        epochs.append(compilations.match_space.space.epoch)
+    assert epochs[1] < epochs[2] < epochs[3]        # each later cycle dropped what the last kept
 
 
 def test_records_of_slots_gone_do_not_pile_up():

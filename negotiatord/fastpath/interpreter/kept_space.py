@@ -40,6 +40,11 @@ class KeptMatchSpace:
         self._has_amount = np.zeros((0, self._assets), dtype=bool)
         self._space: Space | None = None
 
+    @property
+    def space(self) -> Space | None:
+        """The match space (None before the first cycle)."""
+        return self._space
+
     def __len__(self) -> int:
         """The slot records held."""
         return 0 if self._columns is None else len(self._columns)

@@ -133,6 +133,9 @@ class SlotRows:
 
 
 _SERIALS = count()   # each space's own, so a job's layout knows the space it was made in
+# Past this, the answers a kept space holds per distinct job values (its job-and-slot conjuncts'
+# and its stacks') are dropped when a cycle enters it: a daemon meets ever new job values.
+MAX_JOB_ANSWER_BYTES = 64 * 2**20
 
 
 class Space:
@@ -257,6 +260,11 @@ class Space:
             self.context = context
             self._move_clock()
         self.context = context
+        held = sum(ok.nbytes + computed.nbytes for ok, computed in self._job_static.values())
+        if held + self.stacks.job_answer_bytes() > MAX_JOB_ANSWER_BYTES:
+            self._job_static.clear()
+            self.stacks.clear()
+            self.epoch += 1              # jobs' layouts hold the stacks' answers
 
     def _move_clock(self) -> None:
         """The cycle's clock moved: the static values that read it are worked out again, and

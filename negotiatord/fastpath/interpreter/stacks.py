@@ -79,6 +79,14 @@ class Stacks:
             found = self._stacks[key] = self._make(space, compiled)
         return found
 
+    def job_answer_bytes(self) -> int:
+        """The memory the stacks' job-and-slot answers take."""
+        return sum(state.ok.nbytes + state.known.nbytes
+                   for stack in self._stacks.values() for state in stack.job_static_states.values())
+
+    def clear(self) -> None:
+        self._stacks.clear()
+
     def forget(self, universe_rows: np.ndarray) -> None:
         """Forget the job-and-slot answers of ``universe_rows``: another slot now stands there."""
         for stack in self._stacks.values():
