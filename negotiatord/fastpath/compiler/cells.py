@@ -264,10 +264,7 @@ class SlotColumns:
         column = self._columns.get(name)
         if column is None or len(column) < len(self._slots):      # room for more: kept columns grow each cycle
             size = len(self._slots) if column is None else len(self._slots) + len(self._slots) // 8 + 64
-            grown = np.full(size, -1, dtype=np.int64)
-            if column is not None:
-                grown[: len(column)] = column
-            column = self._columns[name] = grown
+            column = self._columns[name] = grown(column, size, -1)
         values = column[rows]
         missing = rows[values < 0]
         if len(missing):
@@ -383,6 +380,16 @@ def distinct_rows(rows: np.ndarray, size: int) -> np.ndarray:
     mask = np.zeros(size, dtype=bool)
     mask[rows] = True
     return np.flatnonzero(mask)
+
+
+def grown(array: np.ndarray | None, rows: int, fill: object = 0, dtype: type = np.int64) -> np.ndarray:
+    """``array`` (None: an empty one of ``dtype``) with ``rows`` rows along its first axis, the
+    new ones ``fill``."""
+    if array is None:
+        return np.full(rows, fill, dtype=dtype)
+    bigger = np.full((rows, *array.shape[1:]), fill, dtype=array.dtype)
+    bigger[: len(array)] = array
+    return bigger
 
 
 def _is_number(description: Description) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from negotiatord.classad.values import NotScalar, Value
+from negotiatord.fastpath.compiler.cells import grown
 from negotiatord.fastpath.compiler.folding import evaluate
 from negotiatord.fastpath.compiler.lowering import PyStep
 from negotiatord.fastpath.instructions import SOURCE_SCALAR, SOURCE_STATIC
@@ -53,9 +54,7 @@ class PythonInputs:
             state = self._steps[step.dst] = _Step(step, 0)
         columns = universe_rows[positions]
         if len(state.codes) <= columns.max(initial=0):
-            grown = np.full(max(2 * len(state.codes), columns.max() + 1), -1, dtype=np.int64)
-            grown[: len(state.codes)] = state.codes
-            state.codes = grown
+            state.codes = grown(state.codes, max(2 * len(state.codes), columns.max() + 1), -1)
         missing = columns[state.codes[columns] < 0]
         if len(missing):
             self._encode(state, np.unique(missing), static)

@@ -33,7 +33,9 @@ import numpy as np
 
 from negotiatord.classad.parser import Node
 from negotiatord.classad.values import BOOL, INT, REAL, Value
-from negotiatord.fastpath.compiler.cells import CLOCK_COLUMNS, CellTable, JobCells, SlotColumns, distinct_rows
+from negotiatord.fastpath.compiler.cells import (
+    CLOCK_COLUMNS, CellTable, JobCells, SlotColumns, distinct_rows, grown,
+)
 from negotiatord.fastpath.compiler.ir import CONST, IRGraph, collect
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.compiler.lowering import Operand, PyStep, lower
@@ -251,9 +253,7 @@ class Space:
     def enter(self, context: Context, slot_rows: SlotRows) -> None:
         """A later cycle over the same columns: its clock (``context``) and its table's rows."""
         if len(slot_rows) > len(self._universe_of):
-            grown = np.full(len(slot_rows), -1, dtype=np.int64)
-            grown[: len(self._universe_of)] = self._universe_of
-            self._universe_of = grown
+            self._universe_of = grown(self._universe_of, len(slot_rows), -1)
         self.slot_rows = slot_rows
         self._universe_index = self._universe_of[slot_rows.column_of]
         if context.now != self.context.now:
@@ -398,10 +398,7 @@ class Space:
         self.prepare_static(leaf.static_nodes, universe_rows)
         prepared = self._prepared.get(leaf.id)
         if prepared is None or len(prepared) < len(self.rows):
-            grown = np.zeros(len(self.rows), dtype=bool)
-            if prepared is not None:
-                grown[: len(prepared)] = prepared
-            prepared = self._prepared[leaf.id] = grown
+            prepared = self._prepared[leaf.id] = grown(prepared, len(self.rows), False, bool)
         prepared[universe_rows] = True
         if leaf.chain is None:
             return
@@ -420,11 +417,9 @@ class Space:
         key = (leaf.id, tuple(zip(scalars[0].tolist(), scalars[1].tolist(), scalars[2].tolist())))
         found = self._job_static.get(key)
         if found is None or len(found[0]) < len(self.rows):
-            grown = (np.zeros(len(self.rows), dtype=bool), np.zeros(len(self.rows), dtype=bool))
-            if found is not None:
-                for new, old in zip(grown, found):
-                    new[: len(old)] = old
-            found = self._job_static[key] = grown
+            ok, computed = found or (None, None)
+            found = self._job_static[key] = (grown(ok, len(self.rows), False, bool),
+                                              grown(computed, len(self.rows), False, bool))
         ok, computed = found
         # sorted and deduplicated, so the results line up with the rows they are written to
         # (universe_rows is in the call's order, which is not the universe's once non-candidates joined)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from negotiatord.fastpath.compiler.cells import grown
 from negotiatord.fastpath.compiler.leaves import Leaf
 from negotiatord.fastpath.compiler.lowering import Plan
 from negotiatord.fastpath.instructions import (
@@ -33,8 +34,8 @@ class LeafTables:
         """Register leaf ``leaf_id``: a native plan (one segment, written through the root's own
         sink), a conjunct chain (a FILTER segment per conjunct), or one left to Python (None)."""
         if leaf_id >= len(self.leaves):
-            self.leaves = _grown(self.leaves, 2 * len(self.leaves))
-            self.static_ok = _grown(self.static_ok, 2 * len(self.static_ok))
+            self.leaves = grown(self.leaves, 2 * len(self.leaves))
+            self.static_ok = grown(self.static_ok, 2 * len(self.static_ok))
         row = self.leaves[leaf_id]
         if plan is None or not plan.native:
             row[LEAF_KIND] = LEAF_PYTHON
@@ -59,7 +60,7 @@ class LeafTables:
 
     def _append_segment(self, start: int, end: int, kind: int, idx: int, sink: int) -> None:
         if self.segment_size == len(self.segments):
-            self.segments = _grown(self.segments, 2 * len(self.segments))
+            self.segments = grown(self.segments, 2 * len(self.segments))
         self.segments[self.segment_size] = (start, end, kind, idx, sink)
         self.segment_size += 1
 
@@ -73,7 +74,7 @@ class LeafTables:
     def _append_code(self, code: np.ndarray) -> int:
         start = self.code_size
         while start + len(code) > len(self.code):
-            self.code = _grown(self.code, 2 * len(self.code))
+            self.code = grown(self.code, 2 * len(self.code))
         self.code[start: start + len(code)] = code
         self.code_size += len(code)
         return start
@@ -132,9 +133,3 @@ class JobTables:
         base = self.scalar_base[leaf_id]
         size = self.layout.sizes[leaf_id]
         return each(lambda v: v[base: base + size], self._values)
-
-
-def _grown(array: np.ndarray, rows: int) -> np.ndarray:
-    grown = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
-    grown[: len(array)] = array
-    return grown
