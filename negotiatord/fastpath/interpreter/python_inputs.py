@@ -36,9 +36,9 @@ class PythonInputs:
         self._strings = strings
         self._steps: dict[int, _Step] = {}
 
-    def forget(self, rows: list[int]) -> None:
-        """Forget the steps of dynamic input ``rows``: their slot sides changed."""
-        for row in rows:
+    def forget_steps(self, dynamic_rows: list[int]) -> None:
+        """Forget the steps filling ``dynamic_rows``: their slot sides changed."""
+        for row in dynamic_rows:
             self._steps.pop(row, None)
 
     def forget_rows(self, universe_rows: np.ndarray) -> None:

@@ -160,7 +160,7 @@ class Space:
         self.tables = LeafTables(len(self.rows))
         self.stacks = Stacks(context.assets)
         self.serial = next(_SERIALS)
-        self.epoch = 0                   # bumped when the universe grows (what is laid out over it is then stale)
+        self.epoch = 0                   # see _new_epoch
         self._prepared: dict[int, np.ndarray] = {}        # leaf id -> whether each universe row's static inputs are in
         self._clocked: dict[int, bool] = {}               # static store row -> its node reads the cycle's clock
         self._leaf_ids: dict[tuple[int | None, int, str], int] = {}
@@ -189,7 +189,7 @@ class Space:
                 self.classes.grow(new, classes)
                 self._grow(len(self.static[0]), len(self.rows))
                 self.tables.widen(len(self.rows))
-                self.epoch += 1
+                self._new_epoch()
             self._universe_index[:] = self._universe_of[self.slot_rows.column_of]
             found = self._universe_index[rows]
         return found
@@ -263,8 +263,13 @@ class Space:
         held = sum(ok.nbytes + computed.nbytes for ok, computed in self._job_static.values())
         if held + self.stacks.job_answer_bytes() > MAX_JOB_ANSWER_BYTES:
             self._job_static.clear()
-            self.stacks.clear()
-            self.epoch += 1              # jobs' layouts hold the stacks' answers
+            self._new_epoch()
+
+    def _new_epoch(self) -> None:
+        """What is laid out over the universe is stale (it grew, or answers were dropped): the
+        stacks go, and the jobs' layouts with them (JobState.enter)."""
+        self.stacks.clear()
+        self.epoch += 1
 
     def _move_clock(self) -> None:
         """The cycle's clock moved: the static values that read it are worked out again, and
@@ -279,10 +284,10 @@ class Space:
             if not any(static_row(node) in clocked for node in leaf.static_nodes):
                 continue
             if leaf.job_static is not None:
-                self.epoch += 1          # jobs' layouts hold its job-and-slot conjuncts' answers
+                self._new_epoch()        # the stacks hold its job-and-slot conjuncts' answers
             self._job_static = {key: found for key, found in self._job_static.items() if key[0] != leaf.id}
             steps = [*leaf.python_inputs, *(leaf.job_static_inputs.python if leaf.job_static_inputs else ())]
-            self.python.forget([step.dst for step in steps])
+            self.python.forget_steps([step.dst for step in steps])
             prepared = self._prepared.get(leaf.id)
             if prepared is not None:
                 self.prepare(leaf, np.flatnonzero(prepared))

@@ -65,14 +65,10 @@ class Stacks:
     def __init__(self, assets: int) -> None:
         self._assets = assets
         self._stacks: dict[tuple[int, ...], Stack] = {}          # id() of each compiled root -> stack
-        self._epoch = 0
 
     def of(self, space: Space, compiled: list[CompiledRoot | None]) -> Stack:
-        """The stack of these compiled roots, made when a job first compiles to them (again once
-        the universe grew: the roots then cover more rows)."""
-        if self._epoch != space.epoch:
-            self._stacks.clear()
-            self._epoch = space.epoch
+        """The stack of these compiled roots, made when a job first compiles to them (again in
+        each epoch of the space, which clears the stacks: the roots may cover more rows)."""
         key = tuple(id(c) for c in compiled)
         found = self._stacks.get(key)
         if found is None:
@@ -85,6 +81,7 @@ class Stacks:
                    for stack in self._stacks.values() for state in stack.job_static_states.values())
 
     def clear(self) -> None:
+        """Drop every stack (their roots' universe grew, or their answers are dropped)."""
         self._stacks.clear()
 
     def forget(self, universe_rows: np.ndarray) -> None:
