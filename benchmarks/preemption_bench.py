@@ -36,7 +36,7 @@ from cycle_bench import SIZES, isolated, make_evaluator
 from pool_generator import CONFIG_PATH, GeneratedPool, generate_pool
 
 from negotiatord.accountant import AccountantState
-from negotiatord.accountant.priorities import CustomerRecord
+from negotiatord.accountant.records import CustomerRecord
 from negotiatord.commands.negotiate import EVALUATORS
 from negotiatord.pool.builder import build_snapshot
 from negotiatord.runtime import run_cycle

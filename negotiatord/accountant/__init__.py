@@ -1,12 +1,7 @@
 """The accountant: customer priorities and usage (pure), persisted per cycle in SQLite."""
 
-from negotiatord.accountant.priorities import (
-    MIN_PRIORITY,
-    MIN_PRIORITY_FACTOR,
-    AccountantState,
-    CustomerRecord,
-    advance,
-)
+from negotiatord.accountant.records import MIN_PRIORITY, MIN_PRIORITY_FACTOR, CustomerRecord
+from negotiatord.accountant.priorities import AccountantState, advance
 from negotiatord.accountant.edits import UnknownCustomer
 from negotiatord.accountant.store import AccountantStore, AccountantStoreError
 

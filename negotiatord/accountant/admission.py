@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from collections.abc import Mapping
 
-from negotiatord.accountant.priorities import AccountantState, check_finite, check_non_negative
+from negotiatord.accountant.records import check_finite, check_non_negative
+from negotiatord.accountant.priorities import AccountantState
 
 
 def decay_rate(elapsed: float, half_life: float) -> float:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
-from negotiatord.accountant.priorities import MIN_PRIORITY, check_factor, check_finite, check_non_negative
+from negotiatord.accountant.records import MIN_PRIORITY, check_factor, check_finite, check_non_negative
 
 # A customer an administrator names before any cycle saw it gets a fresh record (as HTCondor's
 # SetAttribute creates the ad), at the best priority.

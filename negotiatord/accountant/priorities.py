@@ -1,7 +1,6 @@
 """Customer priorities: HTCondor's real priority, its exponential decay, and the priority factor.
 
-A *customer* is anything the accountant keeps a record for: a submitter (``alice@site``,
-``group_a.alice@site``) or an accounting group (``group_a``, ``group_a.x``, ``<none>``). Everything
+Every customer's record (:mod:`negotiatord.accountant.records`) is held in one state. Everything
 here is pure: the cycle reads an :class:`AccountantState`, :func:`advance` returns the next one, and
 the store persists it.
 """
@@ -9,11 +8,15 @@ the store persists it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 from collections.abc import Iterable, Mapping
 
+from negotiatord.accountant.columns import CustomerColumns
+from negotiatord.accountant.records import (
+    MIN_PRIORITY_FACTOR, NICE_USER_PREFIX, CustomerRecord, check_finite, check_non_negative, check_usage, plain_float,
+    plain_floats,
+)
 from negotiatord.settings.model import Settings
 
 if TYPE_CHECKING:
@@ -21,139 +24,6 @@ if TYPE_CHECKING:
     from negotiatord.accountant.quota_timers import QuotaTimer
 
 _Value = TypeVar("_Value")
-
-# Accountant::MinPriority: no real priority is ever better (lower) than this.
-MIN_PRIORITY = 0.5
-# MIN_PRIORITY_FACTOR in Accountant.cpp; condor_userprio -setfactor refuses anything lower.
-MIN_PRIORITY_FACTOR = 1.0
-# NiceUserName in HTCondor's condor_constants.h: the prefix of a nice user's submitter name.
-NICE_USER_PREFIX = "nice-user"
-# The longest customer name an administrator may name in an edit (the longest in the OSPool's
-# negotiator, group_opportunistic.<project>.<user>@<access point>, has under 80).
-MAX_CUSTOMER_NAME = 1024
-_SHOWN_VALUE = 40     # characters of a refused value quoted in an error
-
-
-def check_finite(what: str, value: object) -> float:
-    """``value`` as a float, or a ValueError saying which ``what`` is not a finite number (an
-    integer too large for a float included)."""
-    number = None
-    if not isinstance(value, bool) and isinstance(value, (int, float)):
-        try:
-            number = float(value)
-        except OverflowError:
-            pass
-    if number is None or not math.isfinite(number):
-        raise ValueError(f"{what} must be a finite number, got {_shown(value)}")
-    return number
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _SHOWN_VALUE else f"{text[:_SHOWN_VALUE]}... ({len(text):,} characters)"
-
-
-def check_customer_name(name: object) -> str:
-    """``name`` if an administrator may edit the customer of that name, else a ValueError saying
-    why: the full name of a submitter, ``user@uid.domain``, as ``condor_userprio`` requires before
-    it sends ``-setfactor``, ``-resetusage`` or ``-delete`` to the negotiator (``strchr(name, '@')``
-    in src/condor_tools/user_prio.cpp); no white space or control characters (no submitter name
-    holds any) and at most :data:`MAX_CUSTOMER_NAME` characters."""
-    if not isinstance(name, str) or not name:
-        raise ValueError('name the customer: {"customer": "user@uid.domain"}')
-    if len(name) > MAX_CUSTOMER_NAME:
-        raise ValueError(f"a customer name has at most {MAX_CUSTOMER_NAME:,} characters, got {len(name):,}")
-    if any(not character.isprintable() and not character.isspace() for character in name):
-        raise ValueError(f"customer name {_shown(name)} holds a control character")
-    if any(character.isspace() for character in name):
-        raise ValueError(f"customer name {_shown(name)} holds white space")
-    if "@" not in name:
-        raise ValueError(f"customer name {_shown(name)} is not the full name of a submitter "
-                         "(user@uid.domain or user@full.host.name), as condor_userprio requires")
-    return name
-
-
-def check_non_negative(what: str, value: float) -> float:
-    """``value`` as a float, or a ValueError: usage, accumulated usage and costs are never < 0."""
-    value = check_finite(what, value)
-    if value < 0:
-        raise ValueError(f"{what} must be >= 0, got {value!r}")
-    return value
-
-
-def check_usage(customer: str, usage: float) -> float:
-    return check_non_negative(f"usage of customer {customer!r}", usage)
-
-
-def check_factor(customer: str, factor: object) -> float:
-    """``factor`` as a float, or a ValueError: condor_userprio -setfactor requires a factor >= 1."""
-    factor = check_finite(f"priority factor of customer {customer!r}", factor)
-    if factor < MIN_PRIORITY_FACTOR:
-        raise ValueError(
-            f"priority factor of customer {customer!r} must be >= {MIN_PRIORITY_FACTOR} "
-            f"(as condor_userprio -setfactor requires), got {factor!r}"
-        )
-    return factor
-
-
-@dataclass(frozen=True)
-class CustomerRecord:
-    """One customer's accounting record (HTCondor's ``Customer.<name>`` accountant log ad)."""
-
-    name: str
-    real_priority: float          # >= MIN_PRIORITY
-    prio_factor: float | None     # set by condor_userprio -setfactor; None = configured default
-    weighted_usage: float         # weighted resources in use since the last update
-    accumulated_usage: float      # weighted usage integrated over time, in weighted seconds
-    begin_usage_time: float | None
-    last_usage_time: float | None  # last update that closed an interval with usage > 0
-    last_update_time: float | None
-    # set by condor_userprio -setceiling / -setfloor, in weighted resources; None: no ceiling, no floor
-    ceiling: float | None = None
-    floor: float | None = None
-
-    def __post_init__(self) -> None:
-        if _plainly_valid(self):
-            return
-        real = check_finite(f"real priority of customer {self.name!r}", self.real_priority)
-        if real < MIN_PRIORITY:
-            raise ValueError(
-                f"real priority of customer {self.name!r} must be >= {MIN_PRIORITY}, got {real!r}"
-            )
-        if self.prio_factor is not None:
-            check_factor(self.name, self.prio_factor)
-        check_usage(self.name, self.weighted_usage)
-        check_non_negative(f"accumulated usage of customer {self.name!r}", self.accumulated_usage)
-        for what in ("begin_usage_time", "last_usage_time", "last_update_time"):
-            value = getattr(self, what)
-            if value is not None:
-                check_finite(f"{what} of customer {self.name!r}", value)
-        for what in ("ceiling", "floor"):
-            value = getattr(self, what)
-            if value is not None:
-                check_non_negative(f"{what} of customer {self.name!r}", value)
-
-    @classmethod
-    def fresh(cls, name: str) -> CustomerRecord:
-        """The record of a customer never seen before: best priority, no usage."""
-        return cls(name, MIN_PRIORITY, None, 0.0, 0.0, None, None, None)
-
-
-def _plainly_valid(record: CustomerRecord) -> bool:
-    """Whether ``record`` is valid by the checks of its ``__post_init__``, in the common case of
-    plain floats, asked without making their error messages: a replay makes a record per customer
-    per cycle. False sends it through the checks, which raise the message naming the field."""
-    times = (record.begin_usage_time, record.last_usage_time, record.last_update_time)
-    return (record.prio_factor is None and record.ceiling is None and record.floor is None
-            and _plain(record.real_priority, MIN_PRIORITY)
-            and _plain(record.weighted_usage) and _plain(record.accumulated_usage)
-            and all(moment is None or _plain(moment, -math.inf) for moment in times))
-
-
-def _plain(value: object, low: float = 0.0) -> bool:
-    """Whether ``value`` is a plain, finite float of at least ``low``: what the checks accept,
-    asked without making the messages they would raise (see :func:`_plainly_valid`)."""
-    return type(value) is float and math.isfinite(value) and value >= low
 
 
 class AccountantState:
@@ -185,12 +55,12 @@ class AccountantState:
         accrued = dict(accrued_usage or {})
         # the checks' messages are made only when a check fails: a replay makes a state per cycle
         if not (accrued.keys() <= by_name.keys()
-                and all(map(_plain, accrued.values()))):
+                and all(map(plain_float, accrued.values()))):
             for name, amount in accrued.items():
                 check_non_negative(f"accrued usage of customer {name!r}", amount)
                 if name not in by_name:
                     raise ValueError(f"accrued usage given for unknown customer {name!r}")
-        self._records = MappingProxyType(by_name)
+        self._records = CustomerColumns.of(by_name)
         self._accrued = MappingProxyType(accrued)
         self._admission = MappingProxyType(dict(admission or {}))
         self._quota_timers = MappingProxyType(dict(quota_timers or {}))
@@ -201,7 +71,12 @@ class AccountantState:
 
     def customers(self) -> list[CustomerRecord]:
         """Every known customer's record, by name."""
-        return [self._records[name] for name in sorted(self._records)]
+        return list(self._records.values())
+
+    def weighted_usages(self) -> dict[str, float]:
+        """Every known customer's weighted usage in force, by name (a replay asks it of states
+        it advances without a cycle, whose records nobody reads)."""
+        return self._records.weighted_usages()
 
     def accrued_usage(self, name: str) -> float:
         """Weighted seconds added to ``name``'s accumulated usage since the state was loaded."""
@@ -237,13 +112,13 @@ class AccountantState:
         return AccountantState._of_checked(self._records, self._accrued, dict(admission), dict(timers))
 
     @staticmethod
-    def _of_checked(records: Mapping[str, CustomerRecord], accrued: Mapping[str, float],
+    def _of_checked(records: CustomerColumns, accrued: Mapping[str, float],
                     admission: Mapping[str, AdmissionUsage], timers: Mapping[str, QuotaTimer]) -> AccountantState:
-        """A state of records (by name) and accrued usage that passed the constructor's checks,
-        made without them. The mappings are kept, not copied: nothing may change them after (a
+        """A state of records and accrued usage that passed the constructor's checks, made
+        without them. The mappings are kept, not copied: nothing may change them after (a
         read-only view, another state's, is kept as it is)."""
         state = object.__new__(AccountantState)
-        state._records, state._accrued = _read_only(records), _read_only(accrued)
+        state._records, state._accrued = records, _read_only(accrued)
         state._admission, state._quota_timers = _read_only(admission), _read_only(timers)
         return state
 
@@ -308,78 +183,24 @@ def advance(
     """The state at ``now``: priorities decayed and usage charged, then ``usage`` in force.
 
     Follows Accountant::UpdatePriorities / UpdateOnePriority for every known customer and every
-    customer in ``usage``. The usage held over the elapsed interval is the one recorded at the
-    previous update (HTCondor charges WeightedResourcesUsed over TimePassed); ``usage`` (running
-    work plus this cycle's matches) is what the *next* update will charge.
+    customer in ``usage`` (:meth:`CustomerColumns.advanced`). The usage held over the elapsed
+    interval is the one recorded at the previous update (HTCondor charges WeightedResourcesUsed
+    over TimePassed); ``usage`` (running work plus this cycle's matches) is what the *next*
+    update will charge.
     """
     now = check_finite("now", now)
     halflife = check_finite("PRIORITY_HALFLIFE", halflife)
     if halflife <= 0:
         raise ValueError(f"PRIORITY_HALFLIFE must be > 0 seconds, got {halflife!r}")
-    if all(map(_plain, usage.values())):
+    if plain_floats(usage.values()):
         usage_now = dict(usage)         # plain floats, checked without making the checks' messages
     else:
         usage_now = {name: check_usage(name, amount) for name, amount in usage.items()}
-
-    records: dict[str, CustomerRecord] = {}
-    accrued = dict(state._accrued)
-    agings: dict[float, float] = {}     # by elapsed time: the customers updated together share it
-    for name in sorted(state._records.keys() | usage_now.keys()):
-        record, charged = _advance_one(state.record(name), now, halflife, usage_now.get(name, 0.0), agings)
-        records[name] = record
-        if charged:
-            accrued[name] = accrued.get(name, 0.0) + charged
-    if not all(map(math.isfinite, accrued.values())):
+    records, charged = state._records.advanced(now, usage_now, halflife)
+    accrued = state._accrued.copy()     # a read-only view's copy() is its dict's: one C loop
+    for name, amount in charged.items():
+        accrued[name] = accrued.get(name, 0.0) + amount
+    if not all(map(math.isfinite, (accrued[name] for name in charged))):      # the others were checked
         return AccountantState(records.values(), accrued, state._admission, state._quota_timers)
-    # every record and accrued usage is checked: by its constructor or _advance_one
+    # every record is checked by CustomerColumns.advanced, and accrued usage here
     return AccountantState._of_checked(records, accrued, state._admission, state._quota_timers)
-
-
-def _advance_one(
-    record: CustomerRecord, now: float, halflife: float, usage: float, agings: dict[float, float]
-) -> tuple[CustomerRecord, float]:
-    """``record`` decayed to ``now`` with ``usage`` in force from then, and the weighted seconds
-    charged for the interval. ``agings`` holds the decay factors worked out so far, by elapsed time.
-
-    A replay advances the state every cycle, one new record per customer: the new record is made
-    without its constructor's checks (:func:`_checked_record`), which ``record`` passed and ``now``
-    and ``usage`` (checked by :func:`advance`) keep passing, unless a sum overflowed, which the
-    constructor then reports."""
-    last = record.last_update_time
-    elapsed = 0.0 if last is None else now - last
-    if elapsed <= 0:
-        # UpdatePriorities returns when no time passed, and only restarts the clock when it went
-        # backwards (a reset system clock): nothing is decayed or charged either way.
-        return _checked_record(record, record.real_priority, usage, record.accumulated_usage,
-                               record.begin_usage_time, record.last_usage_time, now), 0.0
-    aging = agings.get(elapsed)
-    if aging is None:
-        aging = agings[elapsed] = 0.5 ** (elapsed / halflife)
-    held = record.weighted_usage
-    real = max(MIN_PRIORITY, record.real_priority * aging + held * (1.0 - aging))
-    charged = held * elapsed
-    accumulated = record.accumulated_usage + charged
-    begins = record.begin_usage_time
-    if begins is None and accumulated > 0:
-        begins = now  # UpdateOnePriority: BeginUsageTime is set once usage has accumulated
-    last = now if held > 0 else record.last_usage_time
-    if math.isfinite(real) and math.isfinite(accumulated):
-        return _checked_record(record, real, usage, accumulated, begins, last, now), charged
-    return CustomerRecord(record.name, real, record.prio_factor, usage, accumulated, begins, last, now,
-                          record.ceiling, record.floor), charged
-
-
-def _checked_record(before: CustomerRecord, real_priority: float, weighted_usage: float, accumulated_usage: float,
-                    begin_usage_time: float | None, last_usage_time: float | None,
-                    last_update_time: float | None) -> CustomerRecord:
-    """``before`` with these figures, values known to pass its checks, made without them (a frozen
-    dataclass's constructor sets each field through ``object.__setattr__``, then checks: ten times
-    the cost of the record's arithmetic). The administrator's settings (factor, ceiling, floor)
-    are ``before``'s."""
-    record = object.__new__(CustomerRecord)
-    object.__setattr__(record, "__dict__", {
-        "name": before.name, "real_priority": real_priority, "prio_factor": before.prio_factor,
-        "weighted_usage": weighted_usage, "accumulated_usage": accumulated_usage, "begin_usage_time": begin_usage_time,
-        "last_usage_time": last_usage_time, "last_update_time": last_update_time, "ceiling": before.ceiling,
-        "floor": before.floor})
-    return record

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from collections.abc import Collection, Mapping
 
-from negotiatord.accountant.priorities import check_finite, check_non_negative
+from negotiatord.accountant.records import check_finite, check_non_negative
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupSettings, GroupTree
 
 

@@ -17,12 +17,8 @@ from collections.abc import Iterable, Mapping
 
 from negotiatord.accountant.admission import AdmissionUsage
 from negotiatord.accountant.edits import DELETED, AdministratorEdits
-from negotiatord.accountant.priorities import (
-    AccountantState,
-    CustomerRecord,
-    check_finite,
-    check_non_negative,
-)
+from negotiatord.accountant.records import CustomerRecord, check_finite, check_non_negative
+from negotiatord.accountant.priorities import AccountantState
 from negotiatord.accountant.quota_timers import QuotaTimer
 from negotiatord.storage import quick_check, reading, transaction
 

@@ -21,7 +21,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from negotiatord.accountant import AccountantStoreError, UnknownCustomer
-from negotiatord.accountant.priorities import check_customer_name
+from negotiatord.accountant.records import check_customer_name
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
 from negotiatord.publish.matchlog import MatchLog, MatchLogError

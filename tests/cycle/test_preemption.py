@@ -34,7 +34,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings as hsettings, strategies as st
 
 from negotiatord.accountant import AccountantState
-from negotiatord.accountant.priorities import CustomerRecord
+from negotiatord.accountant.records import CustomerRecord
 from negotiatord.cycle.result import CycleResult
 from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.pool.builder import build_snapshot

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from negotiatord.accountant import AccountantState
-from negotiatord.accountant.priorities import CustomerRecord
+from negotiatord.accountant.records import CustomerRecord
 from negotiatord.accountant.quota_timers import QuotaTimer
 from negotiatord.cycle.result import CycleResult
 from negotiatord.pool.builder import build_snapshot

@@ -13,7 +13,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from negotiatord.accountant import AccountantStore
-from negotiatord.accountant.priorities import AccountantState, CustomerRecord
+from negotiatord.accountant.records import CustomerRecord
+from negotiatord.accountant.priorities import AccountantState
 from negotiatord.cycle.result import Match
 from negotiatord.feed.kinds import AdKind
 from negotiatord.publish.matchlog import MatchLog
