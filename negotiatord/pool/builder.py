@@ -17,6 +17,7 @@ The rules depend on what the slots read, so jobs read under other rules are read
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from weakref import WeakKeyDictionary
 
@@ -130,12 +131,20 @@ class SnapshotBuilder:
     ``remember=False`` makes a builder for one-off builds, which keeps nothing for a next one: job
     ads stream through it (each read and let go), and jobs equal in all a cycle reads share one ad
     (:class:`~negotiatord.pool.job_ads.SharedAds`), so a 255k-job pool need not be held in memory.
+
+    ``offered_again``: how many slot ads left out of a cycle keep their entries (the most recently
+    offered first), for a caller that offers the very same ad object again later. A trace replay
+    does: a node's own ad comes back when its jobs end. Its Slot record is then the one of before,
+    and so is all a cycle keeps by record (descriptions, the match space's row, the slot weight).
+    A daemon's collector sends a new ad for every change, so it keeps none.
     """
 
-    def __init__(self, *, remember: bool = True) -> None:
+    def __init__(self, *, remember: bool = True, offered_again: int = 0) -> None:
         self._remember = remember
+        self._offered_again = offered_again
         self._settings: Settings | None = None
         self._slots: dict[int, _SlotEntry] = {}
+        self._left_out: OrderedDict[int, _SlotEntry] = OrderedDict()      # see offered_again
         self._read_sets: dict[frozenset[JobRead], frozenset[JobRead]] = {}   # the slots' distinct reads
         # what the settings' expressions say, of the settings the slot entries were read under
         self._rank_exprs: list[classad2.ExprTree] = []
@@ -155,6 +164,7 @@ class SnapshotBuilder:
                 self._queue, self._autoclusters, self._clusters = _JobQueue.empty(), Autoclusters(), WeakKeyDictionary()
                 self._sharing_rules = None
             self._settings, self._slots, self._read_sets = settings, {}, {}
+            self._left_out.clear()
             self._rank_exprs = _expressions(settings.pre_job_rank, settings.post_job_rank)
             self._preemption_exprs = _expressions(settings.preemption_requirements, settings.preemption_rank)
         problems: list[LeftOut] = []
@@ -198,16 +208,18 @@ class SnapshotBuilder:
     def _slots_read(self, ads: Iterable[classad2.ClassAd], settings: Settings,
                     problems: list[LeftOut]) -> list[tuple[Slot, _SlotEntry]]:
         """The slots by name (the last ad of a name counts) with their entries, reading only the ads
-        not seen last cycle: entries are filed by ``id(ad)`` and keep their ads alive, so no other ad
-        has that id."""
-        known = self._slots
+        not seen last cycle, nor among the ads kept for being offered again: entries are filed by
+        ``id(ad)`` and keep their ads alive, so no other ad has that id."""
+        known, left_out = self._slots, self._left_out
         kept: dict[int, _SlotEntry] = {}
         by_name: dict[str, tuple[Slot, _SlotEntry]] = {}
         for ad in ads:
             key = id(ad)
             entry = known.get(key)
             if entry is None:
-                entry = _read_slot(ad, settings)
+                entry = left_out.pop(key, None)
+                if entry is None:
+                    entry = _read_slot(ad, settings)
             kept[key] = entry
             slot = entry.slot
             if slot is not None:
@@ -216,6 +228,12 @@ class SnapshotBuilder:
                 by_name[slot.name] = (slot, entry)
             elif entry.problem is not None:
                 problems.append(entry.problem)
+        if self._offered_again:
+            for key, entry in known.items():
+                if key not in kept:
+                    left_out[key] = entry
+            while len(left_out) > self._offered_again:
+                left_out.popitem(last=False)
         self._slots = kept
         return list(by_name.values())
 

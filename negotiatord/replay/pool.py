@@ -60,7 +60,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import heapq
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -85,6 +85,7 @@ JOB_REQUIREMENTS = ("TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemor
 SUBMITTER_DOMAIN = "trace"
 STAND_IN = "empty-nodes-{shape}@" + SUBMITTER_DOMAIN
 CLAIMS_STAND_IN = "claims-of-{customer}"
+STAND_INS_KEPT = 64       # empty nodes' stand-ins kept for when as many nodes stand in again
 
 
 class PoolSpecError(ValueError):
@@ -310,7 +311,8 @@ class SimulatedPool:
         # busy partitionable nodes whose p-slot is offered (not spent with weight 0) under the settings given
         self._open: tuple[Settings, list[int]] | None = None
         self._weights: tuple[Settings, list[int | None]] | None = None     # per settings, see offered_ads
-        self._last_stand_ins: dict[int, tuple[int, classad2.ClassAd]] = {}   # per shape, by nodes stood in for
+        # the empty nodes' stand-ins last made, by (shape, nodes stood in for, weight of each)
+        self._stand_ins: OrderedDict[tuple[int, int, int], classad2.ClassAd] = OrderedDict()
         self._spent: set[str] = set()                                  # nodes whose p-slot has < 1 Cpu left
         self._spent_weightless: tuple[Settings, dict[str, bool]] | None = None   # per settings and node
         self._claims: dict[str, dict[str, Match]] = {}         # customer -> job key -> its running match
@@ -402,11 +404,17 @@ class SimulatedPool:
 
     def _empty_nodes_stand_in(self, shape: int, left_out: int, weight: int) -> classad2.ClassAd:
         """The one slot standing in for ``left_out`` empty nodes of shape number ``shape``, of
-        weight ``weight`` each, made again only when their number changes."""
-        last = self._last_stand_ins.get(shape)
-        if last is None or last[0] != left_out:
-            last = self._last_stand_ins[shape] = (left_out, _stand_in(shape, self.shapes[shape], left_out * weight))
-        return last[1]
+        weight ``weight`` each: the same ad object as the last time that many stood in (their
+        number goes up and down by a few as jobs start and end), so that the snapshot builder and
+        the match space know it (:data:`STAND_INS_KEPT` of them are kept)."""
+        key = (shape, left_out, weight)
+        ad = self._stand_ins.pop(key, None)
+        if ad is None:
+            ad = _stand_in(shape, self.shapes[shape], left_out * weight)
+        self._stand_ins[key] = ad
+        if len(self._stand_ins) > STAND_INS_KEPT:
+            self._stand_ins.popitem(last=False)
+        return ad
 
     def _open_busy(self, settings: Settings) -> list[int]:
         """The busy nodes whose p-slot is offered under ``settings`` (kept up to date by :meth:`_rebuild`)."""

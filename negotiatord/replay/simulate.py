@@ -53,7 +53,7 @@ from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.pool.jobs import submitter_of
-from negotiatord.replay.pool import Offer, SimulatedPool, job_ad, job_key, may_preempt
+from negotiatord.replay.pool import STAND_INS_KEPT, Offer, SimulatedPool, job_ad, job_key, may_preempt
 from negotiatord.replay.trace import Trace, TraceJob
 from negotiatord.runtime import HeapKeeper, garbage_collection_paused, run_cycle
 from negotiatord.settings import Settings
@@ -181,7 +181,9 @@ class _Replay:
             raise ValueError(f"NEGOTIATOR_INTERVAL must be > 0 for a replay, got {interval}")
         origin = jobs[0].submit if jobs else 0.0
         self.least_memory_mb = min((job.memory_mb for job in jobs), default=0)
-        builder, descriptions, state = SnapshotBuilder(), AdDescriptions(), AccountantState()
+        # a node's own ad is offered again once its jobs end, and so is a stand-in for as many nodes
+        builder = SnapshotBuilder(offered_again=self.pool.count + STAND_INS_KEPT)
+        descriptions, state = AdDescriptions(), AccountantState()
         compilations = Compilations()
         index, submitted, matched = 0, 0, True
         preempting = may_preempt(self.settings)

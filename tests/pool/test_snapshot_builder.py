@@ -193,3 +193,42 @@ def _once(ad: classad2.ClassAd, seen: set[object]) -> bool:
         return False
     seen.add(identity)
     return True
+
+
+def test_a_slot_ad_offered_again_keeps_its_record_within_the_bound():
+    """A replay offers a node's own ad object again once its jobs end: a builder keeping entries
+    of ads left out (``offered_again``) gives it the Slot record of before, so whatever a cycle
+    keeps by record (descriptions, the match space's row, the slot weight) is found again; the
+    oldest left out go first past the bound, and a builder keeping none reads the ad again. Each
+    snapshot holds what a fresh build of the same ads holds."""
+    config = settings(consumption_policy=True)
+    a, b, c = pslot("a", cpus=4), pslot("b", cpus=8), pslot("c", cpus=2)
+    job_ads = jobs("alice", 3, cluster=1)
+    records = {}
+    for keep in (0, 1):
+        builder = SnapshotBuilder(offered_again=keep)
+        offers = [[a, b, c], [b, c], [a, c], [a, b, c]]
+        tables = []
+        for offer in offers:
+            snapshot = builder.build(offer, job_ads, config)
+            assert _content(snapshot) == _content(build_snapshot(offer, job_ads, config))
+            tables.append({slot.name: slot for slot in snapshot.table.slots})
+        records[keep] = tables
+    kept, none = records[1], records[0]
+    assert kept[2]["a"] is kept[0]["a"]          # left out once, then offered again: the same record
+    assert kept[3]["b"] is kept[0]["b"]
+    assert kept[3]["c"] is kept[0]["c"]          # offered every cycle
+    assert none[2]["a"] is not none[0]["a"]      # keeping none: read again, alike
+    assert none[2]["a"] == none[0]["a"]
+
+
+def test_past_the_bound_the_oldest_ad_left_out_is_read_again():
+    config = settings(consumption_policy=True)
+    a, b, c = pslot("a", cpus=4), pslot("b", cpus=8), pslot("c", cpus=2)
+    builder = SnapshotBuilder(offered_again=1)
+    first = {slot.name: slot for slot in builder.build([a, b, c], [], config).table.slots}
+    builder.build([c], [], config)               # a and b left out: one kept, the other (a) dropped
+    again = {slot.name: slot for slot in builder.build([a, b, c], [], config).table.slots}
+    assert again["b"] is first["b"]
+    assert again["a"] is not first["a"]
+    assert again["a"] == first["a"]              # read again, alike

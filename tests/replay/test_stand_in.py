@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from pathlib import Path
 
 import classad2
@@ -25,6 +26,9 @@ from negotiatord.replay import (
     replay,
     write_outputs,
 )
+from negotiatord.pool import builder as builder_module
+from negotiatord.replay import pool as replay_pool
+from negotiatord.replay import simulate
 from negotiatord.replay.pool import Offer
 from negotiatord.replay.simulate import ReplayResult
 from negotiatord.replay.trace import Trace
@@ -220,3 +224,36 @@ def test_each_shape_has_its_stand_in_and_a_busy_static_slot_is_a_claim(settings:
         "Claimed", "u@trace", 7, 1)
     pool.release(match)
     assert [ad["Name"] for ad in pool.offered_ads(1, settings).ads] == names[:4] + stand_ins
+
+
+@pytest.mark.parametrize(("trace_path", "jobs", "nodes", "node"), [
+    pytest.param(KTH, 400, 100, "Cpus=1", id="kth-100x1"),
+    pytest.param(LCG, 400, 200, "Cpus=1", id="lcg-200x1"),
+])
+def test_ads_offered_again_keep_their_records_and_change_no_output(trace_path: Path, jobs: int, nodes: int,
+                                                                   node: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay offers a node's own ad object again once its jobs end, and a stand-in for as many
+    empty nodes as before again: the snapshot builder keeps their Slot records, and with them what
+    a cycle keeps by record, so far fewer slot ads are read. Outputs are those of a replay that
+    reads afresh every ad it did not offer the cycle before and makes a new stand-in each time."""
+    settings = load_settings(CPU_CENTRIC)
+    pool = alike_nodes(nodes, NodeShape.parse(node))
+    reads: Counter[str] = Counter()
+    read_slot = builder_module._read_slot
+
+    def counted(ad: classad2.ClassAd, settings: Settings) -> object:
+        reads[run] += 1
+        return read_slot(ad, settings)
+
+    monkeypatch.setattr(builder_module, "_read_slot", counted)
+    run = "kept"
+    kept = outputs(tmp_path / run, trace_path, jobs, pool, settings, stand_in=True)
+    original = simulate.SnapshotBuilder
+    monkeypatch.setattr(simulate, "SnapshotBuilder", lambda **_: original())
+    monkeypatch.setattr(replay_pool, "STAND_INS_KEPT", 0)
+    run = "forgot"
+    forgot = outputs(tmp_path / run, trace_path, jobs, pool, settings, stand_in=True)
+    assert kept[0] == forgot[0]
+    assert kept[1] == forgot[1]
+    assert reads["kept"] < 0.75 * reads["forgot"]
