@@ -36,6 +36,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -66,6 +67,7 @@ from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import ROOT_GROUP, Settings, SubmitterOrder
 from negotiatord.settings.groups import WEIGHT_UNIT, GroupTree
 
+_SUBMITTER = attrgetter("submitter")
 NO_MATCH = "no match found"
 SUBMITTER_LIMIT = "submitter limit exceeded"
 GROUP_QUOTA = "group quota exceeded"
@@ -272,7 +274,7 @@ class _Cycle:
     def _submitters(self) -> dict[str, Submitter]:
         """The submitters with idle jobs, in the order their first jobs came in."""
         autoclusters: dict[str, list[Autocluster]] = {name: [] for name in dict.fromkeys(
-            job.submitter for job in self.snapshot.jobs)}
+            map(_SUBMITTER, self.snapshot.jobs))}
         for autocluster in self.snapshot.autoclusters:
             autoclusters[autocluster.submitter].append(autocluster)
         submitters = {}

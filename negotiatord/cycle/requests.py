@@ -24,6 +24,7 @@ from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.jobs import NO_DAG_PRIOS, Job
 
 _ORDER = attrgetter("order")
+_SCHEDD = attrgetter("schedd")
 
 
 @dataclass
@@ -71,9 +72,8 @@ def _streams(jobs: Sequence[Job], global_job_prios: bool) -> list[Sequence[Job]]
     """An autocluster's jobs (in job order) as parts each ordered as the merge orders them: one
     per schedd, and with USE_GLOBAL_JOB_PRIOS one per JobPrio too where DAG priorities could put
     a lower JobPrio first within a schedd. Most autoclusters are one part."""
-    first = jobs[0].schedd
     split_prios = global_job_prios and any(job.dag_prios is not NO_DAG_PRIOS for job in jobs)
-    if not split_prios and all(job.schedd == first for job in jobs):
+    if not split_prios and len(set(map(_SCHEDD, jobs))) == 1:     # a C loop: 255k jobs a cycle at OSPool scale
         return [jobs]
     parts: dict[tuple[str, int], list[Job]] = {}
     for job in jobs:

@@ -78,6 +78,7 @@ class GroupTree:
             self._children.setdefault(parent_name, []).append(group.name)
             self._children.setdefault(group.name, [])
         self._names = (ROOT_GROUP, *(group.name for group in self._settings.values()))
+        self._assigned: dict[str, str] = {}       # customer -> its assigned group, as worked out
         walk = [ROOT_GROUP]
         for name in walk:       # grows while it is walked: breadth-first
             walk.extend(sorted(self._children[name], key=str.lower))
@@ -158,6 +159,12 @@ class GroupTree:
         the last ``@`` is ``<group path>.<user>``: ``group_a.x.alice@site`` belongs to ``group_a.x``
         if configured, else ``group_a``, else ``<none>``; ``alice@site`` belongs to ``<none>``.
         """
+        found = self._assigned.get(customer)
+        if found is None:
+            found = self._assigned[customer] = self._assigned_group(customer)
+        return found
+
+    def _assigned_group(self, customer: str) -> str:
         account, at, _ = customer.rpartition("@")
         name = customer.lower() if not at else account.rpartition(".")[0].lower()
         while name:
