@@ -85,7 +85,7 @@ JOB_REQUIREMENTS = ("TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemor
 SUBMITTER_DOMAIN = "trace"
 STAND_IN = "empty-nodes-{shape}@" + SUBMITTER_DOMAIN
 CLAIMS_STAND_IN = "claims-of-{customer}"
-STAND_INS_KEPT = 64       # empty nodes' stand-ins kept for when as many nodes stand in again
+STAND_INS_KEPT = 64       # stand-ins of each kind kept for when they would be made alike again
 
 
 class PoolSpecError(ValueError):
@@ -317,6 +317,8 @@ class SimulatedPool:
         self._spent_weightless: tuple[Settings, dict[str, bool]] | None = None   # per settings and node
         self._claims: dict[str, dict[str, Match]] = {}         # customer -> job key -> its running match
         self._claim_stand_ins: dict[str, classad2.ClassAd] = {}     # customer -> its stand-in, while valid
+        # the claims' stand-ins last made, by what they hold (customer, summed cost and assets)
+        self._claims_held: OrderedDict[tuple, classad2.ClassAd] = OrderedDict()
         self._fractional = 0                                   # running matches with a cost or asset not whole
 
     @classmethod
@@ -432,9 +434,20 @@ class SimulatedPool:
         return name not in self._spent or not self._weightless(name, settings)
 
     def _claim_stand_in(self, customer: str) -> classad2.ClassAd:
+        """The one claimed slot standing in for ``customer``'s claims: the same ad object as the
+        last time its claims held as much (a submitter's jobs end and start alike ones), so that
+        the snapshot builder knows it (:data:`STAND_INS_KEPT` of them are kept)."""
         found = self._claim_stand_ins.get(customer)
         if found is None:
-            found = self._claim_stand_ins[customer] = _claims_stand_in(customer, self._claims[customer].values())
+            cost, assets = _held(self._claims[customer].values())
+            key = (customer, cost, tuple(assets.items()))
+            found = self._claims_held.pop(key, None)
+            if found is None:
+                found = _claims_stand_in(customer, cost, assets)
+            self._claims_held[key] = found
+            if len(self._claims_held) > STAND_INS_KEPT:
+                self._claims_held.popitem(last=False)
+            self._claim_stand_ins[customer] = found
         return found
 
     def _weightless(self, name: str, settings: Settings) -> bool:
@@ -555,14 +568,20 @@ def _whole(match: Match) -> bool:
     return float(match.cost).is_integer() and all(float(amount).is_integer() for amount in match.consumed.values())
 
 
-def _claims_stand_in(customer: str, matches: Iterable[Match]) -> classad2.ClassAd:
-    """One claimed slot of ``customer`` holding what ``matches`` consumed together, at their summed cost."""
+def _held(matches: Iterable[Match]) -> tuple[float, dict[str, float]]:
+    """What ``matches`` consumed together: their summed cost and each asset's summed amount, in
+    the order the assets first appear."""
     assets: dict[str, float] = {}
     cost = 0.0
     for match in matches:
         cost += match.cost
         for asset, amount in match.consumed.items():
             assets[asset] = assets.get(asset, 0.0) + amount
+    return cost, assets
+
+
+def _claims_stand_in(customer: str, cost: float, assets: dict[str, float]) -> classad2.ClassAd:
+    """One claimed slot of ``customer`` holding ``assets`` at a cost of ``cost`` (:func:`_held`)."""
     ad = classad2.ClassAd({
         "MyType": "Machine",
         "Name": CLAIMS_STAND_IN.format(customer=customer),

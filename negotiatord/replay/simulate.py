@@ -182,7 +182,8 @@ class _Replay:
         origin = jobs[0].submit if jobs else 0.0
         self.least_memory_mb = min((job.memory_mb for job in jobs), default=0)
         # a node's own ad is offered again once its jobs end, and so is a stand-in for as many nodes
-        builder = SnapshotBuilder(offered_again=self.pool.count + STAND_INS_KEPT)
+        # or for claims that hold as much
+        builder = SnapshotBuilder(offered_again=self.pool.count + 2 * STAND_INS_KEPT)
         descriptions, state = AdDescriptions(), AccountantState()
         compilations = Compilations()
         index, submitted, matched = 0, 0, True

@@ -194,6 +194,32 @@ def test_a_spent_pslot_of_weight_0_is_left_out_and_claims_are_stood_in_per_submi
     assert pool.offered_ads(2, settings) == Offer(pool.slot_ads())
 
 
+def test_stand_ins_made_alike_again_are_the_same_ads(settings: Settings) -> None:
+    """A stand-in for as many empty nodes as before, and a submitter's claims holding as much as
+    before, are the very ad objects of before (the snapshot builder then knows their records);
+    claims holding another amount are another ad."""
+    pool = SimulatedPool.alike(5, NodeShape.parse(NODE))
+
+    def stand_ins() -> tuple[classad2.ClassAd, classad2.ClassAd]:
+        empty, claims = pool.offered_ads(0, settings).ads
+        return empty, claims
+
+    first = Match("job1", "slot1@node1.trace", "u@trace", "<none>", 2.0, {"Cpus": 2, "Memory": 1024})
+    pool.start(first, classad2.ClassAd(), 0)
+    empty, claims = stand_ins()
+    pool.release(first)
+    alike = Match("job2", "slot1@node2.trace", "u@trace", "<none>", 2.0, {"Cpus": 2, "Memory": 1024})
+    pool.start(alike, classad2.ClassAd(), 0)
+    assert stand_ins() == (empty, claims)
+    assert all(now is then for now, then in zip(stand_ins(), (empty, claims)))
+    pool.release(alike)
+    smaller = Match("job3", "slot1@node3.trace", "u@trace", "<none>", 2.0, {"Cpus": 2, "Memory": 512})
+    pool.start(smaller, classad2.ClassAd(), 0)
+    now_empty, now_claims = stand_ins()
+    assert now_empty is empty
+    assert now_claims is not claims and now_claims["Memory"] == 512
+
+
 def test_each_shape_has_its_stand_in_and_a_busy_static_slot_is_a_claim(settings: Settings) -> None:
     """Twelve nodes of the four shapes in turn (8, 4 and 2 cpus partitionable, 1 cpu static): with
     one idle job, each shape's first empty node is offered, and one stand-in per shape weighs the
