@@ -148,8 +148,8 @@ def slot_after_matches(name: str, slot: classad2.ClassAd, matches: Sequence[Matc
     one claimed dynamic slot per match of a p-slot, by name. The daemon holds these until the
     startd advertises; a trace replay builds its pool from them."""
     if slot.get("PartitionableSlot") is True:
-        extras = tuple((f"{name}#{m.job}", _dynamic_slot(slot, m, job_ad(m.job))) for m in matches)
-        return _what_is_left(slot, matches, [dslot for _, dslot in given_back]), extras
+        extras = tuple((f"{name}#{m.job}", claimed_dynamic_slot(slot, m, job_ad(m.job))) for m in matches)
+        return what_is_left(slot, matches, [dslot for _, dslot in given_back]), extras
     return _claimed(copy_ad(slot), matches[0], job_ad(matches[0].job)), ()
 
 
@@ -260,7 +260,7 @@ def _claimed(slot: classad2.ClassAd, match: Match, job: classad2.ClassAd | None)
     return slot
 
 
-def _what_is_left(slot: classad2.ClassAd, matches: Sequence[Match],
+def what_is_left(slot: classad2.ClassAd, matches: Sequence[Match],
                   given_back: Sequence[classad2.ClassAd] = ()) -> classad2.ClassAd | None:
     """The p-slot with the assets of the dynamic slots ``given_back`` to it, less what ``matches``
     consumed; integer assets stay integers when the result is whole (HTCondor's
@@ -283,7 +283,7 @@ def _what_is_left(slot: classad2.ClassAd, matches: Sequence[Match],
     return left
 
 
-def _dynamic_slot(pslot: classad2.ClassAd, match: Match, job: classad2.ClassAd | None) -> classad2.ClassAd:
+def claimed_dynamic_slot(pslot: classad2.ClassAd, match: Match, job: classad2.ClassAd | None) -> classad2.ClassAd:
     """A claimed dynamic slot holding what ``match`` consumed, weighing the match's cost."""
     dslot = classad2.ClassAd({
         "MyType": "Machine",

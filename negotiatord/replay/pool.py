@@ -68,7 +68,7 @@ import classad2
 
 from negotiatord.cycle.result import Match
 from negotiatord.pool.slots import considers_priority_preemption
-from negotiatord.publish.holds import slot_after_matches
+from negotiatord.publish.holds import claimed_dynamic_slot, slot_after_matches, what_is_left
 from negotiatord.replay.trace import DEFAULT_MEMORY_MB_PER_CPU, Cleaning, Trace, TraceJob
 from negotiatord.settings import Settings, SubmitterOrder
 
@@ -300,6 +300,7 @@ class SimulatedPool:
         self._started: dict[str, int] = {}                              # job key -> JobStart
         self._ads: dict[str, list[classad2.ClassAd]] = {name: [ad] for name, ad in self._base.items()}
         self._dynamic: dict[str, classad2.ClassAd] = {}
+        self._claimed_unmade: set[str] = set()       # busy p-slots whose dynamic slots are not in _ads yet
         self._names = list(self._base)                                 # in node order
         self._index = {name: index for index, name in enumerate(self._names)}
         self._busy: list[int] = []                                     # nodes with work on them, in order
@@ -357,7 +358,27 @@ class SimulatedPool:
 
     def slot_ads(self) -> list[classad2.ClassAd]:
         """Every node's ads, node by node (the same objects for nodes nothing happened on)."""
-        return [ad for ads in self._ads.values() for ad in ads]
+        return [ad for name in self._ads for ad in self._node_ads(name)]
+
+    def _node_ads(self, name: str) -> list[classad2.ClassAd]:
+        """Node ``name``'s ads: its slot, then a p-slot's claimed dynamic slots, one per running
+        job. Those are made when first asked for: a cycle that stands claims in (see the
+        module's docstring) offers none of them."""
+        ads = self._ads[name]
+        if name in self._claimed_unmade:
+            self._claimed_unmade.discard(name)
+            for match in self._running[name]:
+                key = f"{name}#{match.job}"
+                if key not in self._dynamic:
+                    ad = self._dynamic[key] = claimed_dynamic_slot(self._base[name], match,
+                                                                   self._jobs.get(match.job))
+                    ad["Start"] = classad2.ExprTree(START)
+                    ad["Requirements"] = classad2.ExprTree("START")
+                    ad["JobStart"] = self._started[match.job]
+                    ad["Rank"] = 0
+                    ad["CurrentRank"] = 0.0
+                ads.append(self._dynamic[key])
+        return ads
 
     def offered_ads(self, idle_jobs: int, settings: Settings) -> Offer:
         """The ads a cycle with ``idle_jobs`` idle jobs is offered: every node's, node by node, but
@@ -382,7 +403,7 @@ class SimulatedPool:
         ads: list[classad2.ClassAd] = []
         spent = 0
         for index in heapq.merge(self._busy, *empty):
-            node = self._ads[self._names[index]]
+            node = self._node_ads(self._names[index])
             if self._offers_slot(index, settings):
                 ads.append(node[0])
             else:
@@ -509,6 +530,7 @@ class SimulatedPool:
             place = bisect.bisect_left(kept, index)
             if place < len(kept) and kept[place] == index:
                 del kept[place]
+        self._claimed_unmade.discard(name)
         if not running:
             self._ads[name] = [self._base[name]]
             if listed:
@@ -520,26 +542,20 @@ class SimulatedPool:
             self._busy.insert(at, index)
             self._busy_static += static
             del empty[bisect.bisect_left(empty, index)]
-        left, dynamic = slot_after_matches(name, self._base[name], running, self._jobs.get)
-        assert left is not None, "the simulated p-slot's assets are numbers"
         if static:
             # the claimed static slot, as its startd advertises it once the job runs
+            left, _ = slot_after_matches(name, self._base[name], running, self._jobs.get)
+            assert left is not None, "the simulated slot's assets are numbers"
             (match,) = running
             left["JobStart"] = self._started[match.job]
             left["CurrentRank"] = 0.0
-        elif left["Cpus"] < 1:
-            self._spent.add(name)
-        ads = [left]
-        for (key, ad), match in zip(dynamic, running):
-            if key not in self._dynamic:
-                ad["Start"] = classad2.ExprTree(START)
-                ad["Requirements"] = classad2.ExprTree("START")
-                ad["JobStart"] = self._started[match.job]
-                ad["Rank"] = 0
-                ad["CurrentRank"] = 0.0
-                self._dynamic[key] = ad
-            ads.append(self._dynamic[key])
-        self._ads[name] = ads
+        else:
+            left = what_is_left(self._base[name], running)
+            assert left is not None, "the simulated p-slot's assets are numbers"
+            if left["Cpus"] < 1:
+                self._spent.add(name)
+            self._claimed_unmade.add(name)
+        self._ads[name] = [left]
         if self._open is not None and self._opens(index, self._open[0]):
             bisect.insort(self._open[1], index)
 
