@@ -33,7 +33,10 @@ def group_order(
     allocated: Mapping[str, float],
 ) -> list[str]:
     """Every group of ``tree`` (``<none>`` included) in negotiation order. ``quota`` and
-    ``allocated`` have every group; ``in_use`` may leave out groups nobody uses."""
+    ``allocated`` have every group; ``in_use`` may leave out groups nobody uses. A tree of
+    ``<none>`` alone has one order, whatever the expression says (a replay asks every cycle)."""
+    if len(tree.breadth_first) < 2:
+        return list(tree.breadth_first)
     expr = classad2.ExprTree(sort_expr)
 
     def key(name: str) -> float:
