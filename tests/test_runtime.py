@@ -129,3 +129,20 @@ def test_a_released_heap_is_collected_again():
     assert gc.get_freeze_count() == 0
     gc.collect()
     assert garbage() is None
+
+
+def test_full_collections_that_find_no_garbage_are_put_off_up_to_the_longest():
+    """A replay's cycles mostly make no reference cycles: a full collection that frees nothing
+    puts the next one off twice as long, up to ``longest``; one that finds garbage brings the
+    next back to ``full_every``."""
+    gc.collect()
+    keeper = HeapKeeper(full_every=2, longest=8)
+    try:
+        collected = [cycle for cycle in range(1, 23) if keeper.after_cycle() is not None]
+        assert collected == [2, 6, 14, 22]          # every 2, 4, 8, 8 cycles
+        garbage = cyclic_garbage()
+        collected = [cycle for cycle in range(23, 33) if keeper.after_cycle() is not None]
+        assert garbage() is None
+        assert collected == [30, 32]                # found at 30: the next is 2 cycles on
+    finally:
+        keeper.release()

@@ -134,6 +134,7 @@ class ReplayResult:
 
 
 FULL_COLLECTION_EVERY = 1000    # cycles: what reference cycles a cycle still makes is small (fair sharing's usage tree)
+LONGEST_WITHOUT_COLLECTION = 16_000   # cycles, while full collections find no garbage (HeapKeeper)
 
 ProgressCallback = Callable[[float, int], None]    # simulated time, jobs finished or started
 
@@ -192,7 +193,7 @@ class _Replay:
         # cycles made within a cycle would reach the oldest generation uncollected
         # (runtime.garbage_collection_paused), so the heap is collected in full every so many cycles, as
         # the daemon does (HeapKeeper), but not left frozen (HeapKeeper.release says why)
-        heap = HeapKeeper(full_every=FULL_COLLECTION_EVERY)
+        heap = HeapKeeper(full_every=FULL_COLLECTION_EVERY, longest=LONGEST_WITHOUT_COLLECTION)
         interrupted = False
         try:
             while True:
