@@ -232,3 +232,19 @@ def test_past_the_bound_the_oldest_ad_left_out_is_read_again():
     assert again["b"] is first["b"]
     assert again["a"] is not first["a"]
     assert again["a"] == first["a"]              # read again, alike
+
+
+def test_a_cycle_of_the_very_same_slots_reuses_the_slot_table():
+    """The slot table is read-only, so a cycle whose slots are the last cycle's very records, in
+    its order, is given the same table; a changed ad, or another order, makes a new one, as a
+    fresh build would."""
+    config = settings(consumption_policy=True)
+    a, b = pslot("a", cpus=4), pslot("b", cpus=8)
+    job_ads = jobs("alice", 3, cluster=1)
+    builder = SnapshotBuilder()
+    first = builder.build([a, b], job_ads, config)
+    assert builder.build([a, b], job_ads, config).table is first.table
+    for offer in ([b, a], [a, pslot("b", cpus=6)], [a]):
+        snapshot = builder.build(offer, job_ads, config)
+        assert snapshot.table is not first.table
+        assert _content(snapshot) == _content(build_snapshot(offer, job_ads, config))
