@@ -20,6 +20,7 @@ from negotiatord.evaluation import ClassAdEvaluator
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
+from negotiatord.fastpath.interpreter.kept_weights import KeptSlotWeights
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.runtime import run_cycle
 from tests.builders import expr, jobs, pslot, settings, static_slot
@@ -150,3 +151,36 @@ def test_slots_at_the_same_amounts_whose_weights_read_otherwise_do_not_share(fir
     _weighed([first], descriptions, compilations)
     _weights, worked_out = _weighed([second], descriptions, compilations)
     assert worked_out == 1
+
+
+def test_the_last_question_of_the_same_table_is_answered_again_without_a_step_per_slot():
+    """A daemon's cycle over unchanged ads asks for the very table (the snapshot builder hands
+    out the last one again) at the same rows and amounts: once every weight was kept, the last
+    answer serves again; other amounts, rows or another table go through the slots."""
+    config = settings()
+    slot_ads = [pslot(f"p{i}", cpus=4 + i, SlotWeight=expr("Cpus * 2")) for i in range(3)]
+    builder = SnapshotBuilder()
+    table = builder.build(slot_ads, [], config).table
+    rows = np.arange(len(table))
+    kept = KeptSlotWeights()
+    steps = []
+    step = kept._memo.of
+    kept._memo.of = lambda slot: steps.append(slot) or step(slot)       # type: ignore[method-assign]
+
+    def asked(slots, at_rows, amounts) -> tuple[list[float], int, int]:
+        steps.clear()
+        weights, missing = kept.known(slots, at_rows, amounts)
+        return weights.tolist(), len(missing), len(steps)
+
+    assert asked(table.slots, rows, table.amounts)[1:] == (3, 3)     # nothing kept yet
+    kept.keep(table.slots, rows, table.amounts, np.array([8.0, 10.0, 12.0]))
+    assert asked(table.slots, rows, table.amounts) == ([8.0, 10.0, 12.0], 0, 3)
+    assert asked(table.slots, rows, table.amounts) == ([8.0, 10.0, 12.0], 0, 0)
+    again = builder.build(slot_ads, [], config).table
+    assert again is table
+    assert asked(again.slots, rows, again.amounts) == ([8.0, 10.0, 12.0], 0, 0)
+    fewer = table.amounts.copy()
+    fewer[0, table.assets.index("Cpus")] = 1
+    assert asked(table.slots, rows, fewer)[1:] == (1, 3)
+    assert asked(table.slots, rows, table.amounts) == ([8.0, 10.0, 12.0], 0, 3)    # the last had one missing
+    assert asked(table.slots, rows[:2], table.amounts[:2]) == ([8.0, 10.0], 0, 2)
