@@ -269,7 +269,9 @@ class _Cycle:
                   allocate_quotas(self.tree, pool_size, self.own_usage, accept_surplus_root=True).items()}
         figures = InsertedFigures(self.table, self.settings, priority, self._account, self.usage,
                                   self.own_usage, quotas)
-        return Preemptor(self.table, self.state, self.settings, self.evaluator, figures, self.trimmed)
+        snapshot = self.snapshot
+        preemptable = snapshot.preemptable if snapshot.preemptable_under is settings else None
+        return Preemptor(self.table, self.state, self.settings, self.evaluator, figures, self.trimmed, preemptable)
 
     def _submitters(self) -> dict[str, Submitter]:
         """The submitters with idle jobs, in the order their first jobs came in."""

@@ -107,16 +107,20 @@ class ClaimedSlots:
     """
 
     def __init__(self, table: SlotTable, weights: np.ndarray, settings: Settings,
-                 trimmed: frozenset[int] = frozenset()) -> None:
+                 trimmed: frozenset[int] = frozenset(), preemptable: np.ndarray | None = None) -> None:
         """``trimmed``: rows of slots about to shut down (NEGOTIATOR_TRIM_SHUTDOWN_THRESHOLD), left
-        out; so are the dynamic slots of such a partitionable slot."""
+        out; so are the dynamic slots of such a partitionable slot. ``preemptable``: each row's
+        ``may_be_preempted`` under ``settings``, if known (the snapshot builder asks it once per
+        slot ad); else it is asked here, slot by slot."""
+        if preemptable is None:
+            preemptable = np.fromiter((may_be_preempted(slot, settings) for slot in table.slots), bool,
+                                      len(table))
         parents = table.partitionable_parents if settings.allow_pslot_preemption else {}
-        eligible = [row for row, (slot, weight) in enumerate(zip(table.slots, weights.tolist()))
-                    if weight == weight and row not in trimmed and may_be_preempted(slot, settings)]
+        eligible = [row for row in np.flatnonzero(preemptable & ~np.isnan(weights)).tolist() if row not in trimmed]
         self.children: dict[int, list[int]] = {}
         for child, parent in parents.items():     # in ChildName order
             if (weights[child] == weights[child] and child not in trimmed and parent not in trimmed
-                    and may_be_preempted(table.slots[child], settings)):
+                    and preemptable[child]):
                 self.children.setdefault(parent, []).append(child)
         self._parent = {child: parent for parent, children in self.children.items() for child in children}
         rows = [row for row in eligible if row not in parents]
@@ -472,8 +476,9 @@ class Preemptor:
     """
 
     def __init__(self, table: SlotTable, pool: PoolColumns, settings: Settings, evaluator: PairEvaluator,
-                 inserts: Inserts, trimmed: frozenset[int] = frozenset()) -> None:
-        self.claimed = ClaimedSlots(table, pool.weights, settings, trimmed)
+                 inserts: Inserts, trimmed: frozenset[int] = frozenset(),
+                 preemptable: np.ndarray | None = None) -> None:
+        self.claimed = ClaimedSlots(table, pool.weights, settings, trimmed, preemptable)
         self._pool = pool
         self._evaluator = evaluator
         self._inserts = inserts

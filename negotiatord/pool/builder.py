@@ -55,6 +55,7 @@ class _SlotEntry:
     problem: LeftOut | None = None
     candidate: bool = False                  # the slot is offered to idle jobs
     reads: frozenset[JobRead] | None = None  # job attributes the cycle's expressions of it read, once asked
+    preemptable: bool | None = None          # may_be_preempted, once asked
 
 
 _OTHER, _IDLE, _NOT_IDLE, _PROBLEM = range(4)        # what a job ad is to a cycle
@@ -147,7 +148,7 @@ class SnapshotBuilder:
         self._slots: dict[int, _SlotEntry] = {}
         self._left_out: OrderedDict[int, _SlotEntry] = OrderedDict()      # see offered_again
         # the last slot table and what its slots read of jobs, for a cycle of the very same slots
-        self._table: tuple[SlotTable, Significance] | None = None
+        self._table: tuple[SlotTable, Significance, np.ndarray] | None = None
         self._read_sets: dict[frozenset[JobRead], frozenset[JobRead]] = {}   # the slots' distinct reads
         # what the settings' expressions say, of the settings the slot entries were read under
         self._rank_exprs: list[classad2.ExprTree] = []
@@ -174,14 +175,17 @@ class SnapshotBuilder:
         slots = self._slots_read(slot_ads, settings, problems)
         listed = [slot for slot, _ in slots]
         if self._table is not None and _same_records(listed, self._table[0].slots):
-            table, significant = self._table      # a table is read-only: the last one serves again
+            table, significant, preemptable = self._table      # read-only: the last ones serve again
         else:
             table = SlotTable.from_slots(listed)
             # each distinct set once (the entries share equal sets: _reads)
             reads = set().union(*{self._reads(slot, entry, settings) for slot, entry in slots})
             significant = significance(reads, table.assets)
+            preemptable = np.fromiter((_preemptable(slot, entry, settings) for slot, entry in slots), bool,
+                                      len(slots))
+            preemptable.setflags(write=False)
             if self._remember:
-                self._table = (table, significant)
+                self._table = (table, significant, preemptable)
         if self._remember:
             idle = self._idle_jobs(map(_kept, job_ads), problems, self._sharing(significant))
         else:
@@ -194,6 +198,8 @@ class SnapshotBuilder:
             significant_attributes=significant.names,
             problems=tuple(problems),
             non_idle_jobs=idle.non_idle,
+            preemptable=preemptable,
+            preemptable_under=settings,
         )
 
     def _sharing(self, significant: Significance) -> SharedAds:
@@ -405,7 +411,7 @@ class SnapshotBuilder:
         if entry.reads is None:
             if entry.candidate:
                 exprs = self._rank_exprs
-            elif may_be_preempted(slot, settings):
+            elif _preemptable(slot, entry, settings):
                 slot_rank = [slot.ad.lookup("Rank")] if "Rank" in slot.ad else []
                 exprs = [*self._rank_exprs, *self._preemption_exprs, *slot_rank]
             else:
@@ -454,6 +460,14 @@ def _read_slot(ad: classad2.ClassAd, settings: Settings) -> _SlotEntry:
     if isinstance(slot, LeftOut):
         return _SlotEntry(ad, problem=slot)
     return _SlotEntry(ad, slot, candidate=slot.is_candidate)
+
+
+def _preemptable(slot: Slot, entry: _SlotEntry, settings: Settings) -> bool:
+    """Whether an idle job could take ``slot`` from its claim (``may_be_preempted``), asked once
+    per slot ad under the builder's settings: a cycle asks it of every claimed slot."""
+    if entry.preemptable is None:
+        entry.preemptable = may_be_preempted(slot, settings)
+    return entry.preemptable
 
 
 def _same_records(slots: list[Slot], last: tuple[Slot, ...]) -> bool:

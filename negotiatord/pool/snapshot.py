@@ -146,3 +146,7 @@ class Snapshot:
     significant_attributes: tuple[str, ...]
     problems: tuple[LeftOut, ...]
     non_idle_jobs: int
+    # whether an idle job could take each table row's slot from its claim (may_be_preempted), as
+    # worked out once per slot ad under the settings object ``preemptable_under``
+    preemptable: np.ndarray | None = None
+    preemptable_under: object = None

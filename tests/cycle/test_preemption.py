@@ -103,6 +103,23 @@ def test_uwcs_policy_preempts_a_long_running_job_of_a_much_worse_priority():
     assert result.stats.claimed_slots == 1 and result.stats.preemptions == 1
 
 
+def test_a_cycle_under_other_settings_than_its_snapshots_asks_afresh_which_slots_it_may_preempt():
+    """The snapshot carries, per slot, whether an idle job could take it from its claim, as its
+    builder asked once per slot ad under the build's settings object; the cycle uses that only
+    under the very same settings. Built with NEGOTIATOR_CONSIDER_PREEMPTION off, the snapshot
+    says no slot may be preempted; a cycle under settings with it on preempts as one whose
+    snapshot was built under them."""
+    config = settings(preemption_requirements=UWCS)
+    slots, job_ads, state = [claimed("s1", "bob@site")], jobs("alice", 1), accountant(alice=1.0, bob=100.0)
+    off = build_snapshot(slots, job_ads, replace(config, consider_preemption=False))
+    assert off.preemptable is not None and not off.preemptable.any()
+    own = build_snapshot(slots, job_ads, config)
+    assert own.preemptable is not None and own.preemptable.tolist() == [True]
+    for snapshot in (off, own):
+        result = run_cycle(snapshot, state, config, NOW)
+        assert preempted(result) == [("s1", "alice@site", "priority")]
+
+
 @pytest.mark.parametrize("running_for, bob_priority", [
     pytest.param(HOUR / 2, 100.0, id="running less than an hour (StateTimer)"),
     pytest.param(2 * HOUR, 1.1, id="priority not 1.2 times worse"),
