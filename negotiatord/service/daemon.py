@@ -370,10 +370,7 @@ class Daemon:
             wait = due - time.monotonic()
             if wait > 0:
                 self._poke.clear()
-                try:
-                    await asyncio.wait_for(self._poke.wait(), wait)
-                except TimeoutError:
-                    pass
+                await woken(self._poke, wait)
                 continue
             if self.publication is not None:
                 await self._retry_publication(self.publication)
@@ -573,11 +570,8 @@ class Daemon:
         Accounting ads then too) and each reload, and NEGOTIATOR_UPDATE_INTERVAL after the last
         time when nothing else comes first."""
         self._advertise_now.set()
-        while True:
-            try:
-                await asyncio.wait_for(self._advertise_now.wait(), self.settings.service.update_interval)
-            except TimeoutError:
-                pass
+        while not self.stopping.is_set():
+            await woken(self._advertise_now, self.settings.service.update_interval)
             self._advertise_now.clear()
             settings = self.settings
             host = settings.service.collector_host
@@ -788,6 +782,20 @@ def _url(address: Any, service: ServiceSettings) -> str:
     host, port = address[:2]
     scheme = "https" if service.tls_certificate else "http"
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
+async def woken(event: asyncio.Event, timeout: float) -> None:
+    """Wait until ``event`` is set or ``timeout`` seconds have passed.
+
+    Through ``asyncio.timeout``, not ``asyncio.wait_for``: Python 3.11's wait_for returns normally
+    when the task is cancelled as the awaited event is set (bpo-42130), so a stopping daemon whose
+    advertising task was cancelled just as a cycle asked it to advertise waited a whole
+    NEGOTIATOR_UPDATE_INTERVAL for it."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        pass
 
 
 def _in_daemon_thread(function: Callable[..., T], *args: Any) -> asyncio.Future[T]:
