@@ -61,7 +61,7 @@ import bisect
 import dataclasses
 import heapq
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import classad2
@@ -430,14 +430,8 @@ class SimulatedPool:
         weight ``weight`` each: the same ad object as the last time that many stood in (their
         number goes up and down by a few as jobs start and end), so that the snapshot builder and
         the match space know it (:data:`STAND_INS_KEPT` of them are kept)."""
-        key = (shape, left_out, weight)
-        ad = self._stand_ins.pop(key, None)
-        if ad is None:
-            ad = _stand_in(shape, self.shapes[shape], left_out * weight)
-        self._stand_ins[key] = ad
-        if len(self._stand_ins) > STAND_INS_KEPT:
-            self._stand_ins.popitem(last=False)
-        return ad
+        return _recent(self._stand_ins, (shape, left_out, weight),
+                       lambda: _stand_in(shape, self.shapes[shape], left_out * weight))
 
     def _open_busy(self, settings: Settings) -> list[int]:
         """The busy nodes whose p-slot is offered under ``settings`` (kept up to date by :meth:`_rebuild`)."""
@@ -461,14 +455,9 @@ class SimulatedPool:
         found = self._claim_stand_ins.get(customer)
         if found is None:
             cost, assets = _held(self._claims[customer].values())
-            key = (customer, cost, tuple(assets.items()))
-            found = self._claims_held.pop(key, None)
-            if found is None:
-                found = _claims_stand_in(customer, cost, assets)
-            self._claims_held[key] = found
-            if len(self._claims_held) > STAND_INS_KEPT:
-                self._claims_held.popitem(last=False)
-            self._claim_stand_ins[customer] = found
+            found = self._claim_stand_ins[customer] = _recent(
+                self._claims_held, (customer, cost, tuple(assets.items())),
+                lambda: _claims_stand_in(customer, cost, assets))
         return found
 
     def _weightless(self, name: str, settings: Settings) -> bool:
@@ -582,6 +571,19 @@ def claims_stand_in_for(settings: Settings) -> bool:
 
 def _whole(match: Match) -> bool:
     return float(match.cost).is_integer() and all(float(amount).is_integer() for amount in match.consumed.values())
+
+
+def _recent(kept: OrderedDict[tuple, classad2.ClassAd], key: tuple,
+            make: Callable[[], classad2.ClassAd]) -> classad2.ClassAd:
+    """The stand-in ``kept`` under ``key``, else the one ``make`` makes; kept as the most recent,
+    :data:`STAND_INS_KEPT` at most (the oldest go first)."""
+    ad = kept.pop(key, None)
+    if ad is None:
+        ad = make()
+    kept[key] = ad
+    if len(kept) > STAND_INS_KEPT:
+        kept.popitem(last=False)
+    return ad
 
 
 def _held(matches: Iterable[Match]) -> tuple[float, dict[str, float]]:
