@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from negotiatord.accountant.columns import CustomerColumns
 from negotiatord.accountant.records import (
-    MIN_PRIORITY_FACTOR, NICE_USER_PREFIX, CustomerRecord, check_finite, check_non_negative, check_usage, plain_float,
-    plain_floats,
+    MIN_PRIORITY_FACTOR, NICE_USER_PREFIX, CustomerRecord, check_finite, check_non_negative, check_usage, plain_floats,
 )
 from negotiatord.settings.model import Settings
 
@@ -55,7 +54,7 @@ class AccountantState:
         accrued = dict(accrued_usage or {})
         # the checks' messages are made only when a check fails: a replay makes a state per cycle
         if not (accrued.keys() <= by_name.keys()
-                and all(map(plain_float, accrued.values()))):
+                and plain_floats(accrued.values())):
             for name, amount in accrued.items():
                 check_non_negative(f"accrued usage of customer {name!r}", amount)
                 if name not in by_name:
