@@ -73,6 +73,7 @@ from negotiatord.service.state_dir import StateDirLock, keep_private, open_to_ot
 from negotiatord.service.stats import CycleHistory, ServiceCounters, summary
 from negotiatord.service.systemd import SystemdNotifier
 from negotiatord.service.token import TokenError, load_token
+from negotiatord.service.waiting import woken
 from negotiatord.settings import ConfigError, Settings, load_settings
 from negotiatord.settings.model import ServiceSettings
 
@@ -782,20 +783,6 @@ def _url(address: Any, service: ServiceSettings) -> str:
     host, port = address[:2]
     scheme = "https" if service.tls_certificate else "http"
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
-
-
-async def woken(event: asyncio.Event, timeout: float) -> None:
-    """Wait until ``event`` is set or ``timeout`` seconds have passed.
-
-    Through ``asyncio.timeout``, not ``asyncio.wait_for``: Python 3.11's wait_for returns normally
-    when the task is cancelled as the awaited event is set (bpo-42130), so a stopping daemon whose
-    advertising task was cancelled just as a cycle asked it to advertise waited a whole
-    NEGOTIATOR_UPDATE_INTERVAL for it."""
-    try:
-        async with asyncio.timeout(timeout):
-            await event.wait()
-    except TimeoutError:
-        pass
 
 
 def _in_daemon_thread(function: Callable[..., T], *args: Any) -> asyncio.Future[T]:

@@ -25,6 +25,7 @@ from negotiatord.accountant.records import check_customer_name
 from negotiatord.cycle.result import Match
 from negotiatord.feed.api import json_error
 from negotiatord.publish.matchlog import MatchLog, MatchLogError
+from negotiatord.service.waiting import woken
 
 if TYPE_CHECKING:
     from negotiatord.service.daemon import Daemon
@@ -177,9 +178,7 @@ class _ServiceApi:
                     await response.write(events)
                     cursor = last
                     continue
-                try:
-                    await asyncio.wait_for(announced.wait(), KEEPALIVE_S)
-                except TimeoutError:
+                if not await woken(announced, KEEPALIVE_S):
                     await response.write(b": keep-alive\n\n")
         except ConnectionResetError:
             pass  # the client went away

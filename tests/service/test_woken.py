@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from negotiatord.service.daemon import woken
+from negotiatord.service.waiting import woken
 
 
 async def _cancelled_as_the_event_is_set() -> None:
@@ -38,10 +38,10 @@ def test_the_wait_ends_at_the_event_or_at_the_timeout() -> None:
         event = asyncio.Event()
         event.set()
         mark = time.monotonic()
-        await woken(event, 60.0)
+        assert await woken(event, 60.0)
         set_after = time.monotonic() - mark
         mark = time.monotonic()
-        await woken(asyncio.Event(), 0.05)
+        assert not await woken(asyncio.Event(), 0.05)
         return set_after, time.monotonic() - mark
 
     set_after, timed_out_after = asyncio.run(both())
