@@ -22,24 +22,35 @@ _FIGURES = ("real_priority", "weighted_usage", "accumulated_usage", "begin_usage
 Administered = tuple[float | None, float | None, float | None]     # factor, ceiling, floor
 
 
+def _at_rest(priority: float, held: float, accumulated: float, began: float | None) -> bool:
+    """Whether an update leaves a customer's figures as they are (but for the clock): no usage
+    held, the priority at MIN_PRIORITY (it decays to no lower) and nothing to set. Most of a long
+    trace's customers are idle and at rest most of the time. Accumulated usage of -0.0 is not at
+    rest: adding the 0.0 charged makes it 0.0."""
+    return (held == 0 and priority == MIN_PRIORITY and (began is not None or not accumulated > 0)
+            and math.copysign(1.0, accumulated) > 0)
+
+
 class CustomerColumns(Mapping[str, CustomerRecord]):
     """Customer records by name, held as columns; read-only, as the states holding it are."""
 
     __slots__ = ("_names", "_index", "_real", "_usage", "_accumulated", "_begins", "_last_usage", "_last_update",
-                 "_administered", "_made")
+                 "_administered", "_made", "_moving")
 
     def __init__(self, names: list[str], columns: tuple[list, ...], administered: dict[str, Administered],
-                 index: dict[str, int] | None = None) -> None:
+                 index: dict[str, int] | None = None, moving: list[int] | None = None) -> None:
         """``names`` sorted; ``columns`` real priority, weighted usage, accumulated usage, and the
         begin-usage, last-usage and last-update times (None: unset), in ``names``' order;
         ``administered`` the factor, ceiling and floor of the customers an administrator set any
-        of; ``index`` each name's row, if known (the columns advanced from these share it)."""
+        of; ``index`` each name's row, if known (the columns advanced from these share it);
+        ``moving`` the rows not at rest (:func:`_at_rest`), ascending, if known."""
         self._names = names
         self._index = {name: row for row, name in enumerate(names)} if index is None else index
         (self._real, self._usage, self._accumulated, self._begins, self._last_usage,
          self._last_update) = columns
         self._administered = administered
         self._made: dict[str, CustomerRecord] = {}
+        self._moving = moving
 
     @classmethod
     def of(cls, records: Mapping[str, CustomerRecord]) -> CustomerColumns:
@@ -80,7 +91,8 @@ class CustomerColumns(Mapping[str, CustomerRecord]):
         it uses nothing), and the weighted seconds charged to each customer charged any.
 
         Accountant::UpdatePriorities runs UpdateOnePriority over every customer, and so does this
-        loop, row after row:
+        loop, row after row, but for the rows at rest (:func:`_at_rest`), which it would leave as
+        they are:
         - no time passed since a record's last update (or the clock went backwards): nothing is
           decayed or charged, only the clock and the usage in force are set;
         - else the priority decays by ``0.5 ** (elapsed / halflife)`` towards the usage held over
@@ -91,38 +103,46 @@ class CustomerColumns(Mapping[str, CustomerRecord]):
         customer, as :class:`CustomerRecord` reports any other bad figure."""
         columns = self._with_customers(usage)
         names = columns._names
-        real, accumulated, begins, last_usage = [], [], [], []
+        real, accumulated, begins, last_usage = (list(columns._real), list(columns._accumulated),
+                                                 list(columns._begins), list(columns._last_usage))
+        held_now, updated_at = columns._usage, columns._last_update
         charged: dict[str, float] = {}
         agings: dict[float, float] = {}        # by elapsed time: the customers updated together share it
-        for name, priority, held, used, began, used_last, updated in zip(
-                names, columns._real, columns._usage, columns._accumulated, columns._begins, columns._last_usage,
-                columns._last_update):
+        for row in columns._moving_rows():     # a row at rest comes out as it went in
+            updated = updated_at[row]
             elapsed = 0.0 if updated is None else now - updated
             if elapsed > 0:
                 aging = agings.get(elapsed)
                 if aging is None:
                     aging = agings[elapsed] = 0.5 ** (elapsed / halflife)
-                priority = max(MIN_PRIORITY, priority * aging + held * (1.0 - aging))
+                held = held_now[row]
+                real[row] = max(MIN_PRIORITY, real[row] * aging + held * (1.0 - aging))
                 charge = held * elapsed
-                used += charge
+                used = accumulated[row] = accumulated[row] + charge
                 if charge:
-                    charged[name] = charge
-                if began is None and used > 0:
-                    began = now
+                    charged[names[row]] = charge
+                if begins[row] is None and used > 0:
+                    begins[row] = now
                 if held > 0:
-                    used_last = now
-            real.append(priority)
-            accumulated.append(used)
-            begins.append(began)
-            last_usage.append(used_last)
+                    last_usage[row] = now
         in_force = [0.0] * len(names)
         for name, amount in usage.items():
             in_force[columns._index[name]] = amount
+        moving = sorted({row for row in columns._moving_rows()
+                         if not _at_rest(real[row], in_force[row], accumulated[row], begins[row])}
+                        | {columns._index[name] for name, amount in usage.items() if amount != 0})
         advanced = CustomerColumns(names, (real, in_force, accumulated, begins, last_usage, [now] * len(names)),
-                                   columns._administered, columns._index)
+                                   columns._administered, columns._index, moving)
         if not math.isfinite(sum(real) + sum(accumulated)):      # a figure overflowed, or only their sum
             advanced._check_figures()
         return advanced, charged
+
+    def _moving_rows(self) -> list[int]:
+        """The rows not at rest, found by a look at every row the first time they are asked."""
+        if self._moving is None:
+            self._moving = [row for row, figures in enumerate(zip(self._real, self._usage, self._accumulated,
+                                                                  self._begins)) if not _at_rest(*figures)]
+        return self._moving
 
     def _with_customers(self, usage: Mapping[str, float]) -> CustomerColumns:
         """These columns with a fresh record (MIN_PRIORITY, no usage) for each customer of

@@ -105,3 +105,19 @@ def test_a_charge_that_overflows_names_its_customer_among_others() -> None:
                              CustomerRecord("carol@site", 1.0, None, 1.0, 0.0, None, None, 0.0)])
     with pytest.raises(ValueError, match="accumulated usage of customer 'bob@site' must be a finite number"):
         advance(state, 1e10, {}, 3600.0)
+
+
+@pytest.mark.parametrize("loaded", [
+    CustomerRecord("alice@site", MIN_PRIORITY, None, 0.0, 7200.0, None, None, 0.0),
+    CustomerRecord("alice@site", MIN_PRIORITY, None, 0.0, -0.0, None, None, 0.0),
+    CustomerRecord("alice@site", MIN_PRIORITY, None, 0.0, 7200.0, 100.0, 100.0, 0.0),
+], ids=["usage accumulated but never begun", "negative zero accumulated", "idle at the floor"])
+def test_a_customer_idle_at_the_floor_changes_only_as_the_update_changes_it(loaded: CustomerRecord) -> None:
+    """An idle customer at MinPriority is left as it is by an update (but for its clock), unless
+    the update sets something: BeginUsageTime once usage has accumulated, and -0.0 + 0.0 charged
+    is 0.0. Cycle after cycle, then with usage again, it is the reference's, bit for bit."""
+    state, expected = AccountantState([loaded]), loaded
+    for now, usage in [(600.0, 0.0), (1200.0, 0.0), (1800.0, 2.0), (2400.0, 0.0), (1e7, 0.0), (1e7 + 600, 0.0)]:
+        state = advance(state, now, {loaded.name: usage}, 3600.0)
+        expected, _ = update_one_priority(expected, now, 3600.0, usage)
+        assert bits(state.record(loaded.name)) == bits(expected)
