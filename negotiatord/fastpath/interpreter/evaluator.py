@@ -57,17 +57,27 @@ class FastEvaluator:
         self._fallback = ReferenceFallback(table, settings, now)
         self._preemption = PreemptionQuestions(table, settings, now)
         self._specs = CycleRoots.of(table.assets, settings)
+        self._clock = 0           # the wall-clock second of the current call (old-semantics CurrentTime)
         self._reset(old_semantics())
 
     def _reset(self, old: bool) -> None:
-        """Everything compiled depends on classad2's scoping mode; start over when it changes."""
-        table = self._table
-        compiled = self._compilations.for_cycle(old, table.assets, len(table))
+        """Everything compiled depends on classad2's scoping mode; start over when it changes.
+        The kept match space is entered when first needed (:meth:`_enter`): a replay's cycle with
+        no idle job, whose slot weights were all kept, needs none."""
+        self._compiled = self._compilations.for_cycle(old, self._table.assets, len(self._table))
+        self._entered = False
+
+    def _enter(self) -> None:
+        """Enter the kept match space with this cycle's table, once after each reset."""
+        if self._entered:
+            return
+        table, compiled = self._table, self._compiled
         kept = self._compilations.match_space
         if kept is None:
             kept = self._compilations.match_space = KeptMatchSpace(len(table.assets))
         self._context, self._match_space = kept.enter(compiled, table, self._now, self._descriptions)
         self._roots = JobRoots(table, self._context, self._match_space, self._descriptions)
+        self._roots.clock = self._clock
         self._one_call = OneCallAssessment(self._context, self._match_space, self._roots,
                                            self._specs.in_kernel_order, self.stats)
         self._stages = StagedAssessment(table, self._context, self._match_space, self._roots, self._specs,
@@ -76,6 +86,7 @@ class FastEvaluator:
                                                               self._now, self._descriptions, self._fallback,
                                                               self._specs)
         self._offer: Offer | None = None                          # in this match space
+        self._entered = True
 
     # -- PairEvaluator ------------------------------------------------------------------------------
 
@@ -85,10 +96,12 @@ class FastEvaluator:
         rows = np.asarray(rows, dtype=np.int64)
         self._start_call()
         if not self._keeps_weights:
+            self._enter()
             return self._stages.slot_weights(rows, amounts)
-        kept = self._context.compiled.slot_weights
+        kept = self._compiled.slot_weights
         weights, missing = kept.known(self._table.slots, rows, amounts)
         if len(missing):
+            self._enter()
             worked_out = self._stages.slot_weights(rows[missing], amounts[missing])
             weights[missing] = worked_out
             kept.keep(self._table.slots, rows[missing], amounts[missing], worked_out)
@@ -98,6 +111,7 @@ class FastEvaluator:
         rows = np.asarray(rows, dtype=np.int64)
         amounts = np.ascontiguousarray(amounts, dtype=np.float64)
         self._start_call()
+        self._enter()
         self.stats.assess_calls += 1
         self.stats.pairs += len(rows)
         job = self._job(autocluster)
@@ -115,6 +129,7 @@ class FastEvaluator:
         the candidate list runs dry and is refilled; the rest of the request in Python from where
         a re-assessment needing classad2 stopped the kernel."""
         self._start_call()
+        self._enter()
         job = self._job(autocluster)
         job.enter(self._match_space)
         universe_of = self._match_space.universe_index
@@ -143,6 +158,7 @@ class FastEvaluator:
         their inserted figures (preemption_answers.py); the rank conditions, and what is not
         compiled, answered by classad2 and counted as fallback evaluations (whether a claimed
         slot matches at all is ``assess``, in the kernels)."""
+        self._enter()
         before = self._preemption.evaluations
         answers = self._preemption.assess(autocluster, rows, inserts)
         self.stats.fallback_evaluations["preemption"] += self._preemption.evaluations - before
@@ -151,7 +167,10 @@ class FastEvaluator:
     # -- pieces ------------------------------------------------------------------------------------
 
     def _start_call(self) -> None:
-        self._roots.clock = int(time.time())
+        """Read the wall clock for this call (old-semantics CurrentTime reads it)."""
+        self._clock = int(time.time())
+        if self._entered:
+            self._roots.clock = self._clock
 
     def _job(self, autocluster: Autocluster) -> JobState:
         """The job's state; a job not seen before is first checked against classad2's scoping
@@ -159,9 +178,8 @@ class FastEvaluator:
         state = self._roots.known(autocluster)
         if state is None:
             if old_semantics() != self._context.old_semantics:
-                clock = self._roots.clock
                 self._reset(not self._context.old_semantics)
-                self._roots.clock = clock
+                self._enter()
             state = self._roots.add(autocluster)
         return state
 
