@@ -186,7 +186,7 @@ class _Cycle:
             self.trimmed = self._trimmed()
             if self.trimmed:
                 self.state.available[list(self.trimmed)] = False
-            if self.settings.consider_preemption:
+            if self.settings.consider_preemption and self.submitters:    # no idle job, no preemptor
                 self.preemptor = self._preemptor(pool_size)
         with self._phase("match_lists"):
             demand = self._demand()
