@@ -184,3 +184,30 @@ def test_the_last_question_of_the_same_table_is_answered_again_without_a_step_pe
     assert asked(table.slots, rows, fewer)[1:] == (1, 3)
     assert asked(table.slots, rows, table.amounts) == ([8.0, 10.0, 12.0], 0, 3)    # the last had one missing
     assert asked(table.slots, rows[:2], table.amounts[:2]) == ([8.0, 10.0], 0, 2)
+
+
+def test_a_cycle_with_no_idle_job_over_kept_weights_does_not_enter_the_match_space():
+    """A replay runs a cycle whenever a job ends, idle jobs or not: with no job to assess and
+    every weight kept, the cycle reads nothing into the match space (the space stays at the
+    last cycle's clock), and the next cycle with jobs enters it and decides as from scratch."""
+    config = settings()
+    slot_ads = [pslot(f"p{i}", cpus=4, SlotWeight=expr("Cpus * 2")) for i in range(3)]
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+
+    def cycle(job_ads: list, now: int):
+        snapshot = builder.build(slot_ads, job_ads, config)
+        return run_cycle(snapshot, AccountantState(), config, now, descriptions=descriptions,
+                         compilations=compilations)
+
+    cycle(jobs("alice", 2), NOW)
+    kept = compilations.match_space
+    assert kept is not None and kept.space is not None
+    assert kept.space.context.now == NOW
+    idle = cycle([], NOW + 60)
+    assert kept.space.context.now == NOW and not idle.matches
+    later = cycle(jobs("bob", 5), NOW + 120)
+    assert kept.space.context.now == NOW + 120
+    fresh = run_cycle(SnapshotBuilder().build(slot_ads, jobs("bob", 5), config), AccountantState(), config,
+                      NOW + 120)
+    assert [(m.job, m.slot, m.cost) for m in later.matches] == [(m.job, m.slot, m.cost) for m in fresh.matches]
+    assert later.matches
