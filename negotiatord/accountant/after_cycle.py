@@ -18,16 +18,17 @@ from negotiatord.accountant.quota_timers import group_resources, updated_timers
 from negotiatord.settings import Settings, SubmitterOrder
 
 
-def after_cycle(state: AccountantState, now: float, usage: Mapping[str, float],
+def after_cycle(state: AccountantState, now: float, usage: Mapping[str, float] | None,
                 held: Mapping[str, Mapping[str, float]], settings: Settings,
                 enforced: Collection[str] = ()) -> AccountantState:
     """The accountant state after a cycle at ``now``: decayed to ``now``, with ``usage`` (running
     work plus the cycle's matches, per customer and per group as the cycle rolled it up) in force
-    from then; with admission fair sharing, each submitter's decayed usage sampled with ``held``
-    (what each submitter holds after the cycle, per lower-cased resource); with quota preemption,
-    each group's timer started, kept or dropped by its usage now, and every timer dropped when it
-    is switched off; the timers of the groups ``enforced`` (the cycle's quota enforcements) are
-    marked enforced, so they are not enforced again."""
+    from then (None: the usage in force stays); with admission fair sharing, each submitter's
+    decayed usage sampled with ``held`` (what each submitter holds after the cycle, per
+    lower-cased resource); with quota preemption, each group's timer started, kept or dropped by
+    its usage now, and every timer dropped when it is switched off; the timers of the groups
+    ``enforced`` (the cycle's quota enforcements) are marked enforced, so they are not enforced
+    again."""
     advanced = advance(state, now, usage, settings.priority_halflife)
     if settings.submitter_order is SubmitterOrder.ADMISSION_FAIR_SHARING:
         advanced = sample_admission_usage(advanced, now, held, settings.admission_half_life_s)

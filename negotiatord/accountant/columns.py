@@ -81,14 +81,11 @@ class CustomerColumns(Mapping[str, CustomerRecord]):
     def __len__(self) -> int:
         return len(self._names)
 
-    def weighted_usages(self) -> dict[str, float]:
-        """Each customer's weighted usage in force, by name, without making its record."""
-        return dict(zip(self._names, self._usage))
-
-    def advanced(self, now: float, usage: Mapping[str, float],
+    def advanced(self, now: float, usage: Mapping[str, float] | None,
                  halflife: float) -> tuple[CustomerColumns, dict[str, float]]:
         """Every record decayed to ``now`` with ``usage`` in force from then (a customer not in
-        it uses nothing), and the weighted seconds charged to each customer charged any.
+        it uses nothing; None: the usage in force stays), and the weighted seconds charged to
+        each customer charged any.
 
         Accountant::UpdatePriorities runs UpdateOnePriority over every customer, and so does this
         loop, row after row, but for the rows at rest (:func:`_at_rest`), which it would leave as
@@ -101,7 +98,7 @@ class CustomerColumns(Mapping[str, CustomerRecord]):
 
         A figure that overflows is reported by the record constructor's checks, naming the
         customer, as :class:`CustomerRecord` reports any other bad figure."""
-        columns = self._with_customers(usage)
+        columns = self if usage is None else self._with_customers(usage)
         names = columns._names
         real, accumulated, begins, last_usage = (list(columns._real), list(columns._accumulated),
                                                  list(columns._begins), list(columns._last_usage))
@@ -125,12 +122,15 @@ class CustomerColumns(Mapping[str, CustomerRecord]):
                     begins[row] = now
                 if held > 0:
                     last_usage[row] = now
-        in_force = [0.0] * len(names)
-        for name, amount in usage.items():
-            in_force[columns._index[name]] = amount
+        if usage is None:
+            in_force, given = held_now, set()      # the lists are never changed in place: shared
+        else:
+            in_force = [0.0] * len(names)
+            for name, amount in usage.items():
+                in_force[columns._index[name]] = amount
+            given = {columns._index[name] for name, amount in usage.items() if amount != 0}
         moving = sorted({row for row in columns._moving_rows()
-                         if not _at_rest(real[row], in_force[row], accumulated[row], begins[row])}
-                        | {columns._index[name] for name, amount in usage.items() if amount != 0})
+                         if not _at_rest(real[row], in_force[row], accumulated[row], begins[row])} | given)
         advanced = CustomerColumns(names, (real, in_force, accumulated, begins, last_usage, [now] * len(names)),
                                    columns._administered, columns._index, moving)
         if not math.isfinite(sum(real) + sum(accumulated)):      # a figure overflowed, or only their sum

@@ -72,11 +72,6 @@ class AccountantState:
         """Every known customer's record, by name."""
         return list(self._records.values())
 
-    def weighted_usages(self) -> dict[str, float]:
-        """Every known customer's weighted usage in force, by name (a replay asks it of states
-        it advances without a cycle, whose records nobody reads)."""
-        return self._records.weighted_usages()
-
     def accrued_usage(self, name: str) -> float:
         """Weighted seconds added to ``name``'s accumulated usage since the state was loaded."""
         return self._accrued.get(name, 0.0)
@@ -177,9 +172,10 @@ def configured_factor(customer: str, group: str, settings: Settings) -> float:
 
 
 def advance(
-    state: AccountantState, now: float, usage: Mapping[str, float], halflife: float
+    state: AccountantState, now: float, usage: Mapping[str, float] | None, halflife: float
 ) -> AccountantState:
-    """The state at ``now``: priorities decayed and usage charged, then ``usage`` in force.
+    """The state at ``now``: priorities decayed and usage charged, then ``usage`` in force
+    (None: the usage in force stays, as a replay advances the state over cycles it skips).
 
     Follows Accountant::UpdatePriorities / UpdateOnePriority for every known customer and every
     customer in ``usage`` (:meth:`CustomerColumns.advanced`). The usage held over the elapsed
@@ -191,9 +187,10 @@ def advance(
     halflife = check_finite("PRIORITY_HALFLIFE", halflife)
     if halflife <= 0:
         raise ValueError(f"PRIORITY_HALFLIFE must be > 0 seconds, got {halflife!r}")
-    if plain_floats(usage.values()):
+    usage_now: dict[str, float] | None = None
+    if usage is not None and plain_floats(usage.values()):
         usage_now = dict(usage)         # plain floats, checked without making the checks' messages
-    else:
+    elif usage is not None:
         usage_now = {name: check_usage(name, amount) for name, amount in usage.items()}
     records, charged = state._records.advanced(now, usage_now, halflife)
     accrued = state._accrued.copy()     # a read-only view's copy() is its dict's: one C loop

@@ -340,7 +340,7 @@ class _Replay:
     def _held_for(self, state: AccountantState, now: int) -> AccountantState:
         """``state`` after cycles up to ``now`` that each matched and preempted nothing: each
         recorded the usage it holds and sampled what each submitter holds."""
-        return after_cycle(state, now, state.weighted_usages(), self.held, self.settings)
+        return after_cycle(state, now, None, self.held, self.settings)
 
 
 def _in_place_of(match: Match, victim: Match) -> Match:
