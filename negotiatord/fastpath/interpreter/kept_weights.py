@@ -42,8 +42,8 @@ _UNASKED = ()       # a record's content before it is asked for
 
 @dataclass
 class _Weights:
-    # whether the slot's weight cannot read the clock; None: not asked yet. It is asked when a
-    # kept weight could first be used, so a cycle that uses none never asks it.
+    # whether the slot's weight cannot read the clock; None: not asked yet. It is asked with the
+    # weight's content (:func:`_content_of`), before a weight is first filed.
     clock_free: bool | None = None
     at: dict[bytes, float] = field(default_factory=dict)   # amounts (their bytes) -> weight
     content: tuple | None = _UNASKED                       # what the weight reads (None: more than assets)
@@ -74,12 +74,7 @@ class KeptSlotWeights:
             slot = slots[row]
             kept = memo.of(slot)
             key = at.tobytes()
-            weight = kept.at.get(key) if kept.at else None
-            if weight is not None and kept.clock_free is None:
-                kept.clock_free = not _reads_clock(slot)
-                if not kept.clock_free:
-                    kept.at.clear()
-                    weight = None
+            weight = kept.at.get(key) if kept.at else None      # filed only when clock-free (keep)
             if weight is None and by_content:
                 content = _content_of(kept, slot)
                 weight = None if content is None else by_content.get((content, key))
@@ -100,9 +95,9 @@ class KeptSlotWeights:
             slot = slots[row]
             kept = memo.of(slot)
             key = at.tobytes()
-            if kept.clock_free is not False and len(kept.at) < AMOUNTS_PER_SLOT:
-                kept.at[key] = weight
             content = _content_of(kept, slot)
+            if kept.clock_free and len(kept.at) < AMOUNTS_PER_SLOT:
+                kept.at[key] = weight
             if content is not None:
                 by_content[content, key] = weight
 
@@ -110,20 +105,16 @@ class KeptSlotWeights:
 def _content_of(kept: _Weights, slot: Slot) -> tuple | None:
     """What ``slot``'s weight reads, asked once per record: its text, the slot's assets and
     which are integer literals, where the weight names nothing but listed assets (then it reads
-    the amounts only, not the ad); None otherwise."""
+    the amounts only, not the ad); None otherwise. Whether the weight may read the clock is
+    asked with it, of the same reading: evaluated in its ad with no job, it or an attribute it
+    reads calls ``time()``, or reads ``CurrentTime`` where the ad does not define it, or calls
+    ``eval()``, which may build either from a string."""
     if kept.content is _UNASKED:
         text = str(slot.slot_weight)
         reads = own_reads(text, slot.ad)
         listed = {asset.lower() for asset in slot.assets}
         reads_assets_only = reads.names is not None and not reads.calls_time and reads.names <= listed
         kept.content = (text, slot.assets, slot.integer_amounts) if reads_assets_only else None
+        kept.clock_free = not (reads.names is None or reads.calls_time
+                               or ("currenttime" in reads.names and "CurrentTime" not in slot.ad))
     return kept.content
-
-
-def _reads_clock(slot: Slot) -> bool:
-    """Whether the slot's weight, evaluated in its ad with no job, may read the clock: it or an
-    attribute it reads calls ``time()``, or reads ``CurrentTime`` where the ad does not define
-    it, or calls ``eval()``, which may build either from a string."""
-    reads = own_reads(str(slot.slot_weight), slot.ad)
-    return (reads.names is None or reads.calls_time
-            or ("currenttime" in reads.names and "CurrentTime" not in slot.ad))
