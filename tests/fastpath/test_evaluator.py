@@ -283,3 +283,24 @@ def test_a_slot_reading_the_clock_is_searched_once_and_reads_each_cycles_clock(m
     assert first >= 1
     assert matches(NOW + 3600, "fast") == matches(NOW + 3600, "classad2") == 0
     assert len(searched) == first
+
+
+def test_alike_requests_on_one_offer_share_an_answer_and_others_do_not():
+    """Submitters' autoclusters often hold alike jobs: on the offer every request is first
+    assessed against (before any match changes the pool), a request alike in everything the
+    roots read takes the answer of the one before; one that differs only in an attribute the
+    slots' Requirements read (Department) gets its own, as classad2 gives it: carol's jobs match
+    nothing, though alice's and bob's, which differ from hers in that one attribute, match."""
+    config = settings()
+    requirements = expr('TARGET.RequestCpus <= MY.Cpus && TARGET.Department =!= "physics"')
+    slot_ads = [pslot(f"p{i}", cpus=4, Requirements=requirements) for i in range(3)]
+    job_ads = [*jobs("alice", 4, cpus=2, Department="chemistry"),
+               *jobs("bob", 4, cluster=2, cpus=2, Department="chemistry"),
+               *jobs("carol", 4, cluster=3, cpus=2, Department="physics")]
+    snapshot = build_snapshot(slot_ads, job_ads, config)
+    evaluator = FastEvaluator(snapshot.table, config, NOW)
+    fast = run_cycle(snapshot, AccountantState(), config, NOW, evaluator)
+    reference = run_cycle(snapshot, AccountantState(), config, NOW, ClassAdEvaluator(snapshot.table, config, NOW))
+    assert fast.matches == reference.matches
+    assert {match.submitter for match in fast.matches} == {"alice@site", "bob@site"}
+    assert evaluator.stats.reused_assessments >= 1

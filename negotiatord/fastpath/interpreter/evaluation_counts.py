@@ -14,6 +14,7 @@ class FastPathStats(EvaluatorStats):
     weight_rows: int = 0                    # slots weighed by slot_weights
     pruned_pairs: int = 0                   # pairs a known consumption ruled out before the kernel (bounds.py)
     kernel_batches: int = 0                 # kernel calls running compiled leaves
+    reused_assessments: int = 0             # requests answered as an alike one was on the same offer
     loading_calls: int = 0                  # requests loaded in one kernel call (loading.py)
     compiled_leaves: int = 0                # (expression, slot shape) combinations compiled
     fallback_leaves: Counter = field(default_factory=Counter)        # reason -> leaves left to classad2
@@ -22,7 +23,8 @@ class FastPathStats(EvaluatorStats):
         return {
             "assess_calls": self.assess_calls, "pairs": self.pairs, "pruned_pairs": self.pruned_pairs,
             "weight_rows": self.weight_rows,
-            "kernel_batches": self.kernel_batches, "loading_calls": self.loading_calls,
+            "kernel_batches": self.kernel_batches, "reused_assessments": self.reused_assessments,
+            "loading_calls": self.loading_calls,
             "compiled_leaves": self.compiled_leaves,
             "fallback_leaves": dict(self.fallback_leaves), "fallback_evaluations": dict(self.fallback_evaluations),
         }

@@ -119,7 +119,6 @@ class FastEvaluator:
         job.enter(self._match_space)
         done = self._one_call.assess(job, offer, amounts)
         if done is not None:
-            self.stats.kernel_batches += 1
             return done
         return self._stages.assess(autocluster, job, rows, amounts)
 

@@ -50,6 +50,10 @@ class OneCallAssessment:
         self._specs = specs                  # in kernels.assess_rows' order
         self._stats = stats
         self._registers = triple((1, 1))
+        # the answers given on the shared offer (its rows and amounts, read-only: the same objects
+        # until a match changes the pool), by what the kernel reads of the job (_asked_alike)
+        self._offer_answered: tuple[np.ndarray, np.ndarray] | None = None
+        self._answered: dict[tuple, tuple[Stack, object, Assessment]] = {}
 
     def assess(self, job: JobState, offer: Offer, amounts: np.ndarray) -> Assessment | None:
         """The whole assessment in one kernel call; None when some leaf the rows reach needs
@@ -62,6 +66,12 @@ class OneCallAssessment:
             job_ok = self._job_ok(job, stack, universe_rows)
         except NeedsFallback:
             return None
+        alike = self._asked_alike(stack, job_tables, job, offer, amounts)
+        if alike is not None:
+            found = self._answered.get(alike)
+            if found is not None and found[0] is stack and found[1] is job.layout.job_static:
+                self._stats.reused_assessments += 1
+                return found[2]
         consumption_policy, base, integer = offer.consumption_policy, offer.base, offer.integer
         fits = None
         if stack.python_roots:        # classad2 steps' values, computed before the kernel reads them
@@ -82,7 +92,27 @@ class OneCallAssessment:
             return None
         if fits is not None:
             answers = _scattered(answers, fits, n)
-        return Assessment(rows, *answers)
+        assessment = Assessment(rows, *answers)
+        if alike is not None:
+            self._answered[alike] = (stack, job.layout.job_static, assessment)
+        return assessment
+
+    def _asked_alike(self, stack: Stack, job_tables: JobTables, job: JobState, offer: Offer,
+                     amounts: np.ndarray) -> tuple | None:
+        """What makes two requests on the shared offer the same question to the kernel: the
+        stack, the job-and-slot conjuncts' answers and the job's values (autoclusters of several
+        submitters often hold alike jobs). None when the question is not asked on the shared
+        offer (rows or amounts writable), or needs classad2 steps, whose inputs are per job.
+        Answers are kept for the last shared offer only: a match changes the pool, and the offer."""
+        rows = offer.rows
+        if stack.python_roots or rows.flags.writeable or amounts.flags.writeable:
+            return None
+        last = self._offer_answered
+        if last is None or last[0] is not rows or last[1] is not amounts:
+            self._offer_answered = (rows, amounts)
+            self._answered = {}
+        return (id(stack), id(job.layout.job_static), job_tables.scalar_ok.tobytes(),
+                *(values.tobytes() for values in job_tables.scalars))
 
     def _fitting(self, stack: Stack, job_tables: JobTables, offer: Offer, amounts: np.ndarray) -> np.ndarray | None:
         """Positions not ruled out by a consumption known before the kernel (bounds.py); None
@@ -118,8 +148,10 @@ class OneCallAssessment:
         cost, rank = np.empty(n), np.empty((n, 3))
         arguments = (universe_rows, consumption_policy, amounts, base, integer,
                      *self.evaluation_inputs(stack, job_tables, job_ok, dynamic, n), matched, consumption, cost, rank)
-        ok = kernels.assess_rows(*arguments)
-        return (matched, consumption, cost, rank) if ok else None
+        if not kernels.assess_rows(*arguments):
+            return None
+        self._stats.kernel_batches += 1
+        return matched, consumption, cost, rank
 
     def evaluation_inputs(self, stack: Stack, job_tables: JobTables, job_ok: np.ndarray, dynamic: Triple,
                           n: int) -> tuple:
