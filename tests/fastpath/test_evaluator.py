@@ -304,3 +304,23 @@ def test_alike_requests_on_one_offer_share_an_answer_and_others_do_not():
     assert fast.matches == reference.matches
     assert {match.submitter for match in fast.matches} == {"alice@site", "bob@site"}
     assert evaluator.stats.reused_assessments >= 1
+
+
+def test_a_shared_answer_is_classad2s_answer_row_for_row():
+    """The answer taken from an alike request is, array for array, what classad2 answers for
+    the request that takes it, unmatched rows included."""
+    config = settings(consumption_policy=True)
+    slot_ads = [pslot("big", cpus=8), pslot("small", cpus=1), pslot("mid", cpus=2, memory=64)]
+    snapshot = build_snapshot(slot_ads, [*jobs("alice", 1, cpus=2), *jobs("bob", 1, cluster=2, cpus=2)], config)
+    rows = np.arange(len(snapshot.table))
+    amounts = snapshot.table.amounts[rows]
+    rows.setflags(write=False)
+    amounts.setflags(write=False)
+    evaluator = FastEvaluator(snapshot.table, config, NOW)
+    reference = ClassAdEvaluator(snapshot.table, config, NOW)
+    alice, bob = snapshot.autoclusters
+    evaluator.assess(alice, rows, amounts)
+    shared = evaluator.assess(bob, rows, amounts)
+    assert evaluator.stats.reused_assessments == 1
+    assert shared.matched.tolist() == [True, False, False]
+    assert_same(reference.assess(bob, rows, amounts), shared)

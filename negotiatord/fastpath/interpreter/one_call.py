@@ -39,6 +39,17 @@ class Offer:
     integer: np.ndarray               # whether each is an integer literal there
 
 
+@dataclass(frozen=True)
+class _Answered:
+    """An answer on the shared offer, kept for the alike requests after it: its matched rows'
+    entries only (a few percent of an OSPool-sized offer), the others being unmatched alike."""
+
+    stack: Stack
+    job_static: object
+    matched: np.ndarray               # positions in the offer
+    answers: tuple[np.ndarray, ...]   # (matched, consumption, cost, rank) at those positions
+
+
 class OneCallAssessment:
     """Assessments of jobs against rows of the match space, each in one kernel call."""
 
@@ -53,7 +64,7 @@ class OneCallAssessment:
         # the answers given on the shared offer (its rows and amounts, read-only: the same objects
         # until a match changes the pool), by what the kernel reads of the job (_asked_alike)
         self._offer_answered: tuple[np.ndarray, np.ndarray] | None = None
-        self._answered: dict[tuple, tuple[Stack, object, Assessment]] = {}
+        self._answered: dict[tuple, _Answered] = {}
 
     def assess(self, job: JobState, offer: Offer, amounts: np.ndarray) -> Assessment | None:
         """The whole assessment in one kernel call; None when some leaf the rows reach needs
@@ -69,9 +80,9 @@ class OneCallAssessment:
         alike = self._asked_alike(stack, job_tables, job, offer, amounts)
         if alike is not None:
             found = self._answered.get(alike)
-            if found is not None and found[0] is stack and found[1] is job.layout.job_static:
+            if found is not None and found.stack is stack and found.job_static is job.layout.job_static:
                 self._stats.reused_assessments += 1
-                return found[2]
+                return Assessment(rows, *_scattered(found.answers, found.matched, n))
         consumption_policy, base, integer = offer.consumption_policy, offer.base, offer.integer
         fits = None
         if stack.python_roots:        # classad2 steps' values, computed before the kernel reads them
@@ -94,7 +105,9 @@ class OneCallAssessment:
             answers = _scattered(answers, fits, n)
         assessment = Assessment(rows, *answers)
         if alike is not None:
-            self._answered[alike] = (stack, job.layout.job_static, assessment)
+            matched = np.flatnonzero(assessment.matched)
+            self._answered[alike] = _Answered(stack, job.layout.job_static, matched,
+                                              tuple(answer[matched] for answer in answers))
         return assessment
 
     def _asked_alike(self, stack: Stack, job_tables: JobTables, job: JobState, offer: Offer,
