@@ -19,6 +19,7 @@ import pytest
 
 from negotiatord.accountant import AccountantState
 from negotiatord.evaluation import ClassAdEvaluator
+from negotiatord.fastpath.interpreter import one_call
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.runtime import run_cycle
@@ -324,3 +325,19 @@ def test_a_shared_answer_is_classad2s_answer_row_for_row():
     assert evaluator.stats.reused_assessments == 1
     assert shared.matched.tolist() == [True, False, False]
     assert_same(reference.assess(bob, rows, amounts), shared)
+
+
+def test_answers_past_the_budget_are_not_kept(monkeypatch):
+    """Past MAX_ANSWERED_ROWS matched rows on one offer, answers are no longer filed: alike
+    requests are then asked again, and answered alike."""
+    monkeypatch.setattr(one_call, "MAX_ANSWERED_ROWS", 0)
+    config = settings(consumption_policy=True)
+    snapshot = build_snapshot([pslot("big", cpus=8)], [*jobs("alice", 1), *jobs("bob", 1, cluster=2)], config)
+    rows, amounts = np.arange(1), snapshot.table.amounts.copy()
+    rows.setflags(write=False)
+    amounts.setflags(write=False)
+    evaluator = FastEvaluator(snapshot.table, config, NOW)
+    answers = [evaluator.assess(autocluster, rows, amounts) for autocluster in snapshot.autoclusters]
+    assert evaluator.stats.reused_assessments == 0
+    assert evaluator.stats.kernel_batches == 2
+    assert_same(answers[0], answers[1])

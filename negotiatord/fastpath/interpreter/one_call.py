@@ -26,6 +26,9 @@ from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
 from negotiatord.fastpath.interpreter.tables import JobTables
 
 _PRUNE_FROM = 16        # rows; on fewer, pruning first costs more than the kernel rows it saves
+# matched rows kept for alike requests on one offer, at most (~60 bytes each): a fill's first
+# offer matches most of an empty pool for every request
+MAX_ANSWERED_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class OneCallAssessment:
         # until a match changes the pool), by what the kernel reads of the job (_asked_alike)
         self._offer_answered: tuple[np.ndarray, np.ndarray] | None = None
         self._answered: dict[tuple, _Answered] = {}
+        self._answered_rows = 0           # matched rows they hold
 
     def assess(self, job: JobState, offer: Offer, amounts: np.ndarray) -> Assessment | None:
         """The whole assessment in one kernel call; None when some leaf the rows reach needs
@@ -106,8 +110,10 @@ class OneCallAssessment:
         assessment = Assessment(rows, *answers)
         if alike is not None:
             matched = np.flatnonzero(assessment.matched)
-            self._answered[alike] = _Answered(stack, job.layout.job_static, matched,
-                                              tuple(answer[matched] for answer in answers))
+            if self._answered_rows + len(matched) <= MAX_ANSWERED_ROWS:
+                self._answered_rows += len(matched)
+                self._answered[alike] = _Answered(stack, job.layout.job_static, matched,
+                                                  tuple(answer[matched] for answer in answers))
         return assessment
 
     def _asked_alike(self, stack: Stack, job_tables: JobTables, job: JobState, offer: Offer,
@@ -123,7 +129,7 @@ class OneCallAssessment:
         last = self._offer_answered
         if last is None or last[0] is not rows or last[1] is not amounts:
             self._offer_answered = (rows, amounts)
-            self._answered = {}
+            self._answered, self._answered_rows = {}, 0
         return (id(stack), id(job.layout.job_static), job_tables.scalar_ok.tobytes(),
                 *(values.tobytes() for values in job_tables.scalars))
 
