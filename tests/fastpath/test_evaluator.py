@@ -19,7 +19,7 @@ import pytest
 
 from negotiatord.accountant import AccountantState
 from negotiatord.evaluation import ClassAdEvaluator
-from negotiatord.fastpath.interpreter import one_call
+from negotiatord.fastpath.interpreter import shared_offer
 from negotiatord.fastpath.interpreter.evaluator import FastEvaluator
 from negotiatord.pool.builder import SnapshotBuilder, build_snapshot
 from negotiatord.runtime import run_cycle
@@ -328,9 +328,9 @@ def test_a_shared_answer_is_classad2s_answer_row_for_row():
 
 
 def test_answers_past_the_budget_are_not_kept(monkeypatch):
-    """Past MAX_ANSWERED_ROWS matched rows on one offer, answers are no longer filed: alike
-    requests are then asked again, and answered alike."""
-    monkeypatch.setattr(one_call, "MAX_ANSWERED_ROWS", 0)
+    """Past MAX_KEPT_ROWS rows kept on one offer, answers are no longer filed: alike requests
+    are then asked again, and answered alike."""
+    monkeypatch.setattr(shared_offer, "MAX_KEPT_ROWS", 0)
     config = settings(consumption_policy=True)
     snapshot = build_snapshot([pslot("big", cpus=8)], [*jobs("alice", 1), *jobs("bob", 1, cluster=2)], config)
     rows, amounts = np.arange(1), snapshot.table.amounts.copy()

@@ -5,7 +5,8 @@ scalar inputs and job-only conjuncts are laid out once per job (:class:`JobTable
 job-and-slot conjuncts looked up per distinct job values; classad2 steps over job values and slot
 literals are computed before the kernel; rows a known consumption does not fit are left out
 before it (bounds.py). When some leaf the rows reach needs Python (classad2 steps the kernel
-cannot be handed, or fallbacks), the caller assesses in stages instead.
+cannot be handed, or fallbacks), the caller assesses in stages instead. A request alike to one
+assessed before on the shared offer takes its answer (shared_offer.py).
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ from negotiatord.fastpath.interpreter.bounds import misfits
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple, each, triple
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
+from negotiatord.fastpath.interpreter.shared_offer import Answered, SharedOffer
 from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space, by_leaf, match_array
 from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
 from negotiatord.fastpath.interpreter.tables import JobTables
 
 _PRUNE_FROM = 16        # rows; on fewer, pruning first costs more than the kernel rows it saves
-# matched rows kept for alike requests on one offer, at most (~60 bytes each): a fill's first
-# offer matches most of an empty pool for every request
-MAX_ANSWERED_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -42,17 +41,6 @@ class Offer:
     integer: np.ndarray               # whether each is an integer literal there
 
 
-@dataclass(frozen=True)
-class _Answered:
-    """An answer on the shared offer, kept for the alike requests after it: its matched rows'
-    entries only (a few percent of an OSPool-sized offer), the others being unmatched alike."""
-
-    stack: Stack
-    job_static: object
-    matched: np.ndarray               # positions in the offer
-    answers: tuple[np.ndarray, ...]   # (matched, consumption, cost, rank) at those positions
-
-
 class OneCallAssessment:
     """Assessments of jobs against rows of the match space, each in one kernel call."""
 
@@ -64,11 +52,7 @@ class OneCallAssessment:
         self._specs = specs                  # in kernels.assess_rows' order
         self._stats = stats
         self._registers = triple((1, 1))
-        # the answers given on the shared offer (its rows and amounts, read-only: the same objects
-        # until a match changes the pool), by what the kernel reads of the job (_asked_alike)
-        self._offer_answered: tuple[np.ndarray, np.ndarray] | None = None
-        self._answered: dict[tuple, _Answered] = {}
-        self._answered_rows = 0           # matched rows they hold
+        self._shared = SharedOffer()
 
     def assess(self, job: JobState, offer: Offer, amounts: np.ndarray) -> Assessment | None:
         """The whole assessment in one kernel call; None when some leaf the rows reach needs
@@ -81,10 +65,11 @@ class OneCallAssessment:
             job_ok = self._job_ok(job, stack, universe_rows)
         except NeedsFallback:
             return None
-        alike = self._asked_alike(stack, job_tables, job, offer, amounts)
+        shared = not stack.python_roots and self._shared.holds(rows, amounts)
+        alike = _asked_alike(stack, job_tables, job) if shared else None
         if alike is not None:
-            found = self._answered.get(alike)
-            if found is not None and found.stack is stack and found.job_static is job.layout.job_static:
+            found = self._shared.answered(alike, stack, job.layout.job_static)
+            if found is not None:
                 self._stats.reused_assessments += 1
                 return Assessment(rows, *_scattered(found.answers, found.matched, n))
         consumption_policy, base, integer = offer.consumption_policy, offer.base, offer.integer
@@ -110,28 +95,9 @@ class OneCallAssessment:
         assessment = Assessment(rows, *answers)
         if alike is not None:
             matched = np.flatnonzero(assessment.matched)
-            if self._answered_rows + len(matched) <= MAX_ANSWERED_ROWS:
-                self._answered_rows += len(matched)
-                self._answered[alike] = _Answered(stack, job.layout.job_static, matched,
-                                                  tuple(answer[matched] for answer in answers))
+            self._shared.keep_answer(alike, Answered(stack, job.layout.job_static, matched,
+                                                     tuple(answer[matched] for answer in answers)))
         return assessment
-
-    def _asked_alike(self, stack: Stack, job_tables: JobTables, job: JobState, offer: Offer,
-                     amounts: np.ndarray) -> tuple | None:
-        """What makes two requests on the shared offer the same question to the kernel: the
-        stack, the job-and-slot conjuncts' answers and the job's values (autoclusters of several
-        submitters often hold alike jobs). None when the question is not asked on the shared
-        offer (rows or amounts writable), or needs classad2 steps, whose inputs are per job.
-        Answers are kept for the last shared offer only: a match changes the pool, and the offer."""
-        rows = offer.rows
-        if stack.python_roots or rows.flags.writeable or amounts.flags.writeable:
-            return None
-        last = self._offer_answered
-        if last is None or last[0] is not rows or last[1] is not amounts:
-            self._offer_answered = (rows, amounts)
-            self._answered, self._answered_rows = {}, 0
-        return (id(stack), id(job.layout.job_static), job_tables.scalar_ok.tobytes(),
-                *(values.tobytes() for values in job_tables.scalars))
 
     def _fitting(self, stack: Stack, job_tables: JobTables, offer: Offer, amounts: np.ndarray) -> np.ndarray | None:
         """Positions not ruled out by a consumption known before the kernel (bounds.py); None
@@ -252,6 +218,13 @@ class OneCallAssessment:
                         state.ok[r, mine] = self._space.job_static_ok(leaf, state.inputs[leaf.id], mine)
             state.known[missing] = True
         return state.ok
+
+
+def _asked_alike(stack: Stack, job_tables: JobTables, job: JobState) -> tuple:
+    """What makes two requests on the shared offer the same question to the kernel: the stack,
+    the job-and-slot conjuncts' answers and the job's values."""
+    return (id(stack), id(job.layout.job_static), job_tables.scalar_ok.tobytes(),
+            *(values.tobytes() for values in job_tables.scalars))
 
 
 def _scattered(answers: tuple[np.ndarray, ...], positions: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
