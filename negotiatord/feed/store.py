@@ -182,17 +182,22 @@ class AdTable:
         return key in self._entries
 
     def put(self, key: str, ad: classad2.ClassAd, now: float, lifetime: float | None, source: Source) -> None:
-        """File ``ad`` under ``key``. An ad that is not newer than a held one only refreshes its
-        deadline: the hold and the ad it is about stay."""
+        """File ``ad`` under ``key``, in the place of the ad it updates: ads keep the order they
+        first came in, as a schedd's queue keeps its jobs' order when it updates them (a cycle's
+        snapshot then renumbers no job for an update). An ad that is not newer than a held one
+        only refreshes its deadline: the hold and the ad it is about stay."""
         hold = self._holds.get(key)
+        old = self._entries.get(key)
         kept: StoredAd
         if hold is not None and ad_version(ad) == hold.version:
-            self._unfile(key)
+            if old is not None:
+                self._unqueue(key, old)
             self._graveyard.append(ad)
             kept = hold.basis
         else:
-            self.remove(key)
             kept = self._clusters.kept(key, ad) if self._clusters is not None else ad
+            if old is not None:
+                self._let_go(key, old)
         self._entries[key] = _Entry(kept, source, lifetime, None if lifetime is None else now + lifetime)
         if lifetime is not None:
             self._queues[lifetime][key] = None
@@ -208,9 +213,16 @@ class AdTable:
         return None if entry is None else entry.ad
 
     def remove(self, key: str) -> bool:
-        entry = self._unfile(key)
+        entry = self._entries.pop(key, None)
         if entry is None:
             return False
+        self._let_go(key, entry)
+        return True
+
+    def _let_go(self, key: str, entry: _Entry) -> None:
+        """What ``entry``, filed under ``key`` until now, holds goes: its place in its expiry
+        queue, its ad (its share of a cluster ad), and the hold on it."""
+        self._unqueue(key, entry)
         self._graveyard.append(entry.ad)
         if isinstance(entry.ad, ProcAd):
             assert self._clusters is not None      # only a job table files ProcAds
@@ -218,14 +230,10 @@ class AdTable:
         hold = self._holds.pop(key, None)
         if hold is not None:
             self._graveyard.append(hold)
-        return True
 
-    def _unfile(self, key: str) -> _Entry | None:
-        entry = self._entries.pop(key, None)
-        if entry is not None:
-            if entry.lifetime is not None:
-                del self._queues[entry.lifetime][key]
-        return entry
+    def _unqueue(self, key: str, entry: _Entry) -> None:
+        if entry.lifetime is not None:
+            del self._queues[entry.lifetime][key]
 
     def expire(self, now: float) -> int:
         """Forget every ad whose deadline has passed; returns how many."""

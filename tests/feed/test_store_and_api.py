@@ -87,6 +87,23 @@ def test_an_update_replaces_the_ad_with_the_same_key_and_an_invalidation_removes
     assert list(store.view().slots) == ["slot2@a"]
 
 
+def test_an_updated_job_keeps_its_place_in_the_queue_and_expires_by_its_new_deadline():
+    """A schedd's queue keeps its jobs' order when it updates them, and so does the store: an
+    update files the new ad in the old one's place (a cycle's snapshot then renumbers none of the
+    jobs after it), while its deadline, refreshed, moves it to the back of the expiry queue."""
+    store = AdStore(share_cluster_ads=True)
+    jobs = [_ad(f'MyType = "Job"\nClusterId = 1\nProcId = {proc}\nJobStatus = 1\nOwner = "alice"\n'
+                f'GlobalJobId = "s#1.{proc}#0"') for proc in range(3)]
+    store.update(AdKind.JOB, [(f"s#1.{proc}#0", ad) for proc, ad in enumerate(jobs)], 0.0, LIFETIME)
+    updated = _ad('MyType = "Job"\nClusterId = 1\nProcId = 0\nJobStatus = 1\nOwner = "alice"\n'
+                  'GlobalJobId = "s#1.0#0"\nJobPrio = 5')
+    store.update(AdKind.JOB, [("s#1.0#0", updated)], 500.0, LIFETIME)
+    assert list(store.view().jobs) == ["s#1.0#0", "s#1.1#0", "s#1.2#0"]
+    assert store.view().jobs["s#1.0#0"]["JobPrio"] == 5
+    assert store.expire(900.0)[AdKind.JOB] == 2
+    assert list(store.view().jobs) == ["s#1.0#0"]
+
+
 # --- expiry ----------------------------------------------------------------------------------
 
 def test_ads_expire_after_classad_lifetime_unless_refreshed():
