@@ -65,7 +65,7 @@ from negotiatord.pool.problems import LeftOut
 from negotiatord.pool.slots import Slot, SlotKind, shutting_down
 from negotiatord.pool.snapshot import Snapshot
 from negotiatord.settings import ROOT_GROUP, Settings, SubmitterOrder
-from negotiatord.settings.groups import WEIGHT_UNIT, GroupTree
+from negotiatord.settings.groups import WEIGHT_UNIT
 
 _SUBMITTER = attrgetter("submitter")
 NO_MATCH = "no match found"
@@ -119,26 +119,6 @@ def negotiate(
     return _Cycle(snapshot, accountant, settings, evaluator, now).run()
 
 
-class _AssignedGroups:
-    """Each customer's assigned group, worked out once per customer: an OSPool-sized pool has 40k
-    claimed slots and a few hundred customers.
-
-    The cycle hands this to the preemptors it makes, rather than a bound method of its own: a
-    preemptor holding the cycle, which holds the preemptor, would make a reference cycle of every
-    object of the cycle, left to the cyclic garbage collector instead of freed when the cycle ends
-    (a replay of thousands of cycles piled them up by the gigabyte)."""
-
-    def __init__(self, tree: GroupTree) -> None:
-        self._tree = tree
-        self._groups: dict[str, str] = {}
-
-    def __call__(self, customer: str) -> str:
-        group = self._groups.get(customer)
-        if group is None:
-            group = self._groups[customer] = self._tree.assigned_group(customer)
-        return group
-
-
 class _Cycle:
     def __init__(self, snapshot: Snapshot, accountant: AccountantState, settings: Settings,
                  evaluator: PairEvaluator, now: float | None = None) -> None:
@@ -154,7 +134,10 @@ class _Cycle:
         self.usage: dict[str, float] = defaultdict(float)       # customer -> weighted usage
         self.own_usage: dict[str, float] = defaultdict(float)   # group -> its own submitters' usage
         self.running_slots: dict[str, int] = defaultdict(int)   # customer -> slots its claims hold
-        self._account = _AssignedGroups(self.tree)              # customer -> its assigned group
+        # customer -> its assigned group (the tree remembers each); the tree's method, not one of
+        # the cycle's: the preemptors made hold it, and holding the cycle would make a reference
+        # cycle of every object of the cycle, left to the cyclic garbage collector
+        self._account = self.tree.assigned_group
         self.charges: dict[str, float] = defaultdict(float)     # submitter -> cost of its matches
         self.matches: list[Match] = []
         self.rejections: dict[tuple[str, str], Rejection] = {}   # (job, reason) -> its first rejection
@@ -260,7 +243,7 @@ class _Cycle:
         priorities: dict[str, float] = {s.name: s.priority for s in self.submitters.values()}
         accountant, account, settings = self.accountant, self._account, self.settings
 
-        def priority(customer: str) -> float:     # holds no reference to the cycle (see _AssignedGroups)
+        def priority(customer: str) -> float:     # holds no reference to the cycle (see _account)
             if customer not in priorities:
                 priorities[customer] = accountant.effective_priority(customer, account(customer), settings)
             return priorities[customer]
