@@ -122,13 +122,16 @@ class CustomerColumns(Mapping[str, CustomerRecord]):
                     begins[row] = now
                 if held > 0:
                     last_usage[row] = now
+        given: set[int] = set()                # rows given usage: they move at the next update
         if usage is None:
-            in_force, given = held_now, set()      # the lists are never changed in place: shared
+            in_force = held_now                  # the lists are never changed in place: shared
         else:
             in_force = [0.0] * len(names)
             for name, amount in usage.items():
-                in_force[columns._index[name]] = amount
-            given = {columns._index[name] for name, amount in usage.items() if amount != 0}
+                row = columns._index[name]
+                in_force[row] = amount
+                if amount != 0:
+                    given.add(row)
         moving = sorted({row for row in columns._moving_rows()
                          if not _at_rest(real[row], in_force[row], accumulated[row], begins[row])} | given)
         advanced = CustomerColumns(names, (real, in_force, accumulated, begins, last_usage, [now] * len(names)),

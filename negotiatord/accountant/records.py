@@ -145,7 +145,6 @@ def plain_float(value: object, low: float = 0.0) -> bool:
     return type(value) is float and math.isfinite(value) and value >= low
 
 
-
 def plain_floats(values: Collection[object]) -> bool:
     """Whether every one of ``values`` is a plain, finite float of at least 0 (:func:`plain_float`),
     asked of them all at once in C loops: a replay charges every customer with running work after
