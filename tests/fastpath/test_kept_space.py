@@ -12,6 +12,7 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 * records of slots gone piling up, until the space starts over;
 * a cycle failing half-way, after which the next starts over;
 * the answers kept per distinct job values passing their bound;
+* a cycle over unchanged ads taking the last cycle's answers, and asking again once a slot changed;
 * hypothesis-drawn pools whose slots keep their records, get new ones (of their image or
   another) or leave, while the clock moves.
 """
@@ -31,7 +32,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings
 from negotiatord.accountant import AccountantState
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
-from negotiatord.fastpath.interpreter import root_families
+from negotiatord.fastpath.interpreter import kernels, root_families
 from negotiatord.fastpath.interpreter import space as space_module
 from negotiatord.fastpath.interpreter.one_call import OneCallAssessment
 from negotiatord.fastpath.interpreter.root_families import CompiledRoot
@@ -146,6 +147,41 @@ def test_updated_ads_take_the_places_of_their_old_records(monkeypatch):
     assert set(compiled[first[0]:]) <= {"weight"}
     assert len(stacks_made) == first[1]
     negotiate_both_ways(cycles, config, reference=True)
+
+
+def test_a_cycle_over_unchanged_ads_takes_the_last_cycles_answers(monkeypatch):
+    """A daemon's cycle over ads that did not change offers first what the last one did, in new
+    arrays of the same content: its requests take the last cycle's answers (shared_offer.py) and
+    the kernel is not asked, though the clock moved (no slot reads it). Once a slot is
+    re-advertised with other amounts, its new record takes the old one's universe row and the
+    kernel is asked again. Every cycle decides as one from scratch."""
+    config = settings()
+    job_ads = queue()
+    kernel_calls: list[int] = []
+    assess_rows = kernels.assess_rows
+
+    def counting(*arguments: object) -> bool:
+        kernel_calls.append(1)
+        return assess_rows(*arguments)
+
+    monkeypatch.setattr(kernels, "assess_rows", counting)
+    shrunk = pslot("glidein3", cpus=2, memory=8192, **starting("TARGET.RequestDisk <= MY.Disk"))
+    first = glideins(0, 4)
+    changed = [*first[:3], shrunk]
+    pools = [first, first, changed, changed]         # the same ad objects, as the daemon's store keeps them
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    asked = []
+    for step, slot_ads in enumerate(pools):
+        now = NOW + 60 * step
+        kernel_calls.clear()
+        kept = run_cycle(builder.build(slot_ads, job_ads, config), AccountantState(), config, now,
+                         descriptions=descriptions, compilations=compilations)
+        asked.append(len(kernel_calls))
+        fresh = run_cycle(SnapshotBuilder().build(slot_ads, job_ads, config), AccountantState(), config, now)
+        assert decided(kept) == decided(fresh), f"cycle {step}"
+        assert len(kept.matches) > 0
+    assert asked[0] > 0 and asked[2] > 0
+    assert asked[1] == asked[3] == 0
 
 
 def test_a_new_image_asking_the_jobs_something_new_is_compiled_for():

@@ -6,7 +6,8 @@ job-and-slot conjuncts looked up per distinct job values; classad2 steps over jo
 literals are computed before the kernel; rows a known consumption does not fit are left out
 before it (bounds.py). When some leaf the rows reach needs Python (classad2 steps the kernel
 cannot be handed, or fallbacks), the caller assesses in stages instead. A request alike to one
-assessed before on the shared offer takes its answer (shared_offer.py).
+assessed before on the shared offer, in this cycle or on the same first offer in the last,
+takes its answer (shared_offer.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from negotiatord.fastpath.interpreter.bounds import misfits
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple, each, triple
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
-from negotiatord.fastpath.interpreter.shared_offer import Answered, SharedOffer
+from negotiatord.fastpath.interpreter.shared_offer import Answered
 from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space, by_leaf, match_array
 from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
 from negotiatord.fastpath.interpreter.tables import JobTables
@@ -52,7 +53,7 @@ class OneCallAssessment:
         self._specs = specs                  # in kernels.assess_rows' order
         self._stats = stats
         self._registers = triple((1, 1))
-        self._shared = SharedOffer()
+        self._shared = space.shared_offer
 
     def assess(self, job: JobState, offer: Offer, amounts: np.ndarray) -> Assessment | None:
         """The whole assessment in one kernel call; None when some leaf the rows reach needs
@@ -65,7 +66,8 @@ class OneCallAssessment:
             job_ok = self._job_ok(job, stack, universe_rows)
         except NeedsFallback:
             return None
-        shared = not stack.python_roots and self._shared.holds(rows, amounts)
+        shared = not stack.python_roots and self._shared.holds(
+            rows, amounts, (universe_rows, offer.consumption_policy, offer.base, offer.integer))
         alike = _asked_alike(stack, job_tables, job) if shared else None
         if alike is not None:
             found = self._shared.answered(alike, stack, job.layout.job_static)

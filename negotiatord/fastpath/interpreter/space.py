@@ -46,6 +46,7 @@ from negotiatord.fastpath.interpreter.compilations import Compiled
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, run_plan, triple
 from negotiatord.fastpath.interpreter.python_inputs import PythonInputs
 from negotiatord.fastpath.interpreter.root_families import CompiledRoot, RootFamilies
+from negotiatord.fastpath.interpreter.shared_offer import SharedOffer
 from negotiatord.fastpath.interpreter.stacks import Stacks
 from negotiatord.fastpath.interpreter.tables import LeafTables
 from negotiatord.fastpath.strings import StringTable
@@ -166,6 +167,7 @@ class Space:
         self._leaf_ids: dict[tuple[int | None, int, str], int] = {}
         self._families = RootFamilies()
         self._job_static: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (leaf, job values) -> (ok, computed)
+        self.shared_offer = SharedOffer()       # answers kept while what the universe rows hold stands
 
     # -- universe ----------------------------------------------------------------------------------
 
@@ -240,6 +242,7 @@ class Space:
         self.rows[universe_rows] = columns
         self.classes.replace(universe_rows, columns)
         self._computed[:, universe_rows] = False
+        self.shared_offer.forget()
         for _, computed in self._job_static.values():
             computed[universe_rows[universe_rows < len(computed)]] = False
         self.python.forget_rows(universe_rows)
@@ -260,6 +263,7 @@ class Space:
             self.context = context
             self._move_clock()
         self.context = context
+        self.shared_offer.next_cycle()
         held = sum(ok.nbytes + computed.nbytes for ok, computed in self._job_static.values())
         if held + self.stacks.job_answer_bytes() > MAX_JOB_ANSWER_BYTES:
             self._job_static.clear()
@@ -269,6 +273,7 @@ class Space:
         """What is laid out over the universe is stale (it grew, or answers were dropped): the
         stacks go, and the jobs' layouts with them (JobState.enter)."""
         self.stacks.clear()
+        self.shared_offer.forget()
         self.epoch += 1
 
     def _move_clock(self) -> None:
@@ -279,6 +284,7 @@ class Space:
         if not clocked:
             return
         self._computed[sorted(clocked)] = False
+        self.shared_offer.forget()
         static_row = self.context.compiled.static_row
         for leaf in self.leaves:
             if not any(static_row(node) in clocked for node in leaf.static_nodes):
