@@ -153,16 +153,16 @@ def test_a_cycle_over_unchanged_ads_takes_the_last_cycles_answers(monkeypatch):
     """A daemon's cycle over ads that did not change offers first what the last one did, in new
     arrays of the same content: its requests take the last cycle's answers (shared_offer.py) and
     the kernel is not asked, though the clock moved (no slot reads it). Once a slot is
-    re-advertised with other amounts, its new record takes the old one's universe row and the
-    kernel is asked again. Every cycle decides as one from scratch."""
+    re-advertised with other amounts, its new record takes the old one's universe row, and the
+    kernel is asked again on that slot's row only. Every cycle decides as one from scratch."""
     config = settings()
     job_ads = queue()
-    kernel_calls: list[int] = []
+    kernel_calls: list[int] = []         # the rows of each call
     assess_rows = kernels.assess_rows
 
-    def counting(*arguments: object) -> bool:
-        kernel_calls.append(1)
-        return assess_rows(*arguments)
+    def counting(universe_rows: np.ndarray, *arguments: object) -> bool:
+        kernel_calls.append(len(universe_rows))
+        return assess_rows(universe_rows, *arguments)
 
     monkeypatch.setattr(kernels, "assess_rows", counting)
     shrunk = pslot("glidein3", cpus=2, memory=8192, **starting("TARGET.RequestDisk <= MY.Disk"))
@@ -176,12 +176,13 @@ def test_a_cycle_over_unchanged_ads_takes_the_last_cycles_answers(monkeypatch):
         kernel_calls.clear()
         kept = run_cycle(builder.build(slot_ads, job_ads, config), AccountantState(), config, now,
                          descriptions=descriptions, compilations=compilations)
-        asked.append(len(kernel_calls))
+        asked.append(list(kernel_calls))
         fresh = run_cycle(SnapshotBuilder().build(slot_ads, job_ads, config), AccountantState(), config, now)
         assert decided(kept) == decided(fresh), f"cycle {step}"
         assert len(kept.matches) > 0
-    assert asked[0] > 0 and asked[2] > 0
-    assert asked[1] == asked[3] == 0
+    assert asked[0] and set(asked[0]) == {len(first)}
+    assert asked[1] == asked[3] == []
+    assert len(asked[2]) == len(asked[0]) and set(asked[2]) == {1}
 
 
 def test_a_new_image_asking_the_jobs_something_new_is_compiled_for():

@@ -23,7 +23,7 @@ from negotiatord.fastpath.interpreter.bounds import misfits
 from negotiatord.fastpath.interpreter.evaluation_counts import FastPathStats
 from negotiatord.fastpath.interpreter.execution import Frame, NeedsFallback, Triple, each, triple
 from negotiatord.fastpath.interpreter.jobs import JobRoots, JobState
-from negotiatord.fastpath.interpreter.shared_offer import Answered
+from negotiatord.fastpath.interpreter.shared_offer import Answered, Changed
 from negotiatord.fastpath.interpreter.space import Context, RootSpec, Space, by_leaf, match_array
 from negotiatord.fastpath.interpreter.stacks import JobStatic, Stack
 from negotiatord.fastpath.interpreter.tables import JobTables
@@ -72,28 +72,27 @@ class OneCallAssessment:
         if alike is not None:
             found = self._shared.answered(alike, stack, job.layout.job_static)
             if found is not None:
+                answered, changed = found
+                if changed is not None:
+                    asked = self._asked_again(answered, changed, stack, job_tables, job_ok)
+                    if asked is None:
+                        return None
+                    answered = asked
+                    self._shared.keep_answer(alike, answered)
                 self._stats.reused_assessments += 1
-                return Assessment(rows, *_scattered(found.answers, found.matched, n))
+                return Assessment(rows, *_scattered(answered.answers, answered.matched, n))
         consumption_policy, base, integer = offer.consumption_policy, offer.base, offer.integer
-        fits = None
         if stack.python_roots:        # classad2 steps' values, computed before the kernel reads them
             frame = Frame(n, universe_rows, triple(1), static=space.static, dynamic=space.dynamic_inputs(n))
             if not self._python_inputs_of(stack, job, frame):
                 return None
-            dynamic = frame.dynamic
+            answers = self._kernel(stack, job_tables, job_ok, frame.dynamic, universe_rows, consumption_policy,
+                                   amounts, base, integer)
         else:
-            if stack.known_consumption.any and n >= _PRUNE_FROM:
-                fits = self._fitting(stack, job_tables, offer, amounts)
-            if fits is not None:      # the kernel sees only the rows whose known consumption fits
-                universe_rows, consumption_policy = universe_rows[fits], consumption_policy[fits]
-                amounts, base, integer = amounts[fits], base[fits], integer[fits]
-            dynamic = space.dynamic_inputs(len(universe_rows))
-        answers = self._kernel(stack, job_tables, job_ok, dynamic, universe_rows, consumption_policy, amounts, base,
-                               integer)
+            answers = self._pruned_kernel(stack, job_tables, job_ok, universe_rows, consumption_policy, amounts,
+                                          base, integer)
         if answers is None:
             return None
-        if fits is not None:
-            answers = _scattered(answers, fits, n)
         assessment = Assessment(rows, *answers)
         if alike is not None:
             matched = np.flatnonzero(assessment.matched)
@@ -101,11 +100,43 @@ class OneCallAssessment:
                                                      tuple(answer[matched] for answer in answers)))
         return assessment
 
-    def _fitting(self, stack: Stack, job_tables: JobTables, offer: Offer, amounts: np.ndarray) -> np.ndarray | None:
+    def _asked_again(self, answered: Answered, changed: Changed, stack: Stack, job_tables: JobTables,
+                     job_ok: np.ndarray) -> Answered | None:
+        """``answered``, with its entries where the offer ``changed`` since it was given asked of
+        the kernel anew; None when a leaf there needs Python."""
+        amounts, universe_rows, consumption_policy, base, integer = changed.arrays
+        fresh = self._kernel(stack, job_tables, job_ok, self._space.dynamic_inputs(len(universe_rows)), universe_rows,
+                             consumption_policy, amounts, base, integer)
+        if fresh is None:
+            return None
+        kept = ~changed.at[answered.matched]
+        matched = np.flatnonzero(fresh[0])
+        return Answered(answered.stack, answered.job_static,
+                        np.concatenate([answered.matched[kept], changed.positions[matched]]),
+                        tuple(np.concatenate([old[kept], new[matched]]) for old, new in zip(answered.answers, fresh)))
+
+    def _pruned_kernel(self, stack: Stack, job_tables: JobTables, job_ok: np.ndarray, universe_rows: np.ndarray,
+                       consumption_policy: np.ndarray, amounts: np.ndarray, base: np.ndarray,
+                       integer: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """:meth:`_kernel` over these positions, those a consumption known beforehand does not
+        fit left out first (the kernel's answer for them)."""
+        n = len(universe_rows)
+        fits = None
+        if stack.known_consumption.any and n >= _PRUNE_FROM:
+            fits = self._fitting(stack, job_tables, universe_rows, consumption_policy, base, amounts)
+        if fits is not None:
+            universe_rows, consumption_policy = universe_rows[fits], consumption_policy[fits]
+            amounts, base, integer = amounts[fits], base[fits], integer[fits]
+        answers = self._kernel(stack, job_tables, job_ok, self._space.dynamic_inputs(len(universe_rows)),
+                               universe_rows, consumption_policy, amounts, base, integer)
+        return answers if answers is None or fits is None else _scattered(answers, fits, n)
+
+    def _fitting(self, stack: Stack, job_tables: JobTables, universe_rows: np.ndarray,
+                 consumption_policy: np.ndarray, base: np.ndarray, amounts: np.ndarray) -> np.ndarray | None:
         """Positions not ruled out by a consumption known before the kernel (bounds.py); None
         when nothing is ruled out."""
-        misfit = misfits(stack.known_consumption, stack.leaf_of, offer.universe_rows, offer.consumption_policy,
-                         offer.base, amounts, job_tables.scalar_base, job_tables.scalars, self._space.static)
+        misfit = misfits(stack.known_consumption, stack.leaf_of, universe_rows, consumption_policy, base, amounts,
+                         job_tables.scalar_base, job_tables.scalars, self._space.static)
         if misfit is None or not misfit.any():
             return None
         self._stats.pruned_pairs += int(misfit.sum())

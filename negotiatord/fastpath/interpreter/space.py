@@ -242,7 +242,7 @@ class Space:
         self.rows[universe_rows] = columns
         self.classes.replace(universe_rows, columns)
         self._computed[:, universe_rows] = False
-        self.shared_offer.forget()
+        self.shared_offer.forget_rows(universe_rows)
         for _, computed in self._job_static.values():
             computed[universe_rows[universe_rows < len(computed)]] = False
         self.python.forget_rows(universe_rows)
