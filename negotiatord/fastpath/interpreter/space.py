@@ -14,7 +14,9 @@ are its slot table's rows, a daemon's or a replay's are slot records, kept from 
 next with the space itself (kept_space.py). There a record a cycle brings takes the place of a
 slot gone of its class (:meth:`Space.universe`), or the universe grows by it and each
 compilation takes it in when next asked for (root_families.py); what reads the cycle's clock is
-worked out again when it moves (:meth:`Space.enter`).
+worked out again when it moves (:meth:`Space.enter`). The answers given on a cycle's first shared
+offer are kept with the space for the next cycle (shared_offer.py), and told which universe rows
+new records took.
 
 What resolution and lowering make depends on no slot table, and is kept across cycles in the
 context's compilations (compilations.py): a space follows each root's known resolutions by its
