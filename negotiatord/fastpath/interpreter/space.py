@@ -288,11 +288,10 @@ class Space:
         self._computed[sorted(clocked)] = False
         self.shared_offer.forget()
         static_row = self.context.compiled.static_row
-        for leaf in self.leaves:
-            if not any(static_row(node) in clocked for node in leaf.static_nodes):
-                continue
-            if leaf.job_static is not None:
-                self._new_epoch()        # the stacks hold its job-and-slot conjuncts' answers
+        moved = [leaf for leaf in self.leaves if any(static_row(node) in clocked for node in leaf.static_nodes)]
+        if any(leaf.job_static is not None for leaf in moved):
+            self.stacks.forget(slice(None))       # they hold job-and-slot conjuncts' answers
+        for leaf in moved:
             self._job_static = {key: found for key, found in self._job_static.items() if key[0] != leaf.id}
             steps = [*leaf.python_inputs, *(leaf.job_static_inputs.python if leaf.job_static_inputs else ())]
             self.python.forget_steps([step.dst for step in steps])
