@@ -14,7 +14,9 @@ pool, its peak memory is its own and a run over budget is stopped, not waited fo
   the baseline measured in the same run;
 * daemon: cycles as the daemon runs them, the ads filed in its AdStore and snapshots from a
   SnapshotBuilder that keeps per-ad work: a first cycle, one over the same ads (unchanged ads),
-  then cycles each after 5% of the ads were updated (changing ads): the steady-state cycle of a
+  then cycles each after 5% of the ads were updated (changing ads), each cycle's clock
+  ``--daemon-clock-step`` seconds after the last's (NEGOTIATOR_INTERVAL's default, 60 s: the
+  OSPool's START expressions read the clock; 0 keeps it still): the steady-state cycle of a
   running daemon and its peak memory, with the store keeping the jobs of a cluster as ProcAds that
   share one ad, against the baseline of a store keeping every job ad whole, and the same cycles
   from scratch (NEGOTIATORD_INCREMENTAL_CYCLE = False: nothing kept from one cycle to the next
@@ -218,15 +220,16 @@ def describe_repeated(figures: Result) -> list[str]:
 
 
 def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str, share_cluster_ads: bool,
-                    cycles: int = 3) -> Result:
+                    cycles: int = 3, clock_step: int = 0) -> Result:
     """``cycles`` cycles as the daemon runs them: the ads filed in an AdStore
     (``share_cluster_ads``: the jobs of a cluster kept as ProcAds sharing one ad; else every job ad
     whole), its SnapshotBuilder keeping per-ad work between cycles and the fast path what it read
     of the ads and compiled (the daemon's thread worker; unless ``settings`` start every cycle
     from scratch). The second cycle negotiates the very same ads (unchanged ads); before each
     later one CHURN of the slot and job ads are re-advertised as new ad objects (a collector
-    update; the content is the same, so every cycle negotiates the same pool). The RSS after each
-    cycle shows whether a running daemon's memory stays level."""
+    update; the content is the same, so every cycle negotiates the same pool). Each cycle's clock
+    is ``clock_step`` seconds after the last's. The RSS after each cycle shows whether a running
+    daemon's memory stays level."""
     # imported here, not at the top: --repeat also runs over checkouts from before these
     from negotiatord.fastpath.compiler.descriptions import AdDescriptions
     from negotiatord.fastpath.interpreter.compilations import Compilations
@@ -257,12 +260,13 @@ def daemon_scenario(pool: GeneratedPool, settings: Settings, evaluator_kind: str
         with garbage_collection_paused():       # as the daemon builds its snapshots
             snapshot = builder.build(view.slots.values(), view.jobs.records(), settings)
         built, built_cpu = time.perf_counter(), time.thread_time()
+        now = pool.now + number * clock_step
         if evaluator_kind == "fast":     # what was read of the ads and compiled, kept as the daemon keeps it
-            result = run_cycle(snapshot, AccountantState(), settings, pool.now, descriptions=descriptions,
+            result = run_cycle(snapshot, AccountantState(), settings, now, descriptions=descriptions,
                                compilations=compilations)
         else:
-            result = run_cycle(snapshot, AccountantState(), settings, pool.now,
-                               make_evaluator(evaluator_kind, snapshot, settings, pool.now))
+            result = run_cycle(snapshot, AccountantState(), settings, now,
+                               make_evaluator(evaluator_kind, snapshot, settings, now))
         figures["cycles"].append({"snapshot_s": built - started, "negotiate_s": time.perf_counter() - built,
                                   "snapshot_cpu_s": built_cpu - cpu, "negotiate_cpu_s": time.thread_time() - built_cpu,
                                   "matches": result.stats.matches})
@@ -504,13 +508,14 @@ def bench_size(name: str, slots: int, jobs: int, args: argparse.Namespace, setti
         if args.scenario != "steady":
             sys.stdout.flush()
             return
-    cycles = args.daemon_cycles
-    whole = isolated(lambda: daemon_scenario(pool, settings, evaluator, False, cycles), cycles * args.budget)
+    cycles, step = args.daemon_cycles, args.daemon_clock_step
+    print(f"  daemon cycles {step} s apart on the clock")
+    whole = isolated(lambda: daemon_scenario(pool, settings, evaluator, False, cycles, step), cycles * args.budget)
     print("\n".join(describe_daemon("store keeping every job ad whole (baseline)", whole)))
     scratch = isolated(lambda: daemon_scenario(pool, replace(settings, incremental_cycle=False), evaluator, True,
-                                               cycles), cycles * args.budget)
+                                               cycles, step), cycles * args.budget)
     print("\n".join(describe_daemon("from scratch, NEGOTIATORD_INCREMENTAL_CYCLE = False (baseline)", scratch)))
-    shared = isolated(lambda: daemon_scenario(pool, settings, evaluator, True, cycles), cycles * args.budget)
+    shared = isolated(lambda: daemon_scenario(pool, settings, evaluator, True, cycles, step), cycles * args.budget)
     print("\n".join(describe_daemon("store sharing one ad per cluster", shared, whole, scratch)))
     if args.daemon_only:
         return
@@ -535,6 +540,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--daemon-cycles", type=int, default=3, metavar="N",
                         help="cycles of the daemon scenarios, with 5%% of the ads updated before each "
                              "next one; from 3 the RSS after each is printed (default 2)")
+    parser.add_argument("--daemon-clock-step", type=int, default=60, metavar="SECONDS",
+                        help="seconds between the daemon scenarios' cycles on the clock (default 60, "
+                             "NEGOTIATOR_INTERVAL's default; 0: the clock stands still)")
     parser.add_argument("--repeat", type=int, default=0, metavar="N",
                         help="only negotiate one snapshot N times, printing each cycle's CPU time by phase")
     args = parser.parse_args(argv)
