@@ -7,7 +7,8 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 * slots of known images joining the universe, which compilations take in without compiling again;
 * updated ads, whose new records take the universe rows of the old ones;
 * slots of a new image whose resolution asks the jobs something a compilation was not filed by;
-* the cycle's clock moving under slot-only and job-and-slot conjuncts that read ``time()``;
+* the cycle's clock moving under slot-only and job-and-slot conjuncts that read ``time()``, and
+  under classad2 steps that read it;
 * the configuration changing an expression that keeps its root's name;
 * records of slots gone piling up, until the space starts over;
 * a cycle failing half-way, after which the next starts over;
@@ -216,6 +217,24 @@ def test_clock_reading_conjuncts_follow_the_cycles_clock():
     assert owners[4] == {"alice", "bob"}      # at +240 s bob's 150 s still fit before the last retires
     assert owners[5] == {"alice"}             # at +300 s only alice's 30 s do
     assert owners[-1] == set()
+
+
+def test_classad2_steps_reading_the_clock_follow_it():
+    """A job-and-slot conjunct that classad2 evaluates (``stringListMember``) over a slot value
+    that reads the clock (whether the slot retired) is asked again as the clock moves, beside
+    one over a slot value that does not (the slot's Site): the slots stop matching once they
+    retire, as classad2 says."""
+    config = settings()
+    slot_ads = [pslot(f"retiring{i}", cpus=2, Retire=NOW + 150 + 120 * i, Site="east",
+                      **starting('stringListMember(string(MY.Retire > time()), TARGET.Alive) && '
+                                 'stringListMember(MY.Site, TARGET.Sites)')) for i in range(3)]
+    job_ads = jobs("alice", 4, Alive="true,yes", Sites="east,north")
+    cycles = [(slot_ads, job_ads, NOW + 60 * step) for step in range(8)]
+    results = negotiate_both_ways(cycles, config, reference=True)
+    matched = [{match.slot for match in result.matches} for result in results]
+    assert matched[0] == {"retiring0", "retiring1", "retiring2"}
+    assert matched[3] == {"retiring1", "retiring2"}       # at +180 s the first has retired
+    assert matched[-1] == set()
 
 
 def test_a_configured_rank_changed_between_cycles_is_compiled_again():

@@ -294,10 +294,15 @@ class Space:
         for leaf in moved:
             self._job_static = {key: found for key, found in self._job_static.items() if key[0] != leaf.id}
             steps = [*leaf.python_inputs, *(leaf.job_static_inputs.python if leaf.job_static_inputs else ())]
-            self.python.forget_steps([step.dst for step in steps])
+            self.python.forget_steps([step.dst for step in steps if self._reads_clock(step)])
             prepared = self._prepared.get(leaf.id)
             if prepared is not None:
                 self.prepare(leaf, np.flatnonzero(prepared))
+
+    def _reads_clock(self, step: PyStep) -> bool:
+        """Whether classad2 step ``step`` reads a static value that reads the clock (or one not
+        worked out yet, whose reading is unknown)."""
+        return any(kind == SOURCE_STATIC and self._clocked.get(row, True) for kind, row in step.operands)
 
     def _grow(self, nodes: int, width: int) -> None:
         old, computed = self.static, self._computed
