@@ -13,7 +13,7 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 * records of slots gone piling up, until the space starts over;
 * a cycle failing half-way, after which the next starts over;
 * the answers kept per distinct job values passing their bound;
-* a cycle over unchanged ads taking the last cycle's answers, and asking again once a slot changed;
+* a cycle over unchanged ads taking the last cycle's answers, and asking again where a slot changed;
 * hypothesis-drawn pools whose slots keep their records, get new ones (of their image or
   another) or leave, while the clock moves.
 """
@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings
 from negotiatord.accountant import AccountantState
 from negotiatord.fastpath.compiler.descriptions import AdDescriptions
 from negotiatord.fastpath.interpreter.compilations import Compilations
-from negotiatord.fastpath.interpreter import kernels, root_families
+from negotiatord.fastpath.interpreter import kernels, root_families, shared_offer
 from negotiatord.fastpath.interpreter import space as space_module
 from negotiatord.fastpath.interpreter.one_call import OneCallAssessment
 from negotiatord.fastpath.interpreter.root_families import CompiledRoot
@@ -150,14 +150,18 @@ def test_updated_ads_take_the_places_of_their_old_records(monkeypatch):
     negotiate_both_ways(cycles, config, reference=True)
 
 
-def test_a_cycle_over_unchanged_ads_takes_the_last_cycles_answers(monkeypatch):
+@pytest.mark.parametrize("slots", [4, 70])
+def test_a_cycle_over_unchanged_ads_takes_the_last_cycles_answers(monkeypatch, slots):
     """A daemon's cycle over ads that did not change offers first what the last one did, in new
     arrays of the same content: its requests take the last cycle's answers (shared_offer.py) and
-    the kernel is not asked, though the clock moved (no slot reads it). Once a slot is
-    re-advertised with other amounts, its new record takes the old one's universe row, and the
-    kernel is asked again on that slot's row only. Every cycle decides as one from scratch."""
+    the kernel is not asked, though the clock moved (no slot reads it). A slot re-advertised
+    with other amounts, or with another Site that the jobs read, gets a new record, which takes
+    the old one's universe row: on an offer compared position by position (70 slots) the kernel
+    is asked again on that slot's row only, on a small one (4 slots, compared whole) on every
+    row. Every cycle decides as one from scratch."""
     config = settings()
-    job_ads = queue()
+    job_ads = [*jobs("alice", 6, memory=1000, Requirements=expr('TARGET.Site == "east" && TARGET.Cpus >= RequestCpus')),
+               *jobs("bob", 4, cluster=2, cpus=2, memory=3000, Rank=expr("TARGET.Memory"))]
     kernel_calls: list[int] = []         # the rows of each call
     assess_rows = kernels.assess_rows
 
@@ -165,25 +169,32 @@ def test_a_cycle_over_unchanged_ads_takes_the_last_cycles_answers(monkeypatch):
         kernel_calls.append(len(universe_rows))
         return assess_rows(universe_rows, *arguments)
 
+    def glidein(index: int, cpus: int = 4, site: str = "east") -> classad2.ClassAd:
+        return pslot(f"glidein{index}", cpus=cpus, memory=8192, Site=site,
+                     **starting("TARGET.RequestDisk <= MY.Disk"))
+
     monkeypatch.setattr(kernels, "assess_rows", counting)
-    shrunk = pslot("glidein3", cpus=2, memory=8192, **starting("TARGET.RequestDisk <= MY.Disk"))
-    first = glideins(0, 4)
-    changed = [*first[:3], shrunk]
-    pools = [first, first, changed, changed]         # the same ad objects, as the daemon's store keeps them
+    first = [glidein(i) for i in range(slots)]
+    shrunk = [*first[:3], glidein(3, cpus=2), *first[4:]]
+    moved = [glidein(0, site="west"), *shrunk[1:]]
+    # the same ad objects from one cycle to the next, as the daemon's store keeps them
+    pools = [first, first, shrunk, shrunk, moved, moved]
     builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
-    asked = []
+    asked, alices = [], []
     for step, slot_ads in enumerate(pools):
         now = NOW + 60 * step
         kernel_calls.clear()
         kept = run_cycle(builder.build(slot_ads, job_ads, config), AccountantState(), config, now,
                          descriptions=descriptions, compilations=compilations)
         asked.append(list(kernel_calls))
+        alices.append({match.slot for match in kept.matches if match.submitter == "alice@site"})
         fresh = run_cycle(SnapshotBuilder().build(slot_ads, job_ads, config), AccountantState(), config, now)
         assert decided(kept) == decided(fresh), f"cycle {step}"
-        assert len(kept.matches) > 0
-    assert asked[0] and set(asked[0]) == {len(first)}
-    assert asked[1] == asked[3] == []
-    assert len(asked[2]) == len(asked[0]) and set(asked[2]) == {1}
+    assert "glidein0" in alices[3] and "glidein0" not in alices[4] | alices[5]
+    assert asked[0] and asked[1] == asked[3] == asked[5] == []
+    again = 1 if slots >= shared_offer.COMPARED_BY_POSITION_FROM else slots
+    for step in (2, 4):
+        assert len(asked[step]) == len(asked[0]) and set(asked[step]) == {again}, f"cycle {step}"
 
 
 def test_a_new_image_asking_the_jobs_something_new_is_compiled_for():

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 MAX_KEPT_ROWS = 1_000_000
 # a later cycle's first offer changed in more than this share of its positions starts anew
 MAX_CHANGED_SHARE = 0.5
+# rows; a smaller offer is compared whole, and starts anew wherever it differs: comparing it
+# position by position costs more than asking the kernel again on so few rows
+COMPARED_BY_POSITION_FROM = 64
 
 _NOTHING = np.zeros(0, dtype=np.int64)
 
@@ -61,38 +64,81 @@ class Changed:
 
 @dataclass
 class _Offered:
-    """One shared offer's arrays (the amounts, then what its rows hold: universe rows first),
-    its answers, and the positions changed since the answers not yet asked again were given."""
+    """One shared offer's arrays (the amounts, then what its rows hold: universe rows first) and
+    its answers: those given on these arrays, and those given on the arrays it stood for before
+    (``earlier``), to be asked again where they differ, compared when first needed."""
 
     arrays: tuple[np.ndarray, ...]
     answered: dict[tuple, Answered] = field(default_factory=dict)
     kept_rows: int = 0
-    changed: Changed | None = None
-    asked_again: set[tuple] = field(default_factory=set)
+    current: set[tuple] = field(default_factory=set)     # keys answered on ``arrays``
+    all_current: bool = True                             # every answer is of ``arrays``
+    earlier: tuple[tuple[np.ndarray, ...], np.ndarray] | None = None   # arrays, rows new records took since
+    changed: Changed | None = None                       # where ``arrays`` differ from the earlier ones
 
     def is_made_of(self, arrays: tuple[np.ndarray, ...]) -> bool:
         return len(arrays) == len(self.arrays) and all(new is old for new, old in zip(arrays, self.arrays))
 
-    def move_to(self, arrays: tuple[np.ndarray, ...], changed: Changed | None) -> None:
-        """Stand for ``arrays``, which differ from this offer's where ``changed`` says: the
-        answers not asked again since the last move, stale at its changes, go."""
-        if self.changed is not None:
-            for key in self.answered.keys() - self.asked_again:
-                self.kept_rows -= len(self.answered.pop(key).matched)
-        self.arrays, self.changed, self.asked_again = arrays, changed, set()
+    def is_shaped_as(self, arrays: tuple[np.ndarray, ...]) -> bool:
+        return len(arrays) == len(self.arrays) and all(new.shape == old.shape and new.dtype == old.dtype
+                                                       for new, old in zip(arrays, self.arrays))
 
-    def changes_to(self, arrays: tuple[np.ndarray, ...], stale: np.ndarray) -> np.ndarray | None:
-        """Whether each position of ``arrays`` (an offer as long) holds another universe row, a
-        ``stale`` one, or other values, bit for bit; None when the offers are not that alike."""
-        if len(arrays) != len(self.arrays) or any(new.shape != old.shape or new.dtype != old.dtype
-                                                  for new, old in zip(arrays, self.arrays)):
-            return None
-        changed = np.isin(arrays[1], stale)
-        for new, old in zip(arrays, self.arrays):
-            if len(new):
-                bytes_of = np.ascontiguousarray(new).view(np.uint8).reshape(len(new), -1)
-                changed |= (bytes_of != np.ascontiguousarray(old).view(np.uint8).reshape(len(old), -1)).any(axis=1)
-        return None if changed.sum() > MAX_CHANGED_SHARE * len(changed) else changed
+    def move_to(self, arrays: tuple[np.ndarray, ...], stale: np.ndarray) -> None:
+        """Stand for ``arrays`` (shaped as this offer's), the universe rows ``stale`` having
+        taken new records since; answers not known to be of the arrays it stood for go."""
+        self._keep_current()
+        self.earlier = (self.arrays, stale)
+        self.arrays, self.current, self.all_current, self.changed = arrays, set(), False, None
+
+    def changes(self) -> Changed | None:
+        """Where the earlier answers are to be asked again (None: they are of these arrays); the
+        earlier answers go when the arrays are not alike."""
+        if self.earlier is not None:
+            (earlier, stale), self.earlier = self.earlier, None
+            changed = _changed(self.arrays, earlier, stale)
+            if changed is None:
+                self._keep_current()
+            elif changed.any():
+                self.changed = Changed.of(changed, self.arrays)
+            else:
+                self.all_current = True
+        return self.changed
+
+    def _keep_current(self) -> None:
+        if not self.all_current:
+            for key in self.answered.keys() - self.current:
+                self.kept_rows -= len(self.answered.pop(key).matched)
+            self.all_current = True
+
+
+def _changed(arrays: tuple[np.ndarray, ...], earlier: tuple[np.ndarray, ...], stale: np.ndarray) -> np.ndarray | None:
+    """Whether each position of ``arrays`` holds another universe row than ``earlier`` (arrays
+    shaped alike), a ``stale`` one, or other values, bit for bit; None when more than
+    :data:`MAX_CHANGED_SHARE` of them do, or when an offer of fewer than
+    :data:`COMPARED_BY_POSITION_FROM` rows differs at all."""
+    universe_rows = arrays[1]
+    if len(universe_rows) < COMPARED_BY_POSITION_FROM:
+        alike = (all(new.tobytes() == old.tobytes() for new, old in zip(arrays, earlier))
+                 and set(universe_rows.tolist()).isdisjoint(stale.tolist()))
+        return np.zeros(len(universe_rows), dtype=bool) if alike else None
+    limit = MAX_CHANGED_SHARE * len(universe_rows)
+    changed = universe_rows != earlier[1]
+    if changed.sum() > limit:       # slots came and went: the positions no longer line up
+        return None
+    if len(stale) and len(universe_rows):
+        marked = np.zeros(max(int(universe_rows.max()), int(stale.max())) + 1, dtype=bool)
+        marked[stale] = True
+        changed |= marked[universe_rows]
+    for new, old in zip(arrays, earlier):
+        differ = _bits(new) != _bits(old)
+        changed |= differ.any(axis=1) if differ.ndim > 1 else differ
+    return None if changed.sum() > limit else changed
+
+
+def _bits(array: np.ndarray) -> np.ndarray:
+    """``array`` seen as integers of its item's size, so that comparing is bit for bit (NaN equal
+    to itself, -0.0 not to 0.0)."""
+    return array.view(np.int64) if array.dtype == np.float64 else array
 
 
 class SharedOffer:
@@ -108,7 +154,7 @@ class SharedOffer:
     def holds(self, rows: np.ndarray, amounts: np.ndarray, columns: tuple[np.ndarray, ...]) -> bool:
         """Whether a call on table ``rows`` at ``amounts`` is on a shared offer (both read-only),
         ``columns`` being what the offer's rows hold (their universe rows first). A new shared
-        offer starts with no answers, unless it is the cycle's first and alike to the last
+        offer starts with no answers, unless it is the cycle's first and shaped as the last
         cycle's first: it then takes its answers, to be asked again where they differ."""
         if rows.flags.writeable or amounts.flags.writeable:
             return False
@@ -116,15 +162,12 @@ class SharedOffer:
         if self._current is not None and self._current.is_made_of(arrays):
             return True
         last, self._last_first = self._last_first, None
-        changed = None
-        if self._first is None and last is not None:
-            changed = last.changes_to(arrays, np.concatenate([_NOTHING, *self._stale]))
-        self._stale = []
-        if changed is not None and last is not None:
-            last.move_to(arrays, Changed.of(changed, arrays) if changed.any() else None)
+        if self._first is None and last is not None and last.answered and last.is_shaped_as(arrays):
+            last.move_to(arrays, np.concatenate([_NOTHING, *self._stale]))
             self._current = last
         else:
             self._current = _Offered(arrays)
+        self._stale = []
         if self._first is None:
             self._first = self._current
         return True
@@ -153,7 +196,10 @@ class SharedOffer:
         found = offered.answered.get(key)
         if found is None or found.stack is not stack or found.job_static is not job_static:
             return None
-        return found, (None if key in offered.asked_again else offered.changed)
+        if offered.all_current or key in offered.current:
+            return found, None
+        changed = offered.changes()
+        return (found, changed) if key in offered.answered else None
 
     def keep_answer(self, key: tuple, answered: Answered) -> None:
         """File ``answered`` (a whole answer on the current offer) under ``key``, while the
@@ -166,4 +212,4 @@ class SharedOffer:
         if rows <= MAX_KEPT_ROWS:
             offered.kept_rows = rows
             offered.answered[key] = answered
-            offered.asked_again.add(key)
+            offered.current.add(key)
