@@ -77,9 +77,11 @@ class _Offered:
     changed: Changed | None = None                       # where ``arrays`` differ from the earlier ones
 
     def is_made_of(self, arrays: tuple[np.ndarray, ...]) -> bool:
+        """Whether ``arrays`` are this offer's very arrays (a call within the same offer)."""
         return len(arrays) == len(self.arrays) and all(new is old for new, old in zip(arrays, self.arrays))
 
     def is_shaped_as(self, arrays: tuple[np.ndarray, ...]) -> bool:
+        """Whether ``arrays`` could hold this offer's answers: as many rows, of the same kinds."""
         return len(arrays) == len(self.arrays) and all(new.shape == old.shape and new.dtype == old.dtype
                                                        for new, old in zip(arrays, self.arrays))
 
