@@ -42,9 +42,9 @@ _UNASKED = ()       # a record's content before it is asked for
 
 @dataclass
 class _Weights:
-    # whether the slot's weight cannot read the clock; None: not asked yet. It is asked with the
-    # weight's content (:func:`_content_of`), before a weight is first filed.
-    clock_free: bool | None = None
+    # whether the slot's weight cannot read the clock, set with the weight's content
+    # (:func:`_content_of`), which is asked before a weight is first filed
+    clock_free: bool = False
     at: dict[bytes, float] = field(default_factory=dict)   # amounts (their bytes) -> weight
     content: tuple | None = _UNASKED                       # what the weight reads (None: more than assets)
 
