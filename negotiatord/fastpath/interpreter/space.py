@@ -291,8 +291,9 @@ class Space:
         moved = [leaf for leaf in self.leaves if any(static_row(node) in clocked for node in leaf.static_nodes)]
         if any(leaf.job_static is not None for leaf in moved):
             self.stacks.forget(slice(None))       # they hold job-and-slot conjuncts' answers
+        moved_ids = {leaf.id for leaf in moved}
+        self._job_static = {key: found for key, found in self._job_static.items() if key[0] not in moved_ids}
         for leaf in moved:
-            self._job_static = {key: found for key, found in self._job_static.items() if key[0] != leaf.id}
             steps = [*leaf.python_inputs, *(leaf.job_static_inputs.python if leaf.job_static_inputs else ())]
             self.python.forget_steps([step.dst for step in steps if self._reads_clock(step)])
             prepared = self._prepared.get(leaf.id)
