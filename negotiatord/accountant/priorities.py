@@ -187,10 +187,12 @@ def advance(
     halflife = check_finite("PRIORITY_HALFLIFE", halflife)
     if halflife <= 0:
         raise ValueError(f"PRIORITY_HALFLIFE must be > 0 seconds, got {halflife!r}")
-    usage_now: dict[str, float] | None = None
-    if usage is not None and plain_floats(usage.values()):
+    usage_now: dict[str, float] | None
+    if usage is None:
+        usage_now = None
+    elif plain_floats(usage.values()):
         usage_now = dict(usage)         # plain floats, checked without making the checks' messages
-    elif usage is not None:
+    else:
         usage_now = {name: check_usage(name, amount) for name, amount in usage.items()}
     records, charged = state._records.advanced(now, usage_now, halflife)
     accrued = state._accrued.copy()     # a read-only view's copy() is its dict's: one C loop
