@@ -23,8 +23,7 @@ The default pool is 5,000 slots / 25,000 idle jobs; ``--size medium`` is 15,000 
 each one's fastest cycle counts. With ``--kept`` each scenario's cycle is the second of two over
 the same ads, negotiated with what the first kept (the snapshot builder's records, the ads'
 descriptions, the compilations and the match space) and a minute later on the clock, as a
-running daemon's next cycle is; the
-default is a cycle from scratch, a daemon's first.
+running daemon's next cycle is; the default is a cycle from scratch, a daemon's first.
 """
 
 from __future__ import annotations
