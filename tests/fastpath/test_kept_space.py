@@ -8,7 +8,7 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 * updated ads, whose new records take the universe rows of the old ones;
 * slots of a new image whose resolution asks the jobs something a compilation was not filed by;
 * the cycle's clock moving under slot-only and job-and-slot conjuncts that read ``time()``, and
-  under classad2 steps that read it;
+  under classad2 steps that read it, asked again only where the values they read changed;
 * the configuration changing an expression that keeps its root's name;
 * records of slots gone piling up, until the space starts over;
 * a cycle failing half-way, after which the next starts over;
@@ -230,6 +230,47 @@ def test_clock_reading_conjuncts_follow_the_cycles_clock():
     assert owners[-1] == set()
 
 
+def test_a_moving_clock_asks_again_only_the_slots_whose_clock_reading_values_changed(monkeypatch):
+    """The OSPool's glidein STARTs read the clock in a job-and-slot conjunct:
+    ``ifThenElse(TARGET.Long, MY.ToDie - time() >= 600, MY.ToDie - time() >= 60)`` (the real
+    ones compare ``GLIDEIN_ToDie - CurrentTime`` to 144000 or 36000 by JobDurationCategory). The
+    slot values the conjunct reads are the two comparisons, and each minute one glidein's first
+    turns false. The next cycle asks the kernel again on that glidein's row only, not on the
+    seventy, and decides as one from scratch: the long jobs leave the glidein, the short stay."""
+    config = settings()
+    start = "ifThenElse(TARGET.Long =?= true, MY.ToDie - time() >= 600, MY.ToDie - time() >= 60)"
+    slot_ads = [pslot(f"glidein{i}", cpus=1, memory=8192, ToDie=NOW + 630 + 60 * i, **starting(start))
+                for i in range(70)]
+    # each set of jobs prefers the glideins dying soonest, so each cycle one of theirs turns
+    job_ads = [*jobs("alice", 3, Long=True, Rank=expr("-TARGET.ToDie")),
+               *jobs("bob", 3, cluster=2, Long=False, Rank=expr("-TARGET.ToDie"))]
+    kernel_calls: list[int] = []         # the rows of each call
+    assess_rows = kernels.assess_rows
+
+    def counting(universe_rows: np.ndarray, *arguments: object) -> bool:
+        kernel_calls.append(len(universe_rows))
+        return assess_rows(universe_rows, *arguments)
+
+    monkeypatch.setattr(kernels, "assess_rows", counting)
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    asked, matched = [], []
+    for step in range(4):
+        now = NOW + 60 * step
+        kernel_calls.clear()
+        kept = run_cycle(builder.build(slot_ads, job_ads, config), AccountantState(), config, now,
+                         descriptions=descriptions, compilations=compilations)
+        asked.append(list(kernel_calls))
+        matched.append({owner: {m.slot for m in kept.matches if m.submitter.startswith(owner)}
+                        for owner in ("alice", "bob")})
+        fresh = run_cycle(SnapshotBuilder().build(slot_ads, job_ads, config), AccountantState(), config, now)
+        assert decided(kept) == decided(fresh), f"cycle {step}"
+    for step in (1, 2, 3):
+        assert f"glidein{step - 1}" in matched[step - 1]["alice"] - matched[step]["alice"], f"cycle {step}"
+        assert f"glidein{step - 1}" in matched[step]["bob"], f"cycle {step}"
+        assert asked[step] and set(asked[step]) == {1}, f"cycle {step}"
+    assert max(asked[0]) == len(slot_ads)
+
+
 def test_classad2_steps_reading_the_clock_follow_it():
     """A job-and-slot conjunct that classad2 evaluates (``stringListMember``) over a slot value
     that reads the clock (whether the slot retired) is asked again as the clock moves, beside
@@ -246,6 +287,26 @@ def test_classad2_steps_reading_the_clock_follow_it():
     assert matched[0] == {"retiring0", "retiring1", "retiring2"}
     assert matched[3] == {"retiring1", "retiring2"}       # at +180 s the first has retired
     assert matched[-1] == set()
+
+
+def test_classad2_steps_over_a_value_following_the_clock_do_not_pile_up_its_values():
+    """A classad2 step over a slot value that moves with every tick of the clock (``string(MY.Retire
+    - time())``) meets new slot sides every cycle: the step keeps those its rows hold, not every
+    cycle's, and the cycles decide as classad2."""
+    config = settings()
+    slot_ads = [pslot(f"retiring{i}", cpus=2, Retire=NOW + 600 + 1000 * i,
+                      **starting("stringListMember(string(MY.Retire - time()), TARGET.Lives)")) for i in range(3)]
+    lives = ",".join(str(600 + 1000 * i - 60 * step) for i in range(3) for step in range(0, 8, 2))
+    cycles = [(slot_ads, jobs("alice", 2, Lives=lives), NOW + 60 * step) for step in range(8)]
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    results = negotiate_both_ways(cycles, config, reference=True)
+    assert [bool(result.matches) for result in results] == [True, False] * 4
+    for slot_ads_now, job_ads, now in cycles:
+        run_cycle(builder.build(slot_ads_now, job_ads, config), AccountantState(), config, now,
+                  descriptions=descriptions, compilations=compilations)
+    space = compilations.match_space.space
+    steps = space.python._steps.values()
+    assert steps and all(len(step.distinct) <= 2 * len(slot_ads) for step in steps)
 
 
 def test_a_configured_rank_changed_between_cycles_is_compiled_again():

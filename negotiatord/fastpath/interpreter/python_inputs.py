@@ -36,15 +36,19 @@ class PythonInputs:
         self._strings = strings
         self._steps: dict[int, _Step] = {}
 
-    def forget_steps(self, dynamic_rows: list[int]) -> None:
-        """Forget the steps filling ``dynamic_rows``: their slot sides changed."""
-        for row in dynamic_rows:
-            self._steps.pop(row, None)
-
-    def forget_rows(self, universe_rows: np.ndarray) -> None:
-        """Forget the slot sides of ``universe_rows``: other slots now stand there."""
-        for state in self._steps.values():
+    def forget_rows(self, universe_rows: np.ndarray, dynamic_rows: list[int] | None = None) -> None:
+        """Forget the slot sides of ``universe_rows`` in the steps filling ``dynamic_rows`` (all:
+        other slots now stand there; some: the clock moved under their slot values). A step
+        most of whose distinct slot sides no row holds any more goes whole, so that a slot
+        value following the clock does not pile up a distinct side a cycle."""
+        for row in (list(self._steps) if dynamic_rows is None else dynamic_rows):
+            state = self._steps.get(row)
+            if state is None:
+                continue
             state.codes[universe_rows[universe_rows < len(state.codes)]] = -1
+            held = state.codes[state.codes >= 0]
+            if 2 * np.count_nonzero(np.bincount(held, minlength=len(state.distinct))) < len(state.distinct):
+                del self._steps[row]
 
     def fill(self, step: PyStep, positions: np.ndarray, universe_rows: np.ndarray, scalars: Triple, static: Triple,
              out: Triple, row: int) -> None:

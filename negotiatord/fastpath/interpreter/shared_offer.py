@@ -11,9 +11,9 @@ The match space keeps a cycle's first offer and its answers for the next cycle (
 daemon's next cycle offers first what the last one did, in new arrays: as many rows, most of them
 the same universe rows (so the same slot records) at the same amounts. Its requests take the last
 cycle's answers, asked again only on the positions that changed: another universe row, other
-amounts or columns, or a universe row a new record took since (:meth:`SharedOffer.forget_rows`).
-The space forgets every answer when the universe grows or the clock moves under a slot value
-that reads it.
+amounts or columns, or a universe row whose slot values changed since (:meth:`SharedOffer.forget_rows`:
+a new record took it, or a value read there follows the clock that moved). The space forgets
+every answer when the universe grows.
 """
 
 from __future__ import annotations
@@ -184,8 +184,10 @@ class SharedOffer:
         self._stale = []
 
     def forget_rows(self, universe_rows: np.ndarray) -> None:
-        """New records stand at ``universe_rows``: answers over them are to be asked again there
-        (none of this cycle's offers holds them: they were rows of slots gone)."""
+        """What ``universe_rows`` hold changed between the offers of two cycles (new records
+        stand there, or values read there follow the clock): the last cycle's answers over them
+        are to be asked again there. No offer of the cycle to come holds them yet (they were
+        rows of slots gone, or the cycle has not begun)."""
         if self._first is not None or self._last_first is not None:
             self._stale.append(universe_rows.copy())
 

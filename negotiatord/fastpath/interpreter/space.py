@@ -280,25 +280,42 @@ class Space:
 
     def _move_clock(self) -> None:
         """The cycle's clock moved: the static values that read it are worked out again, and
-        with them whatever was derived from them (slot-only conjuncts, job-and-slot conjuncts,
-        classad2 steps' slot sides)."""
+        whatever was derived from them (slot-only conjuncts, job-and-slot conjuncts' answers,
+        classad2 steps' slot sides, the shared offer's answers) is asked again on the universe
+        rows where one of those the leaves read changed. A START's ``GLIDEIN_ToDie - CurrentTime
+        >= 144000`` is such a value: it turns false for a few glideins a cycle, not for all."""
         clocked = {row for row, reads in self._clocked.items() if reads}
         if not clocked:
             return
-        self._computed[sorted(clocked)] = False
-        self.shared_offer.forget()
         static_row = self.context.compiled.static_row
         moved = [leaf for leaf in self.leaves if any(static_row(node) in clocked for node in leaf.static_nodes)]
-        if any(leaf.job_static is not None for leaf in moved):
-            self.stacks.forget(slice(None))       # they hold job-and-slot conjuncts' answers
-        moved_ids = {leaf.id for leaf in moved}
-        self._job_static = {key: found for key, found in self._job_static.items() if key[0] not in moved_ids}
+        read = sorted({static_row(node) for leaf in moved for node in leaf.static_nodes} & clocked)
+        tags, ints, floats = self.static
+        before = (tags[read], ints[read], floats[read]), self._computed[read]
+        self._computed[sorted(clocked)] = False
         for leaf in moved:
-            steps = [*leaf.python_inputs, *(leaf.job_static_inputs.python if leaf.job_static_inputs else ())]
-            self.python.forget_steps([step.dst for step in steps if self._reads_clock(step)])
             prepared = self._prepared.get(leaf.id)
             if prepared is not None:
                 self.prepare(leaf, np.flatnonzero(prepared))
+        changed = self._changed_since(read, *before)
+        self.shared_offer.forget_rows(changed)
+        self.stacks.forget(changed)
+        moved_ids = {leaf.id for leaf in moved}
+        for key, (_, computed) in self._job_static.items():
+            if key[0] in moved_ids:
+                computed[changed[changed < len(computed)]] = False
+        steps = [step for leaf in moved
+                 for step in (*leaf.python_inputs, *(leaf.job_static_inputs.python if leaf.job_static_inputs else ()))]
+        self.python.forget_rows(changed, [step.dst for step in steps if self._reads_clock(step)])
+
+    def _changed_since(self, rows: list[int], values: Triple, computed: np.ndarray) -> np.ndarray:
+        """Universe rows where static store ``rows`` no longer hold ``values`` (compared bit for
+        bit), or were worked out then (``computed``) but not since."""
+        width = computed.shape[1]
+        tags, ints, floats = (store[rows, :width] for store in self.static)
+        changed = computed & (~self._computed[rows, :width] | (tags != values[0]) | (ints != values[1])
+                              | (floats.view(np.int64) != values[2].view(np.int64)))
+        return np.flatnonzero(changed.any(axis=0))
 
     def _reads_clock(self, step: PyStep) -> bool:
         """Whether classad2 step ``step`` reads a static value that reads the clock (or one not
