@@ -42,6 +42,7 @@ from negotiatord.fastpath.interpreter.stacks import Stacks
 from negotiatord.pool.builder import SnapshotBuilder
 from negotiatord.runtime import run_cycle
 from tests.builders import expr, jobs, pslot, settings, static_slot
+from tests.cycle.test_preemption import NOW as PREEMPTION_NOW, UWCS, accountant, claimed
 from tests.fastpath.test_compilations import JOB_VARIANTS, NOW, SLOT_VARIANTS, Cycle, decided, negotiate_both_ways
 
 
@@ -195,6 +196,41 @@ def test_a_cycle_over_unchanged_ads_takes_the_last_cycles_answers(monkeypatch, s
     again = 1 if slots >= shared_offer.COMPARED_BY_POSITION_FROM else slots
     for step in (2, 4):
         assert len(asked[step]) == len(asked[0]) and set(asked[step]) == {again}, f"cycle {step}"
+
+
+def test_a_preemption_cycle_takes_the_last_cycles_answers_on_both_its_offers(monkeypatch):
+    """With preemption on, a cycle offers each request the slots on offer and then the claimed
+    ones (its match list and its preemption list): two shared offers, asked in turn. A daemon's
+    later cycle over the same ads, a minute on, takes the last cycle's answers on both and asks
+    the kernel nothing, deciding as one from scratch (the UWCS policy's ``time() -
+    EnteredCurrentState > 3600`` reads the clock, but its answer stands). The first cycle's
+    claimed slots join the universe after its first offer, so the second asks again once."""
+    config = settings(consider_preemption=True, preemption_requirements=UWCS)
+    slot_ads = [*(static_slot(f"idle{i}", cpus=1, memory=1024) for i in range(2)),
+                *(claimed(f"busy{i}", "carol@site", Site=("east", "west")[i % 2]) for i in range(70))]
+    job_ads = [*jobs("alice", 5, memory=500, Requirements=expr('TARGET.Site =!= "west"')),
+               *jobs("bob", 5, cluster=2, memory=800)]
+    state = accountant(alice=0.5, bob=0.5, carol=500.0)
+    kernel_calls: list[int] = []         # the rows of each call
+    assess_rows = kernels.assess_rows
+
+    def counting(universe_rows: np.ndarray, *arguments: object) -> bool:
+        kernel_calls.append(len(universe_rows))
+        return assess_rows(universe_rows, *arguments)
+
+    monkeypatch.setattr(kernels, "assess_rows", counting)
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    asked = []
+    for step in range(3):
+        now = PREEMPTION_NOW + 60 * step
+        kernel_calls.clear()
+        kept = run_cycle(builder.build(slot_ads, job_ads, config), state, config, now,
+                         descriptions=descriptions, compilations=compilations)
+        asked.append(list(kernel_calls))
+        fresh = run_cycle(SnapshotBuilder().build(slot_ads, job_ads, config), state, config, now)
+        assert decided(kept) == decided(fresh), f"cycle {step}"
+        assert {p.submitter for p in kept.preemptions} == {"alice@site", "bob@site"}
+    assert set(asked[0]) == {2, 70} and asked[2] == []
 
 
 def test_a_new_image_asking_the_jobs_something_new_is_compiled_for():

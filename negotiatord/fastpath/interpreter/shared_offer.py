@@ -4,10 +4,12 @@ Until a match changes the pool, the cycle offers every request the same read-onl
 amounts (PoolState.offered_to), and the autoclusters of several submitters often hold alike
 jobs. So on that offer a request whose job values, compiled roots and job-and-slot answers are
 those of one assessed before takes its answer (:class:`Answered`: its matched rows only, the
-rest being unmatched alike). Answers are kept for the current shared offer, each offer's bounded
-by :data:`MAX_KEPT_ROWS`: a fill's first offer matches most of an empty pool for every request.
+rest being unmatched alike). Answers are kept for the last :data:`KEPT_OFFERS` shared offers
+asked on (with preemption, the cycle offers each request the slots on offer and the claimed ones
+in turn), each offer's bounded by :data:`MAX_KEPT_ROWS`: a fill's first offer matches most of an
+empty pool for every request.
 
-The match space keeps a cycle's first offer and its answers for the next cycle (space.py). A
+The match space keeps a cycle's first offers and their answers for the next cycle (space.py). A
 daemon's next cycle offers first what the last one did, in new arrays: as many rows, most of them
 the same universe rows (so the same slot records) at the same amounts. Its requests take the last
 cycle's answers, asked again only on the positions that changed: another universe row, other
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
 MAX_KEPT_ROWS = 1_000_000
 # a later cycle's first offer changed in more than this share of its positions starts anew
 MAX_CHANGED_SHARE = 0.5
+# shared offers whose answers are kept at once, and kept for the next cycle: a cycle with
+# preemption offers each request the slots on offer and the claimed ones in turn
+KEPT_OFFERS = 2
 # rows; a smaller offer is compared whole, and starts anew wherever it differs: comparing it
 # position by position costs more than asking the kernel again on so few rows
 COMPARED_BY_POSITION_FROM = 64
@@ -144,51 +149,63 @@ def _bits(array: np.ndarray) -> np.ndarray:
 
 
 class SharedOffer:
-    """The answers given to the requests asked on the current shared offer, and on the first
-    one of the last cycle."""
+    """The answers given to the requests asked on the cycle's shared offers, and on the first
+    ones of the last cycle."""
 
     def __init__(self) -> None:
-        self._current: _Offered | None = None
-        self._first: _Offered | None = None           # this cycle's first shared offer
-        self._last_first: _Offered | None = None      # the last cycle's
-        self._stale: list[np.ndarray] = []            # universe rows new records took since it was filed
+        self._live: list[_Offered] = []               # offers asked on, the latest first
+        self._firsts: list[_Offered] = []             # this cycle's first offers
+        self._last_firsts: list[_Offered] = []        # the last cycle's, not taken yet
+        self._stale: list[np.ndarray] = []            # universe rows that changed since the last cycle
+
+    @property
+    def _current(self) -> _Offered | None:
+        return self._live[0] if self._live else None
 
     def holds(self, rows: np.ndarray, amounts: np.ndarray, columns: tuple[np.ndarray, ...]) -> bool:
         """Whether a call on table ``rows`` at ``amounts`` is on a shared offer (both read-only),
         ``columns`` being what the offer's rows hold (their universe rows first). A new shared
-        offer starts with no answers, unless it is the cycle's first and shaped as the last
-        cycle's first: it then takes its answers, to be asked again where they differ."""
+        offer starts with no answers, unless it is one of the cycle's first and shaped as one of
+        the last cycle's first: it then takes its answers, to be asked again where they differ."""
         if rows.flags.writeable or amounts.flags.writeable:
             return False
         arrays = (amounts, *columns)
-        if self._current is not None and self._current.is_made_of(arrays):
-            return True
-        last, self._last_first = self._last_first, None
-        if self._first is None and last is not None and last.answered and last.is_shaped_as(arrays):
-            last.move_to(arrays, np.concatenate([_NOTHING, *self._stale]))
-            self._current = last
+        for position, offered in enumerate(self._live):
+            if offered.is_made_of(arrays):
+                self._live.insert(0, self._live.pop(position))
+                return True
+        if len(self._firsts) < KEPT_OFFERS:
+            offered = self._taken_from_last(arrays)
+            self._firsts.append(offered)
         else:
-            self._current = _Offered(arrays)
-        self._stale = []
-        if self._first is None:
-            self._first = self._current
+            offered = _Offered(arrays)
+        self._live = [offered, *self._live[:KEPT_OFFERS - 1]]
         return True
 
+    def _taken_from_last(self, arrays: tuple[np.ndarray, ...]) -> _Offered:
+        """A new offer of ``arrays``, with the answers of the first of the last cycle's first
+        offers shaped alike, if one is left."""
+        for position, last in enumerate(self._last_firsts):
+            if last.answered and last.is_shaped_as(arrays):
+                del self._last_firsts[position]
+                last.move_to(arrays, np.concatenate([_NOTHING, *self._stale]))
+                return last
+        return _Offered(arrays)
+
     def next_cycle(self) -> None:
-        """A new cycle begins: its first shared offer may take the answers of this one's."""
-        self._last_first, self._first, self._current = self._first, None, None
+        """A new cycle begins: its first shared offers may take the answers of this one's."""
+        self._last_firsts, self._firsts, self._live, self._stale = self._firsts, [], [], []
 
     def forget(self) -> None:
         """Drop every answer: what the universe rows hold changed."""
-        self._current = self._first = self._last_first = None
-        self._stale = []
+        self._live, self._firsts, self._last_firsts, self._stale = [], [], [], []
 
     def forget_rows(self, universe_rows: np.ndarray) -> None:
-        """What ``universe_rows`` hold changed between the offers of two cycles (new records
-        stand there, or values read there follow the clock): the last cycle's answers over them
-        are to be asked again there. No offer of the cycle to come holds them yet (they were
-        rows of slots gone, or the cycle has not begun)."""
-        if self._first is not None or self._last_first is not None:
+        """What ``universe_rows`` hold changed since the last cycle (new records stand there, or
+        values read there follow the clock): its answers over them are to be asked again there.
+        None of this cycle's offers holds them with their old content (they were rows of slots
+        gone, or the cycle has not begun)."""
+        if self._last_firsts:
             self._stale.append(universe_rows.copy())
 
     def answered(self, key: tuple, stack: Stack, job_static: object) -> tuple[Answered, Changed | None] | None:

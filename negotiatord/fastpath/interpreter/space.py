@@ -261,11 +261,11 @@ class Space:
             self._universe_of = grown(self._universe_of, len(slot_rows), -1)
         self.slot_rows = slot_rows
         self._universe_index = self._universe_of[slot_rows.column_of]
+        self.shared_offer.next_cycle()
         if context.now != self.context.now:
             self.context = context
             self._move_clock()
         self.context = context
-        self.shared_offer.next_cycle()
         held = sum(ok.nbytes + computed.nbytes for ok, computed in self._job_static.values())
         if held + self.stacks.job_answer_bytes() > MAX_JOB_ANSWER_BYTES:
             self._job_static.clear()
