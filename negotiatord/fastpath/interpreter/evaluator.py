@@ -29,8 +29,8 @@ from negotiatord.fastpath.interpreter.loading import load_in_kernel
 from negotiatord.fastpath.interpreter.one_call import Offer, OneCallAssessment
 from negotiatord.fastpath.interpreter.preemption_answers import CompiledPreemptionAnswers
 from negotiatord.fastpath.interpreter.roots import CycleRoots
-from negotiatord.fastpath.interpreter.stages import StagedAssessment
 from negotiatord.fastpath.interpreter.shared_offer import KEPT_OFFERS
+from negotiatord.fastpath.interpreter.stages import StagedAssessment
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
 from negotiatord.settings import Settings

@@ -165,8 +165,9 @@ class SharedOffer:
     def holds(self, rows: np.ndarray, amounts: np.ndarray, columns: tuple[np.ndarray, ...]) -> bool:
         """Whether a call on table ``rows`` at ``amounts`` is on a shared offer (both read-only),
         ``columns`` being what the offer's rows hold (their universe rows first). A new shared
-        offer starts with no answers, unless it is one of the cycle's first and shaped as one of
-        the last cycle's first: it then takes its answers, to be asked again where they differ."""
+        offer starts with no answers, unless it is one of the cycle's first offers and shaped as
+        one of the last cycle's: it then takes that one's answers, to be asked again where they
+        differ."""
         if rows.flags.writeable or amounts.flags.writeable:
             return False
         arrays = (amounts, *columns)
