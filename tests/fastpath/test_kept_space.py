@@ -59,6 +59,19 @@ def counted_compilations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]
     yield compiled
 
 
+def counted_kernel_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rows of each assessment kernel call from now on, in order."""
+    calls: list[int] = []
+    assess_rows = kernels.assess_rows
+
+    def counting(universe_rows: np.ndarray, *arguments: object) -> bool:
+        calls.append(len(universe_rows))
+        return assess_rows(universe_rows, *arguments)
+
+    monkeypatch.setattr(kernels, "assess_rows", counting)
+    return calls
+
+
 def starting(start: str) -> dict:
     """A slot's START, and Requirements that read it (as HTCondor's startd advertises them)."""
     return {"Start": expr(start), "Requirements": expr("START && TARGET.RequestCpus <= MY.Cpus && "
@@ -163,18 +176,12 @@ def test_a_cycle_over_unchanged_ads_takes_the_last_cycles_answers(monkeypatch, s
     config = settings()
     job_ads = [*jobs("alice", 6, memory=1000, Requirements=expr('TARGET.Site == "east" && TARGET.Cpus >= RequestCpus')),
                *jobs("bob", 4, cluster=2, cpus=2, memory=3000, Rank=expr("TARGET.Memory"))]
-    kernel_calls: list[int] = []         # the rows of each call
-    assess_rows = kernels.assess_rows
-
-    def counting(universe_rows: np.ndarray, *arguments: object) -> bool:
-        kernel_calls.append(len(universe_rows))
-        return assess_rows(universe_rows, *arguments)
+    kernel_calls = counted_kernel_calls(monkeypatch)
 
     def glidein(index: int, cpus: int = 4, site: str = "east") -> classad2.ClassAd:
         return pslot(f"glidein{index}", cpus=cpus, memory=8192, Site=site,
                      **starting("TARGET.RequestDisk <= MY.Disk"))
 
-    monkeypatch.setattr(kernels, "assess_rows", counting)
     first = [glidein(i) for i in range(slots)]
     shrunk = [*first[:3], glidein(3, cpus=2), *first[4:]]
     moved = [glidein(0, site="west"), *shrunk[1:]]
@@ -211,14 +218,7 @@ def test_a_preemption_cycle_takes_the_last_cycles_answers_on_both_its_offers(mon
     job_ads = [*jobs("alice", 5, memory=500, Requirements=expr('TARGET.Site =!= "west"')),
                *jobs("bob", 5, cluster=2, memory=800)]
     state = accountant(alice=0.5, bob=0.5, carol=500.0)
-    kernel_calls: list[int] = []         # the rows of each call
-    assess_rows = kernels.assess_rows
-
-    def counting(universe_rows: np.ndarray, *arguments: object) -> bool:
-        kernel_calls.append(len(universe_rows))
-        return assess_rows(universe_rows, *arguments)
-
-    monkeypatch.setattr(kernels, "assess_rows", counting)
+    kernel_calls = counted_kernel_calls(monkeypatch)
     builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
     asked = []
     for step in range(3):
@@ -280,14 +280,7 @@ def test_a_moving_clock_asks_again_only_the_slots_whose_clock_reading_values_cha
     # each set of jobs prefers the glideins dying soonest, so each cycle one of theirs turns
     job_ads = [*jobs("alice", 3, Long=True, Rank=expr("-TARGET.ToDie")),
                *jobs("bob", 3, cluster=2, Long=False, Rank=expr("-TARGET.ToDie"))]
-    kernel_calls: list[int] = []         # the rows of each call
-    assess_rows = kernels.assess_rows
-
-    def counting(universe_rows: np.ndarray, *arguments: object) -> bool:
-        kernel_calls.append(len(universe_rows))
-        return assess_rows(universe_rows, *arguments)
-
-    monkeypatch.setattr(kernels, "assess_rows", counting)
+    kernel_calls = counted_kernel_calls(monkeypatch)
     builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
     asked, matched = [], []
     for step in range(4):
