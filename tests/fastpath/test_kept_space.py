@@ -20,6 +20,8 @@ matches, costs and order. The sequences exercise what keeping the space adds:
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -419,6 +421,38 @@ def test_records_of_slots_gone_do_not_pile_up():
         held.append(len(compilations.match_space))
     assert max(held) <= 2 * 40 + 64
     assert held.count(40) >= 3             # it started over, with this cycle's records alone
+
+
+def test_records_of_slots_gone_are_let_go_and_their_rows_read_as_absent_after():
+    """A cycle lets go of the slot records its table no longer holds (an ad is most of a record's
+    memory), keeping their rows for their class. After that: a slot that comes back (its ad the
+    same object), new records of the image taking released rows, and a configured rank reading an
+    attribute no cycle read before (read as absent on the released rows, as the slots that come
+    back must not read it), each cycle deciding as one from scratch."""
+    job_ads = queue()
+    first = glideins(0, 6)
+    first[3] = pslot("glidein3", cpus=4, memory=8192, Speed=20, **starting("TARGET.RequestDisk <= MY.Disk"))
+    ranked = [pslot(f"glidein{i}", cpus=4, memory=8192, Speed=i, **starting("TARGET.RequestDisk <= MY.Disk"))
+              for i in range(6, 9)]
+    pools = [(first, None), (first[:3], None), ([*first[:4], *ranked], None), ([*first[:4], *ranked], "MY.Speed")]
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    records = []
+    for step, (slot_ads, rank) in enumerate(pools):
+        config = settings(pre_job_rank=rank)
+        snapshot = builder.build(slot_ads, job_ads, config)
+        records.append({slot.name: weakref.ref(slot) for slot in snapshot.table.slots})
+        kept = run_cycle(snapshot, AccountantState(), config, NOW + 60 * step,
+                         descriptions=descriptions, compilations=compilations)
+        fresh = run_cycle(SnapshotBuilder().build(slot_ads, job_ads, config), AccountantState(), config,
+                          NOW + 60 * step)
+        assert decided(kept) == decided(fresh), f"cycle {step}"
+        matched = {match.slot for match in kept.matches}
+        del snapshot, kept
+        if step == 1:
+            gc.collect()
+            assert all(records[0][f"glidein{i}"]() is None for i in range(3, 6))      # let go
+            assert all(records[1][f"glidein{i}"]() is not None for i in range(3))
+    assert {"glidein3", "glidein8"} <= matched      # the rank reads Speed: the fastest come first
 
 
 # -- hypothesis-drawn pools whose slots keep, change or lose their records -------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import classad2
@@ -226,6 +226,20 @@ class SlotAd(Protocol):
     def slot_weight(self) -> classad2.ExprTree | None: ...
 
 
+@dataclass(frozen=True)
+class _ReleasedSlot:
+    """What a released row reads from: an ad that defines nothing, and nothing kept beside it."""
+
+    ad: classad2.ClassAd = field(default_factory=classad2.ClassAd)
+    assets: tuple[str, ...] = ()
+    integer_amounts: tuple[bool, ...] = ()
+    consumption: Mapping[str, classad2.ExprTree] | None = None
+    slot_weight: classad2.ExprTree = field(default_factory=lambda: classad2.ExprTree("undefined"))
+
+
+_RELEASED = _ReleasedSlot()
+
+
 class SlotColumns:
     """Cell-id columns over slots (a table's, or records a caller keeps across cycles: see
     :meth:`extend` and :meth:`move_to`), filled on demand."""
@@ -249,6 +263,13 @@ class SlotColumns:
         """``slots`` join as the last rows."""
         self._slots.extend(slots)
         self._described.extend([None] * len(slots))
+
+    def release(self, rows: np.ndarray) -> None:
+        """Let go of the slots of ``rows``, which no table holds any more (a kept space's records
+        of slots gone: their ads are most of their memory). What was read of them stands; an
+        attribute not read before reads as absent, as of a slot whose ad defines nothing."""
+        for row in rows.tolist():
+            self._slots[row] = _RELEASED
 
     def move_to(self, now: int, descriptions: AdDescriptions) -> None:
         """Read at a later cycle's clock ``now``, describing slots not yet read in

@@ -8,8 +8,11 @@ left them, and works out only what its new records bring (space.py: a new record
 universe row of a slot gone of its class, or joins and each compilation takes it in when next
 asked for) and what reads the cycle's clock.
 
-Records of slots gone stay in the columns until they outnumber the table's, when the space starts
-over: a pool that changes every slot keeps at most twice its table.
+Records of slots gone keep their rows until they outnumber the table's, when the space starts
+over: a pool that changes every slot keeps at most twice its table. Their slots are let go as
+soon as a cycle's table no longer holds them (an ad is most of a record's memory: 23 KiB for an
+OSPool slot's): only what was read of them stays, for the universe rows they stand at until a
+new record of their class takes each.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class KeptMatchSpace:
 
     def _start(self) -> None:
         self._column_of_record: dict[int, int] = {}       # id() of a record the columns hold -> its row
+        self._record_ids: list[int] = []                  # row -> id() of its record
+        self._released = np.zeros(0, dtype=bool)          # row -> its record was let go
         self._columns: SlotColumns | None = None
         self._consumption_policy = np.zeros(0, dtype=bool)
         self._has_amount = np.zeros((0, self._assets), dtype=bool)
@@ -63,6 +68,7 @@ class KeptMatchSpace:
             self._columns = SlotColumns((), assets, compiled.cells, now, descriptions)
         columns = self._columns
         columns.move_to(now, descriptions)
+        self._release_gone(columns, column_of)
         slot_rows = self._slot_rows(table, columns, column_of, new)
         context = Context(compiled, columns, now)
         if self._space is None:
@@ -76,13 +82,28 @@ class KeptMatchSpace:
         known = self._column_of_record
         return np.fromiter((known.get(id(slot), -1) for slot in table.slots), np.int64, len(table))
 
+    def _release_gone(self, columns: SlotColumns, column_of: np.ndarray) -> None:
+        """Let go of the records the table no longer holds. Their ids leave the index with them,
+        so a later record that reuses an id, or one that comes back, is a new record."""
+        held = np.zeros(len(columns), dtype=bool)
+        held[column_of[column_of >= 0]] = True
+        gone = np.flatnonzero(~held & ~self._released)
+        if len(gone):
+            for row in gone.tolist():
+                del self._column_of_record[self._record_ids[row]]
+            columns.release(gone)
+            self._released[gone] = True
+
     def _slot_rows(self, table: SlotTable, columns: SlotColumns, column_of: np.ndarray, new: np.ndarray) -> SlotRows:
         """The table's rows among the columns', the records of rows ``new`` added."""
         if len(new):
             first = len(columns)
             columns.extend([table.slots[row] for row in new.tolist()])
             column_of[new] = np.arange(first, first + len(new))
-            self._column_of_record.update(zip((id(table.slots[row]) for row in new.tolist()), column_of[new].tolist()))
+            ids = [id(table.slots[row]) for row in new.tolist()]
+            self._column_of_record.update(zip(ids, column_of[new].tolist()))
+            self._record_ids.extend(ids)
+            self._released = np.concatenate([self._released, np.zeros(len(new), dtype=bool)])
             self._consumption_policy = np.concatenate([self._consumption_policy, table.consumption_policy[new]])
             self._has_amount = np.concatenate([self._has_amount, ~np.isnan(table.amounts[new])])
         return SlotRows(column_of, self._consumption_policy, self._has_amount)
