@@ -24,6 +24,7 @@ import gc
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import classad2
 import numpy as np
@@ -453,6 +454,25 @@ def test_records_of_slots_gone_are_let_go_and_their_rows_read_as_absent_after():
             assert all(records[0][f"glidein{i}"]() is None for i in range(3, 6))      # let go
             assert all(records[1][f"glidein{i}"]() is not None for i in range(3))
     assert {"glidein3", "glidein8"} <= matched      # the rank reads Speed: the fastest come first
+
+
+def test_a_record_let_go_that_comes_back_is_read_again():
+    """A record a cycle let go (its slot left the table) may come back, the very object. It is
+    read again, not taken for the row it had: an attribute first read after it left reads as
+    absent there. Here a rank on such an attribute must put the returning fastest slot first."""
+    slot_ads = [pslot(f"s{i}", cpus=4, Speed=10 * i, **starting("TARGET.RequestDisk <= MY.Disk")) for i in range(4)]
+    job_ads = jobs("alice", 2)
+    builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()
+    config = settings()
+    first = builder.build(slot_ads, job_ads, config)
+    for step, table_slots in enumerate((slot_ads, slot_ads[:2])):      # s2 and s3 leave: let go
+        run_cycle(first if step == 0 else builder.build(table_slots, job_ads, config), AccountantState(), config,
+                  NOW + 60 * step, descriptions=descriptions, compilations=compilations)
+    config = settings(pre_job_rank="MY.Speed")
+    back = replace(builder.build(slot_ads, job_ads, config), table=first.table)     # the first cycle's records
+    kept = run_cycle(back, AccountantState(), config, NOW + 120, descriptions=descriptions, compilations=compilations)
+    assert decided(kept) == decided(run_cycle(back, AccountantState(), config, NOW + 120))
+    assert "s3" in {match.slot for match in kept.matches}
 
 
 # -- hypothesis-drawn pools whose slots keep, change or lose their records -------------------------
