@@ -456,10 +456,11 @@ def test_records_of_slots_gone_are_let_go_and_their_rows_read_as_absent_after():
     assert {"glidein3", "glidein8"} <= matched      # the rank reads Speed: the fastest come first
 
 
-def test_a_record_let_go_that_comes_back_is_read_again():
-    """A record a cycle let go (its slot left the table) may come back, the very object. It is
-    read again, not taken for the row it had: an attribute first read after it left reads as
-    absent there. Here a rank on such an attribute must put the returning fastest slot first."""
+def test_a_record_that_leaves_and_comes_back_reads_what_its_ad_holds():
+    """A record that left the table while something else still held it (a replay's node left out
+    of a table may come back, the very record) is not let go: when it comes back it reads what
+    its ad holds, not what a released row reads (an attribute first read after it left would read
+    as absent there). Here a rank on such an attribute must put the returning fastest slot first."""
     slot_ads = [pslot(f"s{i}", cpus=4, Speed=10 * i, **starting("TARGET.RequestDisk <= MY.Disk")) for i in range(4)]
     job_ads = jobs("alice", 2)
     builder, descriptions, compilations = SnapshotBuilder(), AdDescriptions(), Compilations()

@@ -264,12 +264,19 @@ class SlotColumns:
         self._slots.extend(slots)
         self._described.extend([None] * len(slots))
 
-    def release(self, rows: np.ndarray) -> None:
+    def release(self, rows: list[int]) -> list[SlotAd]:
         """Let go of the slots of ``rows``, which no table holds any more (a kept space's records
-        of slots gone: their ads are most of their memory). What was read of them stands; an
-        attribute not read before reads as absent, as of a slot whose ad defines nothing."""
-        for row in rows.tolist():
+        of slots gone: their ads are most of their memory); returns them. What was read of them
+        stands; an attribute not read before reads as absent, as of a slot whose ad defines
+        nothing, until :meth:`restore` puts a slot back."""
+        released = [self._slots[row] for row in rows]
+        for row in rows:
             self._slots[row] = _RELEASED
+        return released
+
+    def restore(self, row: int, slot: SlotAd) -> None:
+        """Put back the slot :meth:`release` let go at ``row``, before anything was read there."""
+        self._slots[row] = slot
 
     def move_to(self, now: int, descriptions: AdDescriptions) -> None:
         """Read at a later cycle's clock ``now``, describing slots not yet read in

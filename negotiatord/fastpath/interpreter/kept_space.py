@@ -9,13 +9,15 @@ universe row of a slot gone of its class, or joins and each compilation takes it
 asked for) and what reads the cycle's clock.
 
 Records of slots gone keep their rows until they outnumber the table's, when the space starts
-over: a pool that changes every slot keeps at most twice its table. Their slots are let go as
-soon as a cycle's table no longer holds them (an ad is most of a record's memory: 23 KiB for an
-OSPool slot's): only what was read of them stays, for the universe rows they stand at until a
-new record of their class takes each.
+over: a pool that changes every slot keeps at most twice its table. Their records are let go
+once neither a cycle's table nor anything else holds them (an ad is most of a record's memory: 23
+KiB for an OSPool slot's): only what was read of them stays, for the universe rows they stand at
+until a new record of their class takes each.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -83,16 +85,24 @@ class KeptMatchSpace:
         return np.fromiter((known.get(id(slot), -1) for slot in table.slots), np.int64, len(table))
 
     def _release_gone(self, columns: SlotColumns, column_of: np.ndarray) -> None:
-        """Let go of the records the table no longer holds. Their ids leave the index with them,
-        so a later record that reuses an id, or one that comes back, is a new record."""
+        """Let go of the records the table no longer holds and nothing else does either (the
+        snapshot builder drops the record of a replaced ad). Their ids leave the index with them,
+        so a later record that reuses an id is a new record. A record still held elsewhere (a
+        replay's node left out of a table may come back, the very record) is put back: it keeps
+        its row, and a cycle whose table holds it again finds it there."""
         held = np.zeros(len(columns), dtype=bool)
         held[column_of[column_of >= 0]] = True
-        gone = np.flatnonzero(~held & ~self._released)
-        if len(gone):
-            for row in gone.tolist():
+        gone = np.flatnonzero(~held & ~self._released).tolist()
+        if not gone:
+            return
+        references = [weakref.ref(slot) for slot in columns.release(gone)]    # the last strong ones go here
+        for row, reference in zip(gone, references):
+            slot = reference()
+            if slot is None:
                 del self._column_of_record[self._record_ids[row]]
-            columns.release(gone)
-            self._released[gone] = True
+                self._released[row] = True
+            else:
+                columns.restore(row, slot)
 
     def _slot_rows(self, table: SlotTable, columns: SlotColumns, column_of: np.ndarray, new: np.ndarray) -> SlotRows:
         """The table's rows among the columns', the records of rows ``new`` added."""
