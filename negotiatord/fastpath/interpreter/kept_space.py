@@ -28,6 +28,7 @@ from negotiatord.fastpath.interpreter.space import Context, SlotRows, Space
 from negotiatord.pool.snapshot import SlotTable
 
 _SLACK = 64       # records of slots gone kept beyond the table's before the space starts over
+_HELD, _LET_GO, _HELD_ELSEWHERE = -1, -2, -3      # a row's record, besides gone since a cycle
 
 
 class KeptMatchSpace:
@@ -41,7 +42,10 @@ class KeptMatchSpace:
     def _start(self) -> None:
         self._column_of_record: dict[int, int] = {}       # id() of a record the columns hold -> its row
         self._record_ids: list[int] = []                  # row -> id() of its record
-        self._released = np.zeros(0, dtype=bool)          # row -> its record was let go
+        # row -> the cycle its record left the tables (_HELD while a table holds it, _LET_GO once let
+        # go, _HELD_ELSEWHERE once found held by more than the columns)
+        self._gone_since = np.zeros(0, dtype=np.int64)
+        self._cycle = 0
         self._columns: SlotColumns | None = None
         self._consumption_policy = np.zeros(0, dtype=bool)
         self._has_amount = np.zeros((0, self._assets), dtype=bool)
@@ -85,24 +89,32 @@ class KeptMatchSpace:
         return np.fromiter((known.get(id(slot), -1) for slot in table.slots), np.int64, len(table))
 
     def _release_gone(self, columns: SlotColumns, column_of: np.ndarray) -> None:
-        """Let go of the records the table no longer holds and nothing else does either (the
-        snapshot builder drops the record of a replaced ad). Their ids leave the index with them,
-        so a later record that reuses an id is a new record. A record still held elsewhere (a
-        replay's node left out of a table may come back, the very record) is put back: it keeps
-        its row, and a cycle whose table holds it again finds it there."""
+        """Let go of the records no table has held for a cycle, unless something else holds them.
+
+        The last cycle's table, still held while this one begins (its snapshot, the kept slot
+        weights' last question), holds the records that just left; a cycle later, the record of a
+        replaced ad is held by the columns alone. Its id leaves the index with it, so a later
+        record that reuses the id is a new record. A record still held elsewhere then (a replay's
+        node left out of a table may come back, the very record) keeps its row, and is not asked
+        about again."""
+        self._cycle += 1
         held = np.zeros(len(columns), dtype=bool)
         held[column_of[column_of >= 0]] = True
-        gone = np.flatnonzero(~held & ~self._released).tolist()
-        if not gone:
+        since = self._gone_since
+        since[held] = _HELD
+        since[~held & (since == _HELD)] = self._cycle
+        due = np.flatnonzero((since >= 0) & (since < self._cycle)).tolist()
+        if not due:
             return
-        references = [weakref.ref(slot) for slot in columns.release(gone)]    # the last strong ones go here
-        for row, reference in zip(gone, references):
+        references = [weakref.ref(slot) for slot in columns.release(due)]     # the last strong ones go here
+        for row, reference in zip(due, references):
             slot = reference()
             if slot is None:
                 del self._column_of_record[self._record_ids[row]]
-                self._released[row] = True
+                since[row] = _LET_GO
             else:
                 columns.restore(row, slot)
+                since[row] = _HELD_ELSEWHERE
 
     def _slot_rows(self, table: SlotTable, columns: SlotColumns, column_of: np.ndarray, new: np.ndarray) -> SlotRows:
         """The table's rows among the columns', the records of rows ``new`` added."""
@@ -113,7 +125,7 @@ class KeptMatchSpace:
             ids = [id(table.slots[row]) for row in new.tolist()]
             self._column_of_record.update(zip(ids, column_of[new].tolist()))
             self._record_ids.extend(ids)
-            self._released = np.concatenate([self._released, np.zeros(len(new), dtype=bool)])
+            self._gone_since = np.concatenate([self._gone_since, np.full(len(new), _HELD, dtype=np.int64)])
             self._consumption_policy = np.concatenate([self._consumption_policy, table.consumption_policy[new]])
             self._has_amount = np.concatenate([self._has_amount, ~np.isnan(table.amounts[new])])
         return SlotRows(column_of, self._consumption_policy, self._has_amount)
