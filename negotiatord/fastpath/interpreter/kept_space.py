@@ -9,10 +9,10 @@ universe row of a slot gone of its class, or joins and each compilation takes it
 asked for) and what reads the cycle's clock.
 
 Records of slots gone keep their rows until they outnumber the table's, when the space starts
-over: a pool that changes every slot keeps at most twice its table. Their records are let go
-once neither a cycle's table nor anything else holds them (an ad is most of a record's memory: 23
-KiB for an OSPool slot's): only what was read of them stays, for the universe rows they stand at
-until a new record of their class takes each.
+over: a pool that changes every slot keeps at most twice its table. Their records are let go a
+cycle after they left the tables, unless something else holds them then (an ad is most of a
+record's memory: 23 KiB for an OSPool slot's): only what was read of them stays, for the universe
+rows they stand at until a new record of their class takes each.
 """
 
 from __future__ import annotations
