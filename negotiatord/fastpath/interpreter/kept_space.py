@@ -96,7 +96,7 @@ class KeptMatchSpace:
         replaced ad is held by the columns alone. Its id leaves the index with it, so a later
         record that reuses the id is a new record. A record still held elsewhere then (a replay's
         node left out of a table may come back, the very record) keeps its row, and is not asked
-        about again."""
+        about again while it stays out."""
         self._cycle += 1
         held = np.zeros(len(columns), dtype=bool)
         held[column_of[column_of >= 0]] = True
@@ -106,8 +106,10 @@ class KeptMatchSpace:
         due = np.flatnonzero((since >= 0) & (since < self._cycle)).tolist()
         if not due:
             return
-        references = [weakref.ref(slot) for slot in columns.release(due)]     # the last strong ones go here
-        for row, reference in zip(due, references):
+        released, references = columns.release(due), []
+        while released:     # one at a time: freeing ads lets the daemon's other threads in between
+            references.append(weakref.ref(released.pop()))     # the last strong reference goes here
+        for row, reference in zip(due, reversed(references)):
             slot = reference()
             if slot is None:
                 del self._column_of_record[self._record_ids[row]]
