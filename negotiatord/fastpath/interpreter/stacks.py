@@ -84,10 +84,9 @@ class Stacks:
         """Drop every stack (their roots' universe grew, or their answers are dropped)."""
         self._stacks.clear()
 
-    def forget(self, universe_rows: np.ndarray | slice) -> None:
+    def forget(self, universe_rows: np.ndarray) -> None:
         """Forget the job-and-slot answers of ``universe_rows``: another slot now stands there, or
-        the slot values they read moved with the clock (a later call asks them again; the space
-        keeps the answers per distinct job values of the leaves that do not read the clock)."""
+        a slot value they read moved with the clock (a later call asks them again)."""
         for stack in self._stacks.values():
             for state in stack.job_static_states.values():
                 state.ok[:, universe_rows] = True
