@@ -15,8 +15,8 @@ next with the space itself (kept_space.py). There a record a cycle brings takes 
 slot gone of its class (:meth:`Space.universe`), or the universe grows by it and each
 compilation takes it in when next asked for (root_families.py); what reads the cycle's clock is
 worked out again when it moves (:meth:`Space.enter`). The answers given on a cycle's first shared
-offer are kept with the space for the next cycle (shared_offer.py), and told which universe rows
-new records took.
+offers are kept with the space for the next cycle (shared_offer.py), and told which universe rows
+changed: those new records took, and those where a value the leaves read moved with the clock.
 
 What resolution and lowering make depends on no slot table, and is kept across cycles in the
 context's compilations (compilations.py): a space follows each root's known resolutions by its
