@@ -137,15 +137,17 @@ def _changed(arrays: tuple[np.ndarray, ...], earlier: tuple[np.ndarray, ...], st
         marked[stale] = True
         changed |= marked[universe_rows]
     for new, old in zip(arrays, earlier):
-        differ = _bits(new) != _bits(old)
+        differ = differ_bitwise(new, old)
         changed |= differ.any(axis=1) if differ.ndim > 1 else differ
     return None if changed.sum() > limit else changed
 
 
-def _bits(array: np.ndarray) -> np.ndarray:
-    """``array`` seen as integers of its item's size, so that comparing is bit for bit (NaN equal
-    to itself, -0.0 not to 0.0)."""
-    return array.view(np.int64) if array.dtype == np.float64 else array
+def differ_bitwise(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Whether each element of ``new`` differs from ``old``'s (arrays shaped alike), bit for bit:
+    a float64 is compared as the integer of its bits (NaN equal to itself, -0.0 not to 0.0)."""
+    if new.dtype == np.float64:
+        return new.view(np.int64) != old.view(np.int64)
+    return new != old
 
 
 class SharedOffer:

@@ -48,7 +48,7 @@ from negotiatord.fastpath.interpreter.compilations import Compiled
 from negotiatord.fastpath.interpreter.execution import Frame, Triple, encode, run_plan, triple
 from negotiatord.fastpath.interpreter.python_inputs import PythonInputs
 from negotiatord.fastpath.interpreter.root_families import CompiledRoot, RootFamilies
-from negotiatord.fastpath.interpreter.shared_offer import SharedOffer
+from negotiatord.fastpath.interpreter.shared_offer import SharedOffer, differ_bitwise
 from negotiatord.fastpath.interpreter.stacks import Stacks
 from negotiatord.fastpath.interpreter.tables import LeafTables
 from negotiatord.fastpath.strings import StringTable
@@ -312,10 +312,10 @@ class Space:
         """Universe rows where static store ``rows`` no longer hold ``values`` (compared bit for
         bit), or were worked out then (``computed``) but not since."""
         width = computed.shape[1]
-        tags, ints, floats = (store[rows, :width] for store in self.static)
-        changed = computed & (~self._computed[rows, :width] | (tags != values[0]) | (ints != values[1])
-                              | (floats.view(np.int64) != values[2].view(np.int64)))
-        return np.flatnonzero(changed.any(axis=0))
+        changed = ~self._computed[rows, :width]
+        for store, before in zip(self.static, values):
+            changed |= differ_bitwise(store[rows, :width], before)
+        return np.flatnonzero((computed & changed).any(axis=0))
 
     def _reads_clock(self, step: PyStep) -> bool:
         """Whether classad2 step ``step`` reads a static value that reads the clock (or one not
