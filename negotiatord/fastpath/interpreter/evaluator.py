@@ -29,7 +29,7 @@ from negotiatord.fastpath.interpreter.loading import load_in_kernel
 from negotiatord.fastpath.interpreter.one_call import Offer, OneCallAssessment
 from negotiatord.fastpath.interpreter.preemption_answers import CompiledPreemptionAnswers
 from negotiatord.fastpath.interpreter.roots import CycleRoots
-from negotiatord.fastpath.interpreter.shared_offer import KEPT_OFFERS
+from negotiatord.fastpath.interpreter.shared_offer import LatestOffers
 from negotiatord.fastpath.interpreter.stages import StagedAssessment
 from negotiatord.pool.autoclusters import Autocluster
 from negotiatord.pool.snapshot import SlotTable
@@ -86,7 +86,7 @@ class FastEvaluator:
         self._preemption.compiled = CompiledPreemptionAnswers(table, self._match_space, compiled, self._settings,
                                                               self._now, self._descriptions, self._fallback,
                                                               self._specs)
-        self._offers: list[Offer] = []            # in this match space, the latest first
+        self._offers: LatestOffers[Offer] = LatestOffers()      # in this match space
         self._entered = True
 
     # -- PairEvaluator ------------------------------------------------------------------------------
@@ -186,15 +186,14 @@ class FastEvaluator:
     def _offer_of(self, rows: np.ndarray) -> Offer:
         """The per-row columns of ``rows``, gathered once for a row array passed again (the cycle
         offers one read-only array to every autocluster until a match changes the pool; with
-        preemption, the claimed slots' array too, in turn: shared_offer.KEPT_OFFERS)."""
+        preemption, the claimed slots' array too, in turn: shared_offer.LatestOffers)."""
         if not rows.flags.writeable:
-            for position, offer in enumerate(self._offers):
-                if offer.rows is rows:
-                    self._offers.insert(0, self._offers.pop(position))
-                    return offer
+            found = self._offers.find(lambda offer: offer.rows is rows)
+            if found is not None:
+                return found
         table = self._table
         offer = Offer(rows, self._match_space.universe(rows), table.consumption_policy[rows],
                       table.amounts[rows], table.integer_amounts[rows])
         if not rows.flags.writeable:      # rows gathered for one call keep the shared offers' gathers
-            self._offers = [offer, *self._offers[:KEPT_OFFERS - 1]]
+            self._offers.add(offer)
         return offer

@@ -20,8 +20,9 @@ every answer when the universe grows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 
@@ -40,6 +41,8 @@ KEPT_OFFERS = 2
 COMPARED_BY_POSITION_FROM = 64
 
 _NOTHING = np.zeros(0, dtype=np.int64)
+
+Item = TypeVar("Item")
 
 
 @dataclass(frozen=True)
@@ -150,19 +153,43 @@ def differ_bitwise(new: np.ndarray, old: np.ndarray) -> np.ndarray:
     return new != old
 
 
+class LatestOffers(Generic[Item]):
+    """The last :data:`KEPT_OFFERS` things kept for shared offers, the latest asked for first:
+    the evaluator's gathered columns and the shared offer's answers are kept for the same offers."""
+
+    def __init__(self) -> None:
+        self._items: list[Item] = []
+
+    @property
+    def latest(self) -> Item | None:
+        return self._items[0] if self._items else None
+
+    def find(self, wanted: Callable[[Item], bool]) -> Item | None:
+        """The item ``wanted`` holds for, now the latest; None if none does."""
+        for position, item in enumerate(self._items):
+            if wanted(item):
+                self._items.insert(0, self._items.pop(position))
+                return item
+        return None
+
+    def add(self, item: Item) -> None:
+        """``item`` as the latest, the oldest going past the bound."""
+        self._items = [item, *self._items[:KEPT_OFFERS - 1]]
+
+
 class SharedOffer:
     """The answers given to the requests asked on the cycle's shared offers, and on the first
     ones of the last cycle."""
 
     def __init__(self) -> None:
-        self._live: list[_Offered] = []               # offers asked on, the latest first
+        self._live: LatestOffers[_Offered] = LatestOffers()     # offers asked on
         self._firsts: list[_Offered] = []             # this cycle's first offers
         self._last_firsts: list[_Offered] = []        # the last cycle's, not taken yet
         self._stale: list[np.ndarray] = []            # universe rows that changed since the last cycle
 
     @property
     def _current(self) -> _Offered | None:
-        return self._live[0] if self._live else None
+        return self._live.latest
 
     def holds(self, rows: np.ndarray, amounts: np.ndarray, columns: tuple[np.ndarray, ...]) -> bool:
         """Whether a call on table ``rows`` at ``amounts`` is on a shared offer (both read-only),
@@ -173,16 +200,14 @@ class SharedOffer:
         if rows.flags.writeable or amounts.flags.writeable:
             return False
         arrays = (amounts, *columns)
-        for position, offered in enumerate(self._live):
-            if offered.is_made_of(arrays):
-                self._live.insert(0, self._live.pop(position))
-                return True
+        if self._live.find(lambda offered: offered.is_made_of(arrays)) is not None:
+            return True
         if len(self._firsts) < KEPT_OFFERS:
             offered = self._taken_from_last(arrays)
             self._firsts.append(offered)
         else:
             offered = _Offered(arrays)
-        self._live = [offered, *self._live[:KEPT_OFFERS - 1]]
+        self._live.add(offered)
         return True
 
     def _taken_from_last(self, arrays: tuple[np.ndarray, ...]) -> _Offered:
@@ -197,11 +222,11 @@ class SharedOffer:
 
     def next_cycle(self) -> None:
         """A new cycle begins: its first shared offers may take the answers of this one's."""
-        self._last_firsts, self._firsts, self._live, self._stale = self._firsts, [], [], []
+        self._last_firsts, self._firsts, self._live, self._stale = self._firsts, [], LatestOffers(), []
 
     def forget(self) -> None:
         """Drop every answer: what the universe rows hold changed."""
-        self._live, self._firsts, self._last_firsts, self._stale = [], [], [], []
+        self._live, self._firsts, self._last_firsts, self._stale = LatestOffers(), [], [], []
 
     def forget_rows(self, universe_rows: np.ndarray) -> None:
         """What ``universe_rows`` hold changed since the last cycle (new records stand there, or
